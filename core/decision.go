@@ -1,0 +1,50 @@
+package core
+
+import (
+	"errors"
+	"time"
+)
+
+// Decision is the answer to one request: whether it may pass and what the
+// client should be told. Every algorithm and every store fills it in the same
+// way, so that the HTTP adapters render any of them alike. It is returned by
+// value: a Decision never allocates.
+type Decision struct {
+	// Allowed reports whether the request was admitted (and its cost
+	// consumed).
+	Allowed bool
+	// Limit is the policy quota, Policy.Limit (X-RateLimit-Limit, IETF q).
+	Limit int64
+	// Remaining is how many unit-cost requests would be admitted right now,
+	// after this one. Never negative.
+	Remaining int64
+	// ResetAfter is the time until the key is back to its full quota
+	// (X-RateLimit-Reset). 0 when it already is.
+	ResetAfter time.Duration
+	// RetryAfter is, for a denied request, the time until a request of the
+	// same cost would be admitted, absent other traffic: waiting exactly
+	// RetryAfter and retrying succeeds. 0 when allowed, and 0 when the cost
+	// can never be admitted (AllowN then also returns ErrCostExceedsCapacity).
+	RetryAfter time.Duration
+	// Delay is, for an admitted leaky-bucket request, how long it must wait
+	// before being served so that the output is smooth. 0 otherwise.
+	Delay time.Duration
+	// Policy is the policy that decided, for the IETF RateLimit-Policy
+	// header (name, quota, window).
+	Policy Policy
+}
+
+// Errors returned by limiters. Test for them with errors.Is: the returned
+// errors wrap them with the values involved.
+var (
+	// ErrInvalidCost: a cost <= 0. Such a call consumes nothing and never
+	// adds capacity.
+	ErrInvalidCost = errors.New("core: cost must be > 0")
+	// ErrCostExceedsCapacity: the cost is more than the policy can ever
+	// admit at once (above Burst, or above Limit per window). The returned
+	// Decision is a denial with RetryAfter 0, because waiting cannot help.
+	// Adapters must deny such a request, never treat it as a store failure.
+	ErrCostExceedsCapacity = errors.New("core: cost exceeds what the policy can ever admit")
+	// ErrClosed: the limiter was closed.
+	ErrClosed = errors.New("core: limiter closed")
+)

@@ -1,0 +1,241 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+)
+
+// Algorithm names one of the four rate-limiting algorithms.
+type Algorithm uint8
+
+// The four algorithms. The zero Algorithm is invalid, so a zero Policy is
+// rejected instead of silently meaning one of them.
+const (
+	AlgFixedWindow Algorithm = iota + 1
+	AlgSlidingWindow
+	AlgTokenBucket
+	AlgLeakyBucket
+)
+
+// String returns the constructor name of the algorithm ("TokenBucket"), as
+// used in error messages.
+func (a Algorithm) String() string {
+	switch a {
+	case AlgFixedWindow:
+		return "FixedWindow"
+	case AlgSlidingWindow:
+		return "SlidingWindow"
+	case AlgTokenBucket:
+		return "TokenBucket"
+	case AlgLeakyBucket:
+		return "LeakyBucket"
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// Defaults and bounds of the policy knobs.
+const (
+	// DefaultBuckets is the number of buckets of a sliding window when
+	// WithBuckets is not used.
+	DefaultBuckets = 10
+	// MinBucket is the shortest sliding-window bucket (Window/Buckets) and
+	// the shortest fixed window: below it timer and clock granularity, and
+	// Redis's millisecond key expiry, make the counts meaningless.
+	MinBucket = time.Millisecond
+	// MaxWindowLimit is the largest Limit of a fixed or sliding window: a
+	// fixed-window key packs its count into 32 bits of one atomic word.
+	MaxWindowLimit = math.MaxUint32
+	// maxSpan bounds every duration the algorithms add to a Unix-nanosecond
+	// instant (about 73 years), so now+span never overflows int64 before the
+	// year 2200.
+	maxSpan = int64(1) << 61
+)
+
+// Policy is "Limit requests per Window" plus the knobs of one algorithm. Build
+// one with FixedWindow, SlidingWindow, TokenBucket or LeakyBucket and refine
+// it with the With methods; each returns a modified copy, so a Policy value
+// can be shared and reused.
+//
+// A Policy is validated when a limiter is built from it (see Validate), never
+// by the constructors, which therefore cannot fail or panic.
+type Policy struct {
+	// Algorithm selects the algorithm.
+	Algorithm Algorithm
+	// Limit is the number of unit-cost requests admitted per Window.
+	Limit int64
+	// Window is the period of the limit.
+	Window time.Duration
+	// Burst is the capacity of a token bucket (the largest burst) or the
+	// depth of a leaky bucket (how many requests it holds at once, the one
+	// leaving now included). The constructors set it to Limit. Unused by the
+	// window algorithms.
+	Burst int64
+	// Buckets is the number of buckets a sliding window is split into. The
+	// constructor sets DefaultBuckets. Unused by the other algorithms.
+	Buckets int64
+	// Meter makes a leaky bucket a pure meter: admitted requests pass at
+	// once (Decision.Delay is always 0) and overflow is denied. A metering
+	// leaky bucket admits exactly what a token bucket with the same Limit,
+	// Window and Burst admits.
+	Meter bool
+	// Name identifies the policy in the IETF RateLimit-Policy header. Empty
+	// means the adapter picks a name.
+	Name string
+}
+
+// FixedWindow returns a policy admitting at most limit requests in each
+// window, with windows aligned to the Unix epoch so that every process agrees
+// on the boundaries. It can admit 2*limit across a boundary.
+func FixedWindow(limit int64, window time.Duration) Policy {
+	return Policy{Algorithm: AlgFixedWindow, Limit: limit, Window: window}
+}
+
+// SlidingWindow returns a policy admitting at most limit requests in the
+// trailing window, counted in DefaultBuckets buckets (see WithBuckets).
+func SlidingWindow(limit int64, window time.Duration) Policy {
+	return Policy{Algorithm: AlgSlidingWindow, Limit: limit, Window: window, Buckets: DefaultBuckets}
+}
+
+// TokenBucket returns a policy refilling limit tokens per window, continuously,
+// into a bucket of capacity limit (see WithBurst).
+func TokenBucket(limit int64, window time.Duration) Policy {
+	return Policy{Algorithm: AlgTokenBucket, Limit: limit, Window: window, Burst: limit}
+}
+
+// LeakyBucket returns a policy letting requests leave at a steady limit per
+// window. Up to Burst requests (default limit) may be in the bucket; each
+// admitted request is told how long to wait (Decision.Delay) so that the output
+// is smooth. See AsMeter for the variant that denies instead of delaying.
+func LeakyBucket(limit int64, window time.Duration) Policy {
+	return Policy{Algorithm: AlgLeakyBucket, Limit: limit, Window: window, Burst: limit}
+}
+
+// WithBurst returns a copy of p with the given token-bucket capacity or
+// leaky-bucket depth.
+func (p Policy) WithBurst(burst int64) Policy { p.Burst = burst; return p }
+
+// WithBuckets returns a copy of p whose sliding window is split into n buckets.
+func (p Policy) WithBuckets(n int64) Policy { p.Buckets = n; return p }
+
+// WithName returns a copy of p with the given name (IETF RateLimit-Policy).
+func (p Policy) WithName(name string) Policy { p.Name = name; return p }
+
+// AsMeter returns a copy of a leaky-bucket policy that denies overflow
+// instead of delaying admitted requests (see Policy.Meter).
+func (p Policy) AsMeter() Policy { p.Meter = true; return p }
+
+// Interval is the time one unit of capacity takes to come back (Window/Limit,
+// truncated to the nanosecond) for the bucket algorithms, and the bucket
+// width (Window/Buckets) for the sliding window. It is 0 for a fixed window or
+// an invalid policy.
+func (p Policy) Interval() time.Duration {
+	switch p.Algorithm {
+	case AlgTokenBucket, AlgLeakyBucket:
+		if p.Limit > 0 {
+			return p.Window / time.Duration(p.Limit)
+		}
+	case AlgSlidingWindow:
+		if p.Buckets > 0 {
+			return p.Window / time.Duration(p.Buckets)
+		}
+	}
+	return 0
+}
+
+// Capacity is the largest cost a single request can ever be admitted with:
+// Burst for the bucket algorithms, Limit for the windows.
+func (p Policy) Capacity() int64 {
+	if p.Algorithm == AlgTokenBucket || p.Algorithm == AlgLeakyBucket {
+		return p.Burst
+	}
+	return p.Limit
+}
+
+// Recovery is the longest time a key needs to return to full quota after any
+// use: an idle key older than this is identical to a new one, which is what
+// makes evicting it lossless. Redis uses it as the key's expiry.
+func (p Policy) Recovery() time.Duration {
+	switch p.Algorithm {
+	case AlgTokenBucket, AlgLeakyBucket:
+		return time.Duration(p.Burst) * p.Interval()
+	case AlgSlidingWindow:
+		// The oldest of the Buckets+1 counted buckets (see slidingwindow.go).
+		return p.Interval() * time.Duration(p.Buckets+1)
+	}
+	return p.Window
+}
+
+// Validate reports whether the policy can be run, with an error naming the
+// offending field ("core: TokenBucket burst must be > 0, got -1"). Limiters
+// call it at construction; it never panics.
+func (p Policy) Validate() error {
+	a := p.Algorithm
+	switch a {
+	case AlgFixedWindow, AlgSlidingWindow, AlgTokenBucket, AlgLeakyBucket:
+	default:
+		return fmt.Errorf("core: unknown algorithm %d (build policies with FixedWindow, SlidingWindow, TokenBucket or LeakyBucket)", uint8(a))
+	}
+	if p.Limit <= 0 {
+		return fmt.Errorf("core: %v limit must be > 0, got %d", a, p.Limit)
+	}
+	if p.Window <= 0 {
+		return fmt.Errorf("core: %v window must be > 0, got %v", a, p.Window)
+	}
+	if int64(p.Window) > maxSpan {
+		return fmt.Errorf("core: %v window must be <= %v, got %v", a, time.Duration(maxSpan), p.Window)
+	}
+	switch a {
+	case AlgFixedWindow:
+		if p.Window < MinBucket {
+			return fmt.Errorf("core: FixedWindow window must be >= %v, got %v", MinBucket, p.Window)
+		}
+		if p.Limit > MaxWindowLimit {
+			return fmt.Errorf("core: FixedWindow limit must be <= %d, got %d", int64(MaxWindowLimit), p.Limit)
+		}
+	case AlgSlidingWindow:
+		if p.Buckets <= 0 {
+			return fmt.Errorf("core: SlidingWindow buckets must be > 0, got %d", p.Buckets)
+		}
+		if p.Window/time.Duration(p.Buckets) < MinBucket {
+			return fmt.Errorf("core: SlidingWindow bucket (window/buckets = %v/%d) must be >= %v", p.Window, p.Buckets, MinBucket)
+		}
+		if p.Limit > MaxWindowLimit {
+			return fmt.Errorf("core: SlidingWindow limit must be <= %d, got %d", int64(MaxWindowLimit), p.Limit)
+		}
+	case AlgTokenBucket, AlgLeakyBucket:
+		if p.Burst <= 0 {
+			return fmt.Errorf("core: %v burst must be > 0, got %d", a, p.Burst)
+		}
+		if p.Window < time.Duration(p.Limit) {
+			return fmt.Errorf("core: %v rate %d per %v is above one request per nanosecond", a, p.Limit, p.Window)
+		}
+		hi, lo := bits.Mul64(uint64(p.Burst), uint64(p.Interval()))
+		if hi != 0 || lo > uint64(maxSpan) {
+			return fmt.Errorf("core: %v burst %d at %d per %v takes longer than %v to refill", a, p.Burst, p.Limit, p.Window, time.Duration(maxSpan))
+		}
+	}
+	if p.Meter && a != AlgLeakyBucket {
+		return fmt.Errorf("core: meter mode applies to LeakyBucket only, not %v", a)
+	}
+	return nil
+}
+
+// String describes the policy as a person would say it: "TokenBucket 100 per 1m0s burst 20".
+func (p Policy) String() string {
+	s := fmt.Sprintf("%v %d per %v", p.Algorithm, p.Limit, p.Window)
+	switch p.Algorithm {
+	case AlgSlidingWindow:
+		s += fmt.Sprintf(" in %d buckets", p.Buckets)
+	case AlgTokenBucket, AlgLeakyBucket:
+		s += fmt.Sprintf(" burst %d", p.Burst)
+		if p.Meter {
+			s += " (meter)"
+		}
+	}
+	if p.Name != "" {
+		s += fmt.Sprintf(" %q", p.Name)
+	}
+	return s
+}

@@ -1,0 +1,3 @@
+module github.com/go-ratelimit/ratelimit
+
+go 1.25

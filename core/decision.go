@@ -48,3 +48,7 @@ var (
 	// ErrClosed: the limiter was closed.
 	ErrClosed = errors.New("core: limiter closed")
 )
+
+// durationNs converts a nanosecond span to a Duration, clamping negative
+// spans (a clock that stepped back) to 0.
+func durationNs(ns int64) time.Duration { return time.Duration(max(ns, 0)) }

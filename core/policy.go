@@ -239,3 +239,54 @@ func (p Policy) String() string {
 	}
 	return s
 }
+
+// rule is a validated Policy with the numbers its algorithm needs
+// precomputed, so the request path does no division it can avoid.
+type rule struct {
+	policy   Policy
+	limit    int64
+	window   int64 // ns
+	interval int64 // ns: Window/Limit (buckets) or the bucket width (sliding)
+	tau      int64 // ns: Burst*interval, the bucket algorithms' tolerance
+	buckets  int64 // sliding: B
+	ring     int64 // sliding: B+1 counters are kept
+	cap2     int64 // sliding: admitted in any B+1 consecutive buckets, Limit + Limit/B
+	delay    bool  // leaky bucket that delays (not a meter)
+}
+
+func compile(p Policy) (rule, error) {
+	if err := p.Validate(); err != nil {
+		return rule{}, err
+	}
+	r := rule{
+		policy:   p,
+		limit:    p.Limit,
+		window:   int64(p.Window),
+		interval: int64(p.Interval()),
+		buckets:  p.Buckets,
+		delay:    p.Algorithm == AlgLeakyBucket && !p.Meter,
+	}
+	switch p.Algorithm {
+	case AlgTokenBucket, AlgLeakyBucket:
+		r.tau = p.Burst * r.interval
+	case AlgSlidingWindow:
+		r.ring = p.Buckets + 1
+		r.cap2 = p.Limit + p.Limit/p.Buckets
+	}
+	return r, nil
+}
+
+// decision returns the fields every Decision of this rule shares.
+func (r *rule) decision() Decision {
+	return Decision{Limit: r.limit, Policy: r.policy}
+}
+
+// floorDiv divides rounding toward minus infinity, so that instants before
+// the Unix epoch (a test clock) still fall into the right window.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

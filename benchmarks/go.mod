@@ -1,0 +1,41 @@
+module github.com/go-ratelimit/ratelimit/benchmarks
+
+go 1.25.0
+
+replace github.com/go-ratelimit/ratelimit => ../
+
+require (
+	github.com/didip/tollbooth/v7 v7.0.2
+	github.com/go-chi/httprate v0.16.1
+	github.com/go-ratelimit/ratelimit v0.0.0-00010101000000-000000000000
+	github.com/labstack/echo/v4 v4.16.0
+	github.com/sethvargo/go-limiter v0.7.1
+	github.com/stretchr/testify v1.11.1
+	github.com/throttled/throttled/v2 v2.15.0
+	github.com/ulule/limiter/v3 v3.11.2
+	go.uber.org/ratelimit v0.3.1
+	golang.org/x/time v0.15.0
+)
+
+require (
+	github.com/benbjohnson/clock v1.3.0 // indirect
+	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/go-pkgz/expirable-cache/v3 v3.0.0 // indirect
+	github.com/hashicorp/golang-lru v0.5.4 // indirect
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/labstack/gommon v0.5.0 // indirect
+	github.com/mattn/go-colorable v0.1.15 // indirect
+	github.com/mattn/go-isatty v0.0.22 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/valyala/fasttemplate v1.2.2 // indirect
+	github.com/zeebo/xxh3 v1.1.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)

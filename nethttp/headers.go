@@ -1,0 +1,323 @@
+package nethttp
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// Names of the response header fields the middleware writes, spelled as in
+// their specifications. http.Header's Get and Values accept them as they are.
+const (
+	HeaderLimit     = "X-RateLimit-Limit"     // the policy quota
+	HeaderRemaining = "X-RateLimit-Remaining" // unit-cost requests left now
+	HeaderReset     = "X-RateLimit-Reset"     // seconds until the full quota is back (or a Unix time)
+	// HeaderRetryAfter is RFC 9110's Retry-After, on denials only.
+	HeaderRetryAfter = "Retry-After"
+	// HeaderRateLimitPolicy and HeaderRateLimit are the fields of
+	// draft-ietf-httpapi-ratelimit-headers-11.
+	HeaderRateLimitPolicy = "RateLimit-Policy"
+	HeaderRateLimit       = "RateLimit"
+)
+
+// The same names in http.CanonicalHeaderKey form, to set map entries directly:
+// h.Set would canonicalise (and allocate) on every request.
+const (
+	keyLimit      = "X-Ratelimit-Limit"
+	keyRemaining  = "X-Ratelimit-Remaining"
+	keyReset      = "X-Ratelimit-Reset"
+	keyRetryAfter = "Retry-After"
+	keyPolicy     = "Ratelimit-Policy"
+	keyRateLimit  = "Ratelimit"
+)
+
+// HeaderStyle chooses which rate-limit header fields are written. Retry-After
+// is written on denials in every style.
+type HeaderStyle uint8
+
+const (
+	// HeadersXRateLimit writes X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset, the fields most clients read. It is the zero value
+	// and the default.
+	HeadersXRateLimit HeaderStyle = iota
+	// HeadersIETF writes RateLimit-Policy and RateLimit, as specified by
+	// draft-ietf-httpapi-ratelimit-headers-11.
+	HeadersIETF
+	// HeadersBoth writes both sets.
+	HeadersBoth
+	// HeadersNone writes no rate-limit fields (Retry-After still goes on
+	// denials).
+	HeadersNone
+)
+
+func (s HeaderStyle) String() string {
+	switch s {
+	case HeadersXRateLimit:
+		return "XRateLimit"
+	case HeadersIETF:
+		return "IETF"
+	case HeadersBoth:
+		return "Both"
+	case HeadersNone:
+		return "None"
+	}
+	return "HeaderStyle(" + strconv.Itoa(int(s)) + ")"
+}
+
+func (s HeaderStyle) valid() bool { return s <= HeadersNone }
+func (s HeaderStyle) x() bool     { return s == HeadersXRateLimit || s == HeadersBoth }
+func (s HeaderStyle) ietf() bool  { return s == HeadersIETF || s == HeadersBoth }
+
+// WriteHeaders renders d into h: the fields of style, and Retry-After when d
+// is a denial that waiting can end (d.RetryAfter > 0). With resetUnix,
+// X-RateLimit-Reset is the Unix time (in seconds, rounded up, from time.Now)
+// at which the full quota is back instead of the number of seconds until
+// then.
+//
+// It is the renderer every adapter of this module uses, exported for
+// handlers that call a core.Limiter themselves. When h already holds
+// X-RateLimit-* fields from another limit on the same request, they are
+// replaced only if d is more restrictive (fewer requests remaining; on a tie,
+// a later reset), and IETF fields are appended to, so stacked limits report
+// the tightest quota and list every policy. See the package documentation.
+func WriteHeaders(h http.Header, d core.Decision, style HeaderStyle, resetUnix bool) {
+	rd := newRenderer(d.Policy, style, resetUnix)
+	rd.write(h, d, !d.Allowed)
+}
+
+// renderer turns decisions into header values. It caches the strings that
+// depend only on the policy, so that rendering a decision of its own policy
+// allocates twice: one string holding every per-request number, and one
+// slice backing every header value.
+type renderer struct {
+	style     HeaderStyle
+	resetUnix bool
+
+	policy     core.Policy // the policy the cache below describes
+	limit      string      // strconv of policy.Limit
+	name       string      // policy name as an sf-string, quotes included
+	policyItem string      // one RateLimit-Policy list member
+}
+
+func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
+	name := sfString(PolicyName(p))
+	return renderer{
+		style:      style,
+		resetUnix:  resetUnix,
+		policy:     p,
+		limit:      strconv.FormatInt(p.Limit, 10),
+		name:       name,
+		policyItem: policyItem(name, p),
+	}
+}
+
+// write sets the header fields for d. retry says whether to write
+// Retry-After: the caller passes false for a dry-run denial, which is served
+// and so must not tell the client to come back later.
+func (rd *renderer) write(h http.Header, d core.Decision, retry bool) {
+	retry = retry && d.RetryAfter > 0
+	x, ietf := rd.style.x(), rd.style.ietf()
+	if !x && !ietf && !retry {
+		return
+	}
+	ours := d.Policy == rd.policy
+	var reset int64
+	if x {
+		reset = rd.resetValue(d.ResetAfter)
+		x = moreRestrictive(h, d.Remaining, reset)
+	}
+
+	// Every number goes into one buffer, made into one string below, and
+	// the header values are substrings of it.
+	var buf [192]byte
+	b := buf[:0]
+	var iRem, iReset, iLimit, iRetry, iRL int
+	if x {
+		b = strconv.AppendInt(b, d.Remaining, 10)
+		iRem = len(b)
+		b = strconv.AppendInt(b, reset, 10)
+		iReset = len(b)
+		if d.Limit != rd.policy.Limit {
+			b = strconv.AppendInt(b, d.Limit, 10)
+		}
+		iLimit = len(b)
+	} else {
+		iRem, iReset, iLimit = len(b), len(b), len(b)
+	}
+	if retry {
+		b = strconv.AppendInt(b, max(ceilSeconds(d.RetryAfter), 1), 10)
+	}
+	iRetry = len(b)
+	if ietf {
+		name := rd.name
+		if !ours {
+			name = sfString(PolicyName(d.Policy))
+		}
+		b = append(b, name...)
+		b = append(b, ";r="...)
+		b = strconv.AppendInt(b, d.Remaining, 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
+	}
+	iRL = len(b)
+	s := string(b)
+
+	n := 0
+	if x {
+		n += 3
+	}
+	if retry {
+		n++
+	}
+	if ietf {
+		n += 2
+	}
+	vals := make([]string, n)
+	set := func(key, v string) {
+		vals[0] = v
+		h[key] = vals[:1:1]
+		vals = vals[1:]
+	}
+	if x {
+		limit := rd.limit
+		if d.Limit != rd.policy.Limit {
+			limit = s[iReset:iLimit]
+		}
+		set(keyLimit, limit)
+		set(keyRemaining, s[:iRem])
+		set(keyReset, s[iRem:iReset])
+	}
+	if retry {
+		set(keyRetryAfter, s[iLimit:iRetry])
+	}
+	if ietf {
+		item := rd.policyItem
+		if !ours {
+			item = policyItem(sfString(PolicyName(d.Policy)), d.Policy)
+		}
+		set(keyPolicy, appendMember(h[keyPolicy], item))
+		set(keyRateLimit, appendMember(h[keyRateLimit], s[iRetry:iRL]))
+	}
+}
+
+// moreRestrictive reports whether a decision with remaining and reset should
+// replace the X-RateLimit-* fields already in h (set by an outer limit on the
+// same request): fewer requests remaining wins, and on a tie the later reset.
+// Fields that are absent or not numbers are replaced.
+func moreRestrictive(h http.Header, remaining, reset int64) bool {
+	oldRem, ok := headerInt(h, keyRemaining)
+	if !ok {
+		return true
+	}
+	oldReset, ok := headerInt(h, keyReset)
+	if !ok {
+		return true
+	}
+	return remaining < oldRem || remaining == oldRem && reset > oldReset
+}
+
+func headerInt(h http.Header, key string) (int64, bool) {
+	v := h[key]
+	if len(v) != 1 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v[0], 10, 64)
+	return n, err == nil
+}
+
+// appendMember adds one member to a structured-field list held in old (the
+// lines of the field already in the response): several policies on one
+// request are listed together, none overwritten.
+func appendMember(old []string, member string) string {
+	if len(old) == 0 {
+		return member
+	}
+	return strings.Join(old, ", ") + ", " + member
+}
+
+func (rd *renderer) resetValue(d time.Duration) int64 {
+	if !rd.resetUnix {
+		return ceilSeconds(d)
+	}
+	t := time.Now().Add(d)
+	u := t.Unix()
+	if t.Nanosecond() > 0 {
+		u++
+	}
+	return u
+}
+
+// ceilSeconds is d in whole seconds, rounded up: a client that waits that long
+// is never early. 0 for d <= 0.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
+}
+
+// policyItem is p as one RateLimit-Policy list member: `"name";q=100;w=60`.
+// The window is in whole seconds rounded up, at least 1, as the draft's w
+// parameter cannot say less.
+func policyItem(name string, p core.Policy) string {
+	b := make([]byte, 0, len(name)+32)
+	b = append(b, name...)
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, p.Limit, 10)
+	b = append(b, ";w="...)
+	b = strconv.AppendInt(b, max(ceilSeconds(p.Window), 1), 10)
+	return string(b)
+}
+
+// PolicyName is the identifier of p in the IETF fields: p.Name when set,
+// otherwise a name derived from the policy alone, such as
+// "tokenbucket-100-per-60s" (never from anything the client sent).
+func PolicyName(p core.Policy) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	w := p.Window.String()
+	if p.Window > 0 && p.Window%time.Second == 0 {
+		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
+	}
+	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
+}
+
+// checkPolicyName reports whether name can be sent as a structured-field
+// string (RFC 9651: printable ASCII).
+func checkPolicyName(name string) error {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("nethttp: policy name %q cannot be sent in a header: use printable ASCII only", name)
+		}
+	}
+	return nil
+}
+
+// sfString quotes s as an RFC 9651 sf-string, escaping '"' and '\'. Bytes an
+// sf-string cannot hold become '?' (constructors reject such names; this only
+// guards decisions from a policy the engine was not built with).
+func sfString(s string) string {
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20 || c > 0x7e:
+			b = append(b, '?')
+		default:
+			b = append(b, c)
+		}
+	}
+	b = append(b, '"')
+	return string(b)
+}

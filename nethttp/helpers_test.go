@@ -1,0 +1,137 @@
+package nethttp_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// t0 starts a fixed window of a minute (windows are aligned to the Unix
+// epoch), so that t0+54s is 6 s before the window resets.
+var t0 = time.Unix(1_699_999_980, 0)
+
+// clock is a settable clock for core.WithClock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{now: t} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// newLimiter returns an in-memory limiter on clk, closed at the end of the
+// test.
+func newLimiter(t testing.TB, p core.Policy, clk *clock) *core.MemoryLimiter {
+	t.Helper()
+	lim, err := core.New(p, core.WithClock(clk.Now))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lim.Close() })
+	return lim
+}
+
+// failingLimiter fails every call, like a store that cannot be reached.
+type failingLimiter struct {
+	err    error
+	policy core.Policy
+}
+
+func (f failingLimiter) AllowN(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
+
+func (f failingLimiter) Peek(context.Context, string) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
+
+func (f failingLimiter) Reset(context.Context, string) error { return f.err }
+func (f failingLimiter) Policy() core.Policy                 { return f.policy }
+
+// ok is the protected handler: 200 "ok".
+var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	_, _ = io.WriteString(w, "ok")
+})
+
+// wrap builds the middleware around ok, failing the test on a constructor
+// error.
+func wrap(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
+	t.Helper()
+	mw, err := nethttp.Middleware(lim, opts...)
+	require.NoError(t, err)
+	return mw(ok)
+}
+
+// get sends one GET from the peer 192.0.2.1 (or the given RemoteAddr) with
+// the given header lines ("Name: value") and returns the recorded response.
+func get(h http.Handler, remote string, header ...string) *httptest.ResponseRecorder {
+	return send(h, httptest.NewRequest(http.MethodGet, "/", nil), remote, header...)
+}
+
+func send(h http.Handler, r *http.Request, remote string, header ...string) *httptest.ResponseRecorder {
+	if remote == "" {
+		remote = "192.0.2.1:1234"
+	}
+	r.RemoteAddr = remote
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Add(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// rateHeaders extracts the rate-limit fields of a response, absent ones
+// as "".
+func rateHeaders(t testing.TB, w *httptest.ResponseRecorder) map[string]string {
+	t.Helper()
+	h := w.Result().Header
+	out := map[string]string{}
+	for _, k := range []string{
+		nethttp.HeaderLimit, nethttp.HeaderRemaining, nethttp.HeaderReset,
+		nethttp.HeaderRetryAfter, nethttp.HeaderRateLimitPolicy, nethttp.HeaderRateLimit,
+	} {
+		if v := h.Values(k); len(v) > 0 {
+			require.Len(t, v, 1, "header %s appears on more than one line", k)
+			out[k] = v[0]
+		}
+	}
+	return out
+}
+
+// xHeaders is the expected X-RateLimit-* set.
+func xHeaders(limit, remaining, reset string) map[string]string {
+	return map[string]string{
+		nethttp.HeaderLimit: limit, nethttp.HeaderRemaining: remaining, nethttp.HeaderReset: reset,
+	}
+}
+
+// with returns m plus the given key/value pairs.
+func with(m map[string]string, kv ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}

@@ -1,0 +1,683 @@
+package nethttp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/keyfunc"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+func TestMiddlewareLimitsAWindow(t *testing.T) {
+	clk := newClock(t0)
+	h := wrap(t, newLimiter(t, core.FixedWindow(100, time.Minute), clk))
+
+	t.Run("admits 100 requests with exact headers", func(t *testing.T) {
+		for i := 1; i <= 100; i++ {
+			w := get(h, "")
+			require.Equal(t, http.StatusOK, w.Code, "request %d", i)
+			require.Equal(t, xHeaders("100", fmt.Sprint(100-i), "60"), rateHeaders(t, w), "request %d", i)
+			require.Equal(t, "ok", w.Body.String())
+		}
+	})
+	t.Run("denies the 101st request in a window with exact headers", func(t *testing.T) {
+		clk.Set(t0.Add(54 * time.Second))
+		w := get(h, "")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		assert.Equal(t, with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"), rateHeaders(t, w))
+		assert.Equal(t, "text/plain; charset=utf-8", w.Header().Get("Content-Type"))
+		assert.Equal(t, "Too Many Requests\n", w.Body.String())
+	})
+	t.Run("rounds Retry-After and the reset up to whole seconds", func(t *testing.T) {
+		clk.Set(t0.Add(54*time.Second + 500*time.Millisecond))
+		w := get(h, "")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		assert.Equal(t, with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"), rateHeaders(t, w))
+	})
+	t.Run("keeps Retry-After at 1 or more just before the reset", func(t *testing.T) {
+		clk.Set(t0.Add(time.Minute - time.Millisecond))
+		w := get(h, "")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		assert.Equal(t, with(xHeaders("100", "0", "1"), nethttp.HeaderRetryAfter, "1"), rateHeaders(t, w))
+	})
+	t.Run("counts another client separately", func(t *testing.T) {
+		w := get(h, "198.51.100.7:999")
+		assert.Equal(t, http.StatusOK, w.Code)
+		assert.Equal(t, xHeaders("100", "99", "1"), rateHeaders(t, w))
+	})
+	t.Run("admits again in the next window", func(t *testing.T) {
+		clk.Set(t0.Add(time.Minute))
+		w := get(h, "")
+		assert.Equal(t, http.StatusOK, w.Code)
+		assert.Equal(t, xHeaders("100", "99", "60"), rateHeaders(t, w))
+	})
+}
+
+func TestMiddlewareResetAsUnixTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// In the bubble time.Now is 2000-01-01T00:00:00Z and only moves
+		// when every goroutine is blocked: exact Unix times.
+		start := time.Now()
+		lim, err := core.New(core.FixedWindow(3, 10*time.Second))
+		require.NoError(t, err)
+		defer lim.Close()
+		h := wrap(t, lim, nethttp.WithResetAsUnixTime())
+
+		time.Sleep(2500 * time.Millisecond)
+		w := get(h, "")
+		assert.Equal(t, xHeaders("3", "2", fmt.Sprint(start.Unix()+10)), rateHeaders(t, w))
+	})
+}
+
+func TestMiddlewareHeaderStyles(t *testing.T) {
+	policy := core.FixedWindow(100, time.Minute)
+	for _, tc := range []struct {
+		name    string
+		policy  core.Policy
+		style   nethttp.HeaderStyle
+		allowed map[string]string // on the 100th request
+		denied  map[string]string // on the 101st, 6 s before the reset
+	}{{
+		name: "X-RateLimit by default", policy: policy, style: nethttp.HeadersXRateLimit,
+		allowed: xHeaders("100", "0", "60"),
+		denied:  with(xHeaders("100", "0", "6"), "Retry-After", "6"),
+	}, {
+		name: "IETF fields with the policy's name", policy: policy.WithName("per-ip"), style: nethttp.HeadersIETF,
+		allowed: map[string]string{"RateLimit-Policy": `"per-ip";q=100;w=60`, "RateLimit": `"per-ip";r=0;t=60`},
+		denied: map[string]string{
+			"RateLimit-Policy": `"per-ip";q=100;w=60`, "RateLimit": `"per-ip";r=0;t=6`, "Retry-After": "6",
+		},
+	}, {
+		name: "IETF fields with a name derived from the policy", policy: policy, style: nethttp.HeadersIETF,
+		allowed: map[string]string{
+			"RateLimit-Policy": `"fixedwindow-100-per-60s";q=100;w=60`, "RateLimit": `"fixedwindow-100-per-60s";r=0;t=60`,
+		},
+		denied: map[string]string{
+			"RateLimit-Policy": `"fixedwindow-100-per-60s";q=100;w=60`, "RateLimit": `"fixedwindow-100-per-60s";r=0;t=6`,
+			"Retry-After": "6",
+		},
+	}, {
+		name: "IETF names escaped as structured-field strings", policy: policy.WithName(`a "quoted" \name`), style: nethttp.HeadersIETF,
+		allowed: map[string]string{
+			"RateLimit-Policy": `"a \"quoted\" \\name";q=100;w=60`, "RateLimit": `"a \"quoted\" \\name";r=0;t=60`,
+		},
+		denied: map[string]string{
+			"RateLimit-Policy": `"a \"quoted\" \\name";q=100;w=60`, "RateLimit": `"a \"quoted\" \\name";r=0;t=6`,
+			"Retry-After": "6",
+		},
+	}, {
+		name: "both sets", policy: policy.WithName("per-ip"), style: nethttp.HeadersBoth,
+		allowed: with(xHeaders("100", "0", "60"), "RateLimit-Policy", `"per-ip";q=100;w=60`, "RateLimit", `"per-ip";r=0;t=60`),
+		denied: with(xHeaders("100", "0", "6"), "RateLimit-Policy", `"per-ip";q=100;w=60`, "RateLimit", `"per-ip";r=0;t=6`,
+			"Retry-After", "6"),
+	}, {
+		name: "none but Retry-After", policy: policy, style: nethttp.HeadersNone,
+		allowed: map[string]string{},
+		denied:  map[string]string{"Retry-After": "6"},
+	}} {
+		t.Run("writes "+tc.name, func(t *testing.T) {
+			clk := newClock(t0)
+			h := wrap(t, newLimiter(t, tc.policy, clk), nethttp.WithHeaderStyle(tc.style))
+			for range 99 {
+				require.Equal(t, http.StatusOK, get(h, "").Code)
+			}
+			w := get(h, "")
+			require.Equal(t, http.StatusOK, w.Code)
+			assert.Equal(t, tc.allowed, rateHeaders(t, w))
+			clk.Set(t0.Add(54 * time.Second))
+			w = get(h, "")
+			require.Equal(t, http.StatusTooManyRequests, w.Code)
+			assert.Equal(t, tc.denied, rateHeaders(t, w))
+		})
+	}
+	t.Run("rounds a sub-second IETF window up to w=1", func(t *testing.T) {
+		h := wrap(t, newLimiter(t, core.FixedWindow(5, 500*time.Millisecond).WithName("burst"), newClock(t0)),
+			nethttp.WithHeaderStyle(nethttp.HeadersIETF))
+		assert.Equal(t, `"burst";q=5;w=1`, get(h, "").Header().Get("RateLimit-Policy"))
+	})
+}
+
+func TestMiddlewareSkip(t *testing.T) {
+	clk := newClock(t0)
+	lim := newLimiter(t, core.FixedWindow(1, time.Minute), clk)
+	var hooks int
+	health := func(r *http.Request) bool { return r.URL.Path == "/healthz" }
+	never := func(*http.Request) bool { return false }
+	h := wrap(t, lim, nethttp.WithSkip(never), nethttp.WithSkip(health),
+		nethttp.WithDecisionHook(func(*http.Request, core.Decision) { hooks++ }),
+		nethttp.WithErrorHook(func(*http.Request, error) { hooks++ }))
+
+	t.Run("lets skipped requests through without headers, hooks or cost", func(t *testing.T) {
+		for range 5 {
+			w := send(h, httptest.NewRequest(http.MethodGet, "/healthz", nil), "")
+			require.Equal(t, http.StatusOK, w.Code)
+			assert.Empty(t, rateHeaders(t, w))
+		}
+		assert.Zero(t, hooks)
+		d, err := lim.Peek(context.Background(), "192.0.2.1")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), d.Remaining)
+	})
+	t.Run("limits the other requests", func(t *testing.T) {
+		assert.Equal(t, http.StatusOK, get(h, "").Code)
+		assert.Equal(t, http.StatusTooManyRequests, get(h, "").Code)
+		assert.Equal(t, 2, hooks)
+	})
+}
+
+func TestMiddlewareCost(t *testing.T) {
+	costHeader := func(r *http.Request) (int64, error) {
+		var n int64
+		_, err := fmt.Sscan(r.Header.Get("X-Cost"), &n)
+		return n, err
+	}
+	setup := func(t *testing.T) (http.Handler, *[]core.Decision, *[]error) {
+		var decisions []core.Decision
+		var errs []error
+		h := wrap(t, newLimiter(t, core.FixedWindow(100, time.Minute), newClock(t0)),
+			nethttp.WithCostFunc(costHeader),
+			nethttp.WithDecisionHook(func(_ *http.Request, d core.Decision) { decisions = append(decisions, d) }),
+			nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }))
+		return h, &decisions, &errs
+	}
+
+	t.Run("charges the request's cost", func(t *testing.T) {
+		h, _, _ := setup(t)
+		w := get(h, "", "X-Cost", "10")
+		assert.Equal(t, http.StatusOK, w.Code)
+		assert.Equal(t, xHeaders("100", "90", "60"), rateHeaders(t, w))
+		w = get(h, "", "X-Cost", "91")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		assert.Equal(t, with(xHeaders("100", "90", "60"), "Retry-After", "60"), rateHeaders(t, w))
+	})
+	t.Run("denies a cost above capacity without Retry-After", func(t *testing.T) {
+		h, decisions, errs := setup(t)
+		w := get(h, "", "X-Cost", "101")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		assert.Equal(t, xHeaders("100", "100", "0"), rateHeaders(t, w))
+		assert.Equal(t, "Too Many Requests: the request costs more than the rate limit ever admits\n", w.Body.String())
+		require.Len(t, *decisions, 1)
+		assert.False(t, (*decisions)[0].Allowed)
+		assert.Empty(t, *errs, "a denial is not an error")
+	})
+	t.Run("answers 500 when the cost function fails", func(t *testing.T) {
+		h, decisions, errs := setup(t)
+		w := get(h, "", "X-Cost", "<script>")
+		assert.Equal(t, http.StatusInternalServerError, w.Code)
+		assert.Equal(t, "Internal Server Error\n", w.Body.String())
+		assert.Empty(t, rateHeaders(t, w))
+		assert.Empty(t, *decisions)
+		require.Len(t, *errs, 1)
+		var rej *nethttp.Rejection
+		require.ErrorAs(t, (*errs)[0], &rej)
+		assert.Equal(t, http.StatusInternalServerError, rej.Status)
+	})
+	t.Run("answers 500 for a cost of zero, a server bug", func(t *testing.T) {
+		h, _, errs := setup(t)
+		w := get(h, "", "X-Cost", "0")
+		assert.Equal(t, http.StatusInternalServerError, w.Code)
+		require.Len(t, *errs, 1)
+		assert.ErrorIs(t, (*errs)[0], core.ErrInvalidCost)
+		assert.EqualError(t, (*errs)[0], "nethttp: invalid request cost: cost function returned 0: core: cost must be > 0")
+	})
+}
+
+func TestMiddlewareDryRun(t *testing.T) {
+	var decisions []core.Decision
+	var errs []error
+	opts := []nethttp.Option{
+		nethttp.WithDryRun(),
+		nethttp.WithDecisionHook(func(_ *http.Request, d core.Decision) { decisions = append(decisions, d) }),
+		nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }),
+	}
+	t.Run("serves a request the limit would deny, with headers but no Retry-After", func(t *testing.T) {
+		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)), opts...)
+		assert.Equal(t, http.StatusOK, get(h, "").Code)
+		w := get(h, "")
+		assert.Equal(t, http.StatusOK, w.Code)
+		assert.Equal(t, "ok", w.Body.String())
+		assert.Equal(t, xHeaders("1", "0", "60"), rateHeaders(t, w))
+		require.Len(t, decisions, 2)
+		assert.True(t, decisions[0].Allowed)
+		assert.False(t, decisions[1].Allowed)
+	})
+	t.Run("serves a request without a key, reporting the error", func(t *testing.T) {
+		errs = nil
+		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)),
+			append(opts, nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")))...)
+		assert.Equal(t, http.StatusOK, get(h, "").Code)
+		require.Len(t, errs, 1)
+		assert.ErrorIs(t, errs[0], keyfunc.ErrNoKey)
+	})
+	t.Run("serves requests when the limiter fails, even fail-closed", func(t *testing.T) {
+		errs = nil
+		h := wrap(t, failingLimiter{err: errors.New("boom")}, append(opts, nethttp.WithFailClosed())...)
+		assert.Equal(t, http.StatusOK, get(h, "").Code)
+		assert.Len(t, errs, 1)
+	})
+	t.Run("does not apply leaky-bucket delays", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			lim, err := core.New(core.LeakyBucket(1, time.Second).WithBurst(5))
+			require.NoError(t, err)
+			defer lim.Close()
+			h := wrap(t, lim, opts...)
+			start := time.Now()
+			for range 3 {
+				assert.Equal(t, http.StatusOK, get(h, "").Code)
+			}
+			assert.Zero(t, time.Since(start))
+		})
+	})
+}
+
+func TestMiddlewareFailurePolicy(t *testing.T) {
+	secret := errors.New("dial tcp 10.1.2.3:6379: connection refused (secret-detail)")
+	broken := failingLimiter{err: secret, policy: core.FixedWindow(10, time.Second)}
+
+	t.Run("fails open by default, without rate headers", func(t *testing.T) {
+		var errs []error
+		h := wrap(t, broken, nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }))
+		w := get(h, "")
+		assert.Equal(t, http.StatusOK, w.Code)
+		assert.Equal(t, "ok", w.Body.String())
+		assert.Empty(t, rateHeaders(t, w))
+		require.Len(t, errs, 1)
+		assert.ErrorIs(t, errs[0], secret)
+		var rej *nethttp.Rejection
+		require.ErrorAs(t, errs[0], &rej)
+		assert.Equal(t, http.StatusServiceUnavailable, rej.Status)
+	})
+	t.Run("fails closed with 503 and no error text", func(t *testing.T) {
+		var errs []error
+		h := wrap(t, broken, nethttp.WithFailClosed(),
+			nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }))
+		w := get(h, "")
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+		assert.Equal(t, "Service Unavailable\n", w.Body.String())
+		assert.NotContains(t, fmt.Sprint(w.Result().Header), "secret")
+		assert.Empty(t, rateHeaders(t, w))
+		assert.Len(t, errs, 1)
+	})
+	t.Run("treats a closed limiter as a failure", func(t *testing.T) {
+		lim, err := core.New(core.FixedWindow(10, time.Second))
+		require.NoError(t, err)
+		require.NoError(t, lim.Close())
+		assert.Equal(t, http.StatusServiceUnavailable, get(wrap(t, lim, nethttp.WithFailClosed()), "").Code)
+		assert.Equal(t, http.StatusOK, get(wrap(t, lim), "").Code)
+	})
+}
+
+func mustHeader(t testing.TB, name string) keyfunc.Func {
+	t.Helper()
+	f, err := keyfunc.Header(name)
+	require.NoError(t, err)
+	return f
+}
+
+func TestMiddlewareKeyErrors(t *testing.T) {
+	apiKey := mustHeader(t, "X-API-Key")
+	newH := func(t *testing.T, opts ...nethttp.Option) http.Handler {
+		return wrap(t, newLimiter(t, core.FixedWindow(2, time.Minute), newClock(t0)),
+			append([]nethttp.Option{nethttp.WithKeyFunc(apiKey)}, opts...)...)
+	}
+
+	t.Run("rejects a request without a key with 400", func(t *testing.T) {
+		var errs []error
+		h := newH(t, nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }))
+		w := get(h, "")
+		assert.Equal(t, http.StatusBadRequest, w.Code)
+		assert.Equal(t, "Bad Request: the request carries no rate-limit key\n", w.Body.String())
+		assert.Empty(t, rateHeaders(t, w))
+		require.Len(t, errs, 1)
+		assert.ErrorIs(t, errs[0], keyfunc.ErrNoKey)
+	})
+	t.Run("limits each key separately", func(t *testing.T) {
+		h := newH(t)
+		for _, k := range []string{"a", "a", "b", "b"} {
+			assert.Equal(t, http.StatusOK, get(h, "", "X-API-Key", k).Code)
+		}
+		assert.Equal(t, http.StatusTooManyRequests, get(h, "", "X-API-Key", "a").Code)
+	})
+	t.Run("falls back to another key function", func(t *testing.T) {
+		h := newH(t, nethttp.WithKeyFallback(keyfunc.MustIP()))
+		assert.Equal(t, http.StatusOK, get(h, "192.0.2.1:1").Code)
+		assert.Equal(t, http.StatusOK, get(h, "192.0.2.1:2").Code)
+		w := get(h, "192.0.2.1:3")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code, "the fallback key is the peer's IP")
+		assert.Equal(t, http.StatusOK, get(h, "192.0.2.2:1").Code)
+		assert.Equal(t, http.StatusOK, get(h, "192.0.2.1:1", "X-API-Key", "a").Code)
+	})
+	t.Run("rejects when the fallback fails too", func(t *testing.T) {
+		h := newH(t, nethttp.WithKeyFallback(keyfunc.MustIP()))
+		assert.Equal(t, http.StatusBadRequest, get(h, "not-an-address").Code)
+	})
+	t.Run("answers with a replaced key-error handler", func(t *testing.T) {
+		h := newH(t, nethttp.WithKeyErrorHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
+			w.Header().Set("WWW-Authenticate", `ApiKey realm="api"`)
+			http.Error(w, "API key required", http.StatusUnauthorized)
+		}))
+		w := get(h, "")
+		assert.Equal(t, http.StatusUnauthorized, w.Code)
+		assert.Equal(t, "API key required\n", w.Body.String())
+	})
+}
+
+func TestMiddlewareDenyHandlers(t *testing.T) {
+	t.Run("passes the decision to a replaced denial handler", func(t *testing.T) {
+		var got core.Decision
+		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)),
+			nethttp.WithDenyHandler(func(w http.ResponseWriter, _ *http.Request, d core.Decision) {
+				got = d
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}))
+		get(h, "")
+		w := get(h, "")
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+		assert.Equal(t, with(xHeaders("1", "0", "60"), "Retry-After", "60"), rateHeaders(t, w), "headers are set before")
+		assert.False(t, got.Allowed)
+		assert.Equal(t, time.Minute, got.RetryAfter)
+	})
+	t.Run("writes RFC 9457 problem details", func(t *testing.T) {
+		clk := newClock(t0)
+		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute).WithName("per-ip"), clk),
+			nethttp.WithDenyHandler(nethttp.ProblemJSON))
+		get(h, "")
+		clk.Set(t0.Add(54 * time.Second))
+		w := get(h, "")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		assert.Equal(t, "application/problem+json", w.Header().Get("Content-Type"))
+		assert.Equal(t, "6", w.Header().Get("Retry-After"))
+		assert.JSONEq(t, `{
+			"type": "https://iana.org/assignments/http-problem-types#quota-exceeded",
+			"title": "Request cannot be satisfied as assigned quota has been exceeded",
+			"status": 429,
+			"detail": "Retry later; see the Retry-After header.",
+			"violated-policies": ["per-ip"]
+		}`, w.Body.String())
+	})
+	t.Run("writes problem details for a cost above capacity", func(t *testing.T) {
+		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)),
+			nethttp.WithDenyHandler(nethttp.ProblemJSON),
+			nethttp.WithCostFunc(func(*http.Request) (int64, error) { return 2, nil }))
+		w := get(h, "")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		assert.Empty(t, w.Header().Get("Retry-After"))
+		assert.Contains(t, w.Body.String(), `"detail":"The request costs more than the policy ever admits; retrying cannot succeed."`)
+		assert.Contains(t, w.Body.String(), `"violated-policies":["fixedwindow-1-per-60s"]`)
+	})
+}
+
+func TestMiddlewareLeakyBucketDelay(t *testing.T) {
+	// synctest's fake clock drives both the limiter (its default clock) and
+	// the middleware's timer: the delays are exact and take no real time.
+	t.Run("holds each request for its delay before serving it", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			lim, err := core.New(core.LeakyBucket(10, time.Second))
+			require.NoError(t, err)
+			defer lim.Close()
+			start := time.Now()
+			var served []time.Duration
+			mw, err := nethttp.Middleware(lim)
+			require.NoError(t, err)
+			h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+				served = append(served, time.Since(start))
+			}))
+			for range 3 {
+				assert.Equal(t, http.StatusOK, get(h, "").Code)
+			}
+			assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, served)
+		})
+	})
+	t.Run("answers 503 without serving when the request ends during the delay", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			lim, err := core.New(core.LeakyBucket(1, time.Second).WithBurst(3))
+			require.NoError(t, err)
+			defer lim.Close()
+			served := 0
+			mw, err := nethttp.Middleware(lim)
+			require.NoError(t, err)
+			h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+			assert.Equal(t, http.StatusOK, get(h, "").Code)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			w := send(h, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "")
+			assert.Equal(t, 300*time.Millisecond, time.Since(start), "released when the context ended, not after 1s")
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+			assert.Equal(t, xHeaders("1", "1", "2"), rateHeaders(t, w))
+			assert.Equal(t, 1, served)
+		})
+	})
+}
+
+func TestMiddlewareStacking(t *testing.T) {
+	// Per-IP 5 per second outside, per-API-key quota per day inside, as
+	// one would mount them on one route.
+	stack := func(t *testing.T, clk *clock, perKeyDay int64, style nethttp.HeaderStyle) http.Handler {
+		perIP, err := nethttp.Middleware(
+			newLimiter(t, core.FixedWindow(5, time.Second).WithName("per-ip"), clk),
+			nethttp.WithHeaderStyle(style))
+		require.NoError(t, err)
+		perKey, err := nethttp.Middleware(
+			newLimiter(t, core.FixedWindow(perKeyDay, 24*time.Hour).WithName("per-key"), clk),
+			nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")), nethttp.WithHeaderStyle(style))
+		require.NoError(t, err)
+		return perIP(perKey(ok))
+	}
+	day := time.Unix(1_699_920_000, 0) // a day boundary, also a second boundary
+
+	t.Run("reports the per-IP limit while it is the tighter", func(t *testing.T) {
+		h := stack(t, newClock(day), 1000, nethttp.HeadersBoth)
+		w := get(h, "", "X-API-Key", "k")
+		assert.Equal(t, http.StatusOK, w.Code)
+		assert.Equal(t, with(xHeaders("5", "4", "1"),
+			"RateLimit-Policy", `"per-ip";q=5;w=1, "per-key";q=1000;w=86400`,
+			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=999;t=86400`), rateHeaders(t, w))
+	})
+	t.Run("reports the per-key limit once it is the tighter", func(t *testing.T) {
+		h := stack(t, newClock(day), 3, nethttp.HeadersBoth)
+		w := get(h, "", "X-API-Key", "k")
+		assert.Equal(t, with(xHeaders("3", "2", "86400"),
+			"RateLimit-Policy", `"per-ip";q=5;w=1, "per-key";q=3;w=86400`,
+			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=2;t=86400`), rateHeaders(t, w))
+	})
+	t.Run("breaks a tie in Remaining by the later reset", func(t *testing.T) {
+		h := stack(t, newClock(day), 5, nethttp.HeadersXRateLimit)
+		w := get(h, "", "X-API-Key", "k")
+		assert.Equal(t, xHeaders("5", "4", "86400"), rateHeaders(t, w))
+	})
+	t.Run("keeps the outer limit on a tie when its reset is later", func(t *testing.T) {
+		clk := newClock(day)
+		perKey, err := nethttp.Middleware(newLimiter(t, core.FixedWindow(5, 24*time.Hour), clk),
+			nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")))
+		require.NoError(t, err)
+		perIP, err := nethttp.Middleware(newLimiter(t, core.FixedWindow(5, time.Second), clk))
+		require.NoError(t, err)
+		w := get(perKey(perIP(ok)), "", "X-API-Key", "k")
+		assert.Equal(t, xHeaders("5", "4", "86400"), rateHeaders(t, w))
+	})
+	t.Run("reports the inner denial with its Retry-After", func(t *testing.T) {
+		clk := newClock(day)
+		h := stack(t, clk, 2, nethttp.HeadersBoth)
+		get(h, "", "X-API-Key", "k")
+		get(h, "", "X-API-Key", "k")
+		clk.Set(day.Add(2 * time.Second))
+		w := get(h, "", "X-API-Key", "k")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		assert.Equal(t, with(xHeaders("2", "0", "86398"), "Retry-After", "86398",
+			"RateLimit-Policy", `"per-ip";q=5;w=1, "per-key";q=2;w=86400`,
+			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=0;t=86398`), rateHeaders(t, w))
+	})
+	t.Run("reports the outer denial alone", func(t *testing.T) {
+		h := stack(t, newClock(day), 1000, nethttp.HeadersBoth)
+		for range 5 {
+			get(h, "", "X-API-Key", "k")
+		}
+		w := get(h, "", "X-API-Key", "k")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		assert.Equal(t, with(xHeaders("5", "0", "1"), "Retry-After", "1",
+			"RateLimit-Policy", `"per-ip";q=5;w=1`, "RateLimit", `"per-ip";r=0;t=1`), rateHeaders(t, w))
+	})
+}
+
+func TestMiddlewareEchoesNothingFromTheClient(t *testing.T) {
+	const marker = "zzmarkerzz"
+	h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)),
+		nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")), nethttp.WithHeaderStyle(nethttp.HeadersBoth),
+		nethttp.WithCostFunc(func(r *http.Request) (int64, error) {
+			if r.Header.Get("X-Cost") != "" {
+				return 0, errors.New(r.Header.Get("X-Cost"))
+			}
+			return 1, nil
+		}))
+	client := []string{
+		"X-API-Key", marker, "X-Forwarded-For", marker, "Forwarded", "for=" + marker,
+		"X-RateLimit-Limit", marker, "RateLimit-Policy", marker, "Retry-After", marker,
+	}
+	for name, w := range map[string]*httptest.ResponseRecorder{
+		"admitted": send(h, httptest.NewRequest(http.MethodGet, "/"+marker+"?"+marker, nil), "", client...),
+		"denied":   send(h, httptest.NewRequest(http.MethodGet, "/"+marker+"?"+marker, nil), "", client...),
+		"key error": send(h, httptest.NewRequest(http.MethodGet, "/"+marker, nil), "",
+			"X-Forwarded-For", marker),
+		"cost error": send(h, httptest.NewRequest(http.MethodGet, "/"+marker, nil), "",
+			"X-API-Key", "other", "X-Cost", marker),
+	} {
+		t.Run("in the "+name+" response", func(t *testing.T) {
+			assert.NotContains(t, fmt.Sprint(w.Result().Header), marker)
+			if name != "admitted" {
+				assert.NotContains(t, w.Body.String(), marker)
+			}
+		})
+	}
+}
+
+func TestMiddlewareConstructorErrors(t *testing.T) {
+	lim := newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0))
+	for _, tc := range []struct {
+		name string
+		lim  core.Limiter
+		opt  nethttp.Option
+		want string
+	}{
+		{"a nil limiter", nil, nil, "nethttp: nil limiter"},
+		{"a nil option", lim, nil, "nethttp: nil Option"},
+		{"a nil key function", lim, nethttp.WithKeyFunc(nil), "nethttp: WithKeyFunc needs a non-nil function"},
+		{"a nil fallback", lim, nethttp.WithKeyFallback(nil), "nethttp: WithKeyFallback needs a non-nil function"},
+		{"a nil key-error handler", lim, nethttp.WithKeyErrorHandler(nil), "nethttp: WithKeyErrorHandler needs a non-nil function"},
+		{"a nil cost function", lim, nethttp.WithCostFunc(nil), "nethttp: WithCostFunc needs a non-nil function"},
+		{"a nil skip function", lim, nethttp.WithSkip(nil), "nethttp: WithSkip needs a non-nil function"},
+		{"a nil error hook", lim, nethttp.WithErrorHook(nil), "nethttp: WithErrorHook needs a non-nil function"},
+		{"a nil decision hook", lim, nethttp.WithDecisionHook(nil), "nethttp: WithDecisionHook needs a non-nil function"},
+		{"a nil deny handler", lim, nethttp.WithDenyHandler(nil), "nethttp: WithDenyHandler needs a non-nil function"},
+		{"an unknown header style", lim, nethttp.WithHeaderStyle(9), "nethttp: unknown header style HeaderStyle(9)"},
+		{"a policy name that is not printable ASCII", failingLimiter{policy: core.FixedWindow(1, time.Second).WithName("pér\n")}, nil,
+			`nethttp: policy name "pér\n" cannot be sent in a header: use printable ASCII only`},
+	} {
+		t.Run("rejects "+tc.name, func(t *testing.T) {
+			var opts []nethttp.Option
+			if tc.opt != nil || tc.name == "a nil option" {
+				opts = append(opts, tc.opt)
+			}
+			mw, err := nethttp.Middleware(tc.lim, opts...)
+			assert.EqualError(t, err, tc.want)
+			assert.Nil(t, mw)
+		})
+	}
+	t.Run("serves admitted requests with 404 when next is nil", func(t *testing.T) {
+		mw, err := nethttp.Middleware(lim)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusNotFound, get(mw(nil), "").Code)
+	})
+}
+
+func TestHeaderNamesAreCanonicalisedAsExpected(t *testing.T) {
+	for name, canonical := range map[string]string{
+		nethttp.HeaderLimit:           "X-Ratelimit-Limit",
+		nethttp.HeaderRemaining:       "X-Ratelimit-Remaining",
+		nethttp.HeaderReset:           "X-Ratelimit-Reset",
+		nethttp.HeaderRetryAfter:      "Retry-After",
+		nethttp.HeaderRateLimitPolicy: "Ratelimit-Policy",
+		nethttp.HeaderRateLimit:       "Ratelimit",
+	} {
+		assert.Equal(t, canonical, http.CanonicalHeaderKey(name))
+		h := http.Header{}
+		nethttp.WriteHeaders(h, core.Decision{
+			Limit: 1, RetryAfter: time.Second, Policy: core.FixedWindow(1, time.Second),
+		}, nethttp.HeadersBoth, false)
+		assert.NotEmpty(t, h.Get(name), "WriteHeaders sets %s under its canonical key", name)
+	}
+}
+
+func TestWriteHeadersForAnotherPolicy(t *testing.T) {
+	h := http.Header{}
+	nethttp.WriteHeaders(h, core.Decision{
+		Allowed: true, Limit: 7, Remaining: 3, ResetAfter: 1500 * time.Millisecond,
+		Policy: core.TokenBucket(7, 2*time.Second),
+	}, nethttp.HeadersBoth, false)
+	assert.Equal(t, http.Header{
+		"X-Ratelimit-Limit":     {"7"},
+		"X-Ratelimit-Remaining": {"3"},
+		"X-Ratelimit-Reset":     {"2"},
+		"Ratelimit-Policy":      {`"tokenbucket-7-per-2s";q=7;w=2`},
+		"Ratelimit":             {`"tokenbucket-7-per-2s";r=3;t=2`},
+	}, h)
+}
+
+func TestRejectionError(t *testing.T) {
+	cause := errors.New("cause")
+	assert.EqualError(t, &nethttp.Rejection{Status: 429}, "nethttp: rate limit exceeded")
+	rej := &nethttp.Rejection{Status: 429, Err: cause}
+	assert.EqualError(t, rej, "nethttp: rate limit exceeded: cause")
+	assert.ErrorIs(t, rej, cause)
+}
+
+// TestMiddlewareOverLoopback drives a real server with concurrent clients:
+// exactly the limit is admitted, whatever the interleaving.
+func TestMiddlewareOverLoopback(t *testing.T) {
+	const limit, clients, perClient = 100, 20, 10
+	clk := newClock(t0)
+	var admitted, denied, other int
+	var mu sync.Mutex
+	srv := httptest.NewServer(wrap(t, newLimiter(t, core.FixedWindow(limit, time.Minute), clk)))
+	defer srv.Close()
+
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range perClient {
+				resp, err := srv.Client().Get(srv.URL)
+				if !assert.NoError(t, err) {
+					return
+				}
+				_ = resp.Body.Close()
+				mu.Lock()
+				switch resp.StatusCode {
+				case http.StatusOK:
+					admitted++
+				case http.StatusTooManyRequests:
+					denied++
+					assert.Equal(t, "60", resp.Header.Get("Retry-After"))
+				default:
+					other++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, limit, admitted)
+	assert.Equal(t, clients*perClient-limit, denied)
+	assert.Zero(t, other)
+}

@@ -1,0 +1,205 @@
+package nethttp
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/keyfunc"
+)
+
+// Option configures Middleware and NewEngine. The adapters chimw, ginmw and
+// echomw take the same options. A nil function given to an option is an
+// error from the constructor. Each option replaces an earlier one of the same
+// name, except WithSkip, which adds a condition.
+type Option func(*config) error
+
+type config struct {
+	key        keyfunc.Func
+	fallback   keyfunc.Func
+	keyError   func(http.ResponseWriter, *http.Request, error)
+	cost       func(*http.Request) (int64, error)
+	skip       []func(*http.Request) bool
+	failClosed bool
+	dryRun     bool
+	onError    func(*http.Request, error)
+	onDecision func(*http.Request, core.Decision)
+	style      HeaderStyle
+	resetUnix  bool
+	deny       func(http.ResponseWriter, *http.Request, core.Decision)
+}
+
+func errNil(option string) error {
+	return fmt.Errorf("nethttp: %s needs a non-nil function", option)
+}
+
+// WithKeyFunc sets how a request is turned into the key it is limited under.
+// The default is keyfunc.IP(): the TCP peer address, never a header. See
+// WithKeyFallback for what happens when it returns an error.
+func WithKeyFunc(f keyfunc.Func) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errNil("WithKeyFunc")
+		}
+		c.key = f
+		return nil
+	}
+}
+
+// WithKeyFallback sets a key function used when the main one fails (for
+// instance a per-API-key limit that falls back to the client's IP when the
+// request carries no key). When both fail, or without a fallback, the
+// request is rejected: see WithKeyErrorHandler. A missing key never lets a
+// request through unlimited, except in dry-run mode.
+func WithKeyFallback(f keyfunc.Func) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errNil("WithKeyFallback")
+		}
+		c.fallback = f
+		return nil
+	}
+}
+
+// WithKeyErrorHandler replaces the response to a request whose key could not
+// be determined. It receives the key function's error (typically wrapping
+// keyfunc.ErrNoKey), which must not be echoed to the client. The default
+// answers 400 Bad Request with a short plain-text body; an API that requires
+// a key might answer 401 with a WWW-Authenticate challenge instead.
+func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errNil("WithKeyErrorHandler")
+		}
+		c.keyError = f
+		return nil
+	}
+}
+
+// WithCostFunc sets the cost of a request (weighted limiting, for instance by
+// the size of a batch). The default cost is 1. A cost above what the policy
+// can ever admit is denied with 429 and no Retry-After. An error from f, or
+// a cost <= 0, is a server bug: the error hook gets it and the request is
+// answered 500 Internal Server Error (served anyway in dry-run mode), so that
+// a broken cost function is noticed instead of silently disabling the limit.
+func WithCostFunc(f func(*http.Request) (int64, error)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errNil("WithCostFunc")
+		}
+		c.cost = f
+		return nil
+	}
+}
+
+// WithSkip exempts the requests for which f returns true (health checks,
+// allowlists): they pass untouched, with no rate-limit headers and no hooks
+// called. Several WithSkip options add up: a request is skipped when any of
+// them returns true.
+func WithSkip(f func(*http.Request) bool) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errNil("WithSkip")
+		}
+		c.skip = append(c.skip, f)
+		return nil
+	}
+}
+
+// WithFailClosed answers 503 Service Unavailable when the limiter fails (a
+// store error other than a denial, e.g. Redis unreachable). The default is
+// to fail open: the request is served, without rate-limit headers, as an
+// unreachable store should not take the service down. Either way the error
+// hook receives the error and the client never sees its text.
+func WithFailClosed() Option {
+	return func(c *config) error {
+		c.failClosed = true
+		return nil
+	}
+}
+
+// WithErrorHook sets a function called with every error the middleware meets
+// and then handles by policy: a key error left after the fallback (client
+// input: test with errors.Is(err, keyfunc.ErrNoKey)), a cost error
+// (core.ErrInvalidCost) and a limiter failure. The error is a *Rejection
+// wrapping the cause, whether or not the request is then rejected. It is not called for
+// denials, including core.ErrCostExceedsCapacity, which are decisions, nor
+// when a client goes away during a leaky-bucket delay. It runs on the request
+// path: keep it fast.
+func WithErrorHook(f func(*http.Request, error)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errNil("WithErrorHook")
+		}
+		c.onError = f
+		return nil
+	}
+}
+
+// WithDecisionHook sets a function called with every decision the limiter
+// makes (admitted or denied, dry-run or not), before the response is
+// written: the place for logging and metrics. It runs on the request path:
+// keep it fast.
+func WithDecisionHook(f func(*http.Request, core.Decision)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errNil("WithDecisionHook")
+		}
+		c.onDecision = f
+		return nil
+	}
+}
+
+// WithDryRun makes the middleware compute every decision, call the hooks and
+// write the rate-limit headers, but never block: denied requests are served
+// (without Retry-After), leaky-bucket delays are not applied, and key, cost
+// and limiter errors go to the error hook only. For rolling out a limit
+// safely: watch the decision hook, then remove WithDryRun.
+func WithDryRun() Option {
+	return func(c *config) error {
+		c.dryRun = true
+		return nil
+	}
+}
+
+// WithHeaderStyle chooses the rate-limit header fields: HeadersXRateLimit
+// (the default), HeadersIETF, HeadersBoth or HeadersNone.
+func WithHeaderStyle(s HeaderStyle) Option {
+	return func(c *config) error {
+		if !s.valid() {
+			return fmt.Errorf("nethttp: unknown header style %v", s)
+		}
+		c.style = s
+		return nil
+	}
+}
+
+// WithResetAsUnixTime writes X-RateLimit-Reset as the Unix time (in seconds,
+// rounded up) at which the full quota is back, as GitHub's API does, instead
+// of the number of seconds until then. The IETF RateLimit field's t is
+// always in seconds, as its draft requires.
+func WithResetAsUnixTime() Option {
+	return func(c *config) error {
+		c.resetUnix = true
+		return nil
+	}
+}
+
+// WithDenyHandler replaces the body of a denial. It is called after the
+// status line is decided and the rate-limit headers and Retry-After are set,
+// and must write the status (normally 429) and body. A denial whose
+// d.RetryAfter is 0 is one that waiting cannot end: the request costs more
+// than the policy can ever admit. The default writes "Too Many Requests" as
+// text/plain; ProblemJSON writes RFC 9457 problem details.
+func WithDenyHandler(f func(w http.ResponseWriter, r *http.Request, d core.Decision)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errNil("WithDenyHandler")
+		}
+		c.deny = f
+		return nil
+	}
+}
+
+var errNilLimiter = errors.New("nethttp: nil limiter")

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// slicesPerWindow is the resolution of the pictures: one column per tenth of
+// a window, the width of a sliding-window bucket.
+const slicesPerWindow = 10
+
+// maxRows bounds the height of a picture; above it one block stands for
+// several requests.
+const maxRows = 8
+
+// result is everything recorded about one endpoint.
+type result struct {
+	path, title string
+	policy      core.Policy
+	// What the client saw.
+	sent, admitted, denied, failed int64
+	// What the server saw.
+	requests []request
+}
+
+// report is the input of render.
+type report struct {
+	start   time.Time // when phase 1 began: a window boundary
+	plan    plan
+	results []result
+}
+
+// intro says what is about to happen, before the traffic starts.
+func intro(w io.Writer, p plan, url string, eps []*endpoint) {
+	fmt.Fprintf(w, "Four rate-limiting algorithms, one limit (%d requests per %v), the same traffic.\n\n", p.limit, p.window)
+	fmt.Fprintf(w, "Server  %s  (in-memory limiters behind the net/http middleware)\n", url)
+	for _, ep := range eps {
+		fmt.Fprintf(w, "  %-9s %v\n", ep.path, ep.limiter.Policy())
+	}
+	fmt.Fprintf(w, "Traffic, sent to each endpoint over HTTP:\n")
+	fmt.Fprintf(w, "  phase 1  %s for %v: twice the limit, starting on a window boundary\n", p.rate(), p.steady)
+	fmt.Fprintf(w, "  phase 2  %d requests in the %v before a window boundary, %d in the %v after it\n\n",
+		p.limit, p.span, p.limit, p.span)
+}
+
+// render draws one picture per algorithm, then the summary table.
+func render(w io.Writer, rep report) {
+	p := rep.plan
+	slice := p.window / slicesPerWindow
+	cols := int(p.end() / slice)
+	for _, r := range rep.results {
+		for _, q := range r.requests {
+			cols = max(cols, rep.column(q.shown(), slice)+1)
+		}
+	}
+	charts := make([][]bar, len(rep.results))
+	unit := 1 // requests per block
+	for i, r := range rep.results {
+		charts[i] = rep.bars(r, slice, cols)
+		for _, b := range charts[i] {
+			unit = max(unit, (b.admitted+b.denied+maxRows-1)/maxRows)
+		}
+	}
+	rows := 1
+	for _, bars := range charts {
+		for _, b := range bars {
+			rows = max(rows, b.cells(unit))
+		}
+	}
+
+	block := "one block = one request"
+	if unit > 1 {
+		block = fmt.Sprintf("one block = up to %d requests", unit)
+	}
+	fmt.Fprintf(w, "How to read the pictures: each column is %v of traffic, as high as the requests in it.\n", slice)
+	fmt.Fprintf(w, "█ admitted (drawn when the handler ran)   ░ denied (429)   %s\n", block)
+	fmt.Fprintf(w, "┴ window boundary, every %v (windows are aligned to the clock, as the limiters count them)\n", p.window)
+	for i, r := range rep.results {
+		fmt.Fprintf(w, "\n%s  %s  (%v)\n\n", strings.ToUpper(r.title), r.path, r.policy)
+		drawChart(w, charts[i], rows, unit, p)
+		fmt.Fprintln(w)
+		wrap(w, caption(rep, r, charts[i]), 78, "  ")
+	}
+	fmt.Fprintln(w)
+	table(w, rep, charts)
+}
+
+// bar is one column of a picture: the requests of one time slice.
+type bar struct{ admitted, denied int }
+
+func (b bar) cells(unit int) int { return ceilDiv(b.admitted, unit) + ceilDiv(b.denied, unit) }
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// shown is when a request appears in the picture: when it was served if it
+// was admitted (a leaky bucket serves later than it decides), else when it
+// was denied.
+func (q request) shown() time.Time {
+	if q.served.IsZero() {
+		return q.arrived
+	}
+	return q.served
+}
+
+func (rep report) column(t time.Time, slice time.Duration) int {
+	return max(0, int(t.Sub(rep.start)/slice))
+}
+
+func (rep report) bars(r result, slice time.Duration, cols int) []bar {
+	bars := make([]bar, cols)
+	for _, q := range r.requests {
+		b := &bars[min(rep.column(q.shown(), slice), cols-1)]
+		if q.served.IsZero() {
+			b.denied++
+		} else {
+			b.admitted++
+		}
+	}
+	return bars
+}
+
+// drawChart draws the bars as stacked columns: admitted at the bottom,
+// denied above, over a time axis marking the window boundaries and the
+// phases of the traffic.
+func drawChart(w io.Writer, bars []bar, rows, unit int, p plan) {
+	for row := rows; row >= 1; row-- {
+		label := ""
+		if row == rows {
+			label = fmt.Sprint(rows * unit)
+		}
+		var line strings.Builder
+		for _, b := range bars {
+			a, d := ceilDiv(b.admitted, unit), ceilDiv(b.denied, unit)
+			switch {
+			case row <= a:
+				line.WriteString("█")
+			case row <= a+d:
+				line.WriteString("░")
+			default:
+				line.WriteString(" ")
+			}
+		}
+		fmt.Fprintf(w, "%5s │%s\n", label, strings.TrimRight(line.String(), " "))
+	}
+
+	var axis, times strings.Builder
+	for i := range bars {
+		if i%slicesPerWindow == 0 {
+			axis.WriteString("┴")
+		} else {
+			axis.WriteString("─")
+		}
+	}
+	end := 0 // columns written on the times line
+	for i := 0; i < len(bars); i += slicesPerWindow {
+		label := seconds(time.Duration(i/slicesPerWindow) * p.window)
+		if i < end+1 && i > 0 {
+			continue // no room
+		}
+		times.WriteString(strings.Repeat(" ", i-end) + label)
+		end = i + len(label)
+	}
+	fmt.Fprintf(w, "%5s └%s\n", "0", axis.String())
+	fmt.Fprintf(w, "%5s  %s\n", "", times.String())
+	fmt.Fprintf(w, "%5s  %s\n", "", phases(p, len(bars)))
+}
+
+// phases is a ruler under the time axis naming the two phases.
+func phases(p plan, cols int) string {
+	slice := p.window / slicesPerWindow
+	ruler := []rune(strings.Repeat(" ", cols+20))
+	// bracket marks [from, to) and writes the first label that fits inside,
+	// or else the last one just after it.
+	bracket := func(from, to time.Duration, labels ...string) {
+		a, b := int(from/slice), int(to/slice)-1
+		for i := a + 1; i < b; i++ {
+			ruler[i] = '─'
+		}
+		ruler[a], ruler[b] = '├', '┤'
+		for _, label := range labels {
+			text := []rune(" " + label + " ")
+			if inside := b - a - 1; inside >= len(text)+2 {
+				copy(ruler[a+1+(inside-len(text))/2:], text)
+				return
+			}
+		}
+		copy(ruler[b+1:], []rune(" "+labels[len(labels)-1]))
+	}
+	bracket(0, p.steady, "phase 1: "+p.rate(), "phase 1")
+	bracket(p.boundary-p.span, p.boundary+p.span, "phase 2: bursts")
+	return strings.TrimRight(string(ruler), " ")
+}
+
+// seconds formats a time offset for the axis: "0s", "1.5s", "200ms".
+func seconds(d time.Duration) string { return d.String() }
+
+// caption explains what to see in an algorithm's picture, with the
+// numbers of this run.
+func caption(rep report, r result, bars []bar) string {
+	p := rep.plan
+	pol := r.policy
+	interval := p.window / time.Duration(p.limit)
+	first := r.admittedBetween(rep.start.Add(p.boundary-p.span), rep.start.Add(p.boundary))
+	second := r.admittedBetween(rep.start.Add(p.boundary), rep.start.Add(p.boundary+p.span))
+	switch pol.Algorithm {
+	case core.AlgFixedWindow:
+		return fmt.Sprintf("Counts the requests of each window and starts again from zero at every "+
+			"boundary (┴). Under steady overload each window admits its first %d requests, then denies "+
+			"the rest. Its weak spot is the boundary: the two bursts count in two different windows, so "+
+			"%d + %d = %d were admitted within %v, against a limit of %d per %v.",
+			p.limit, first, second, first+second, 2*p.span, p.limit, p.window)
+	case core.AlgSlidingWindow:
+		bound := pol.Limit + pol.Limit/pol.Buckets
+		return fmt.Sprintf("Counts the trailing %v (in %d buckets of %v). Under steady overload it admits "+
+			"the limit too, but only as fast as old requests slide out of the window. And there is no boundary to "+
+			"exploit: the first burst takes the quota (%d admitted), and the second finds it still in use "+
+			"(%d admitted). No stretch of %v can hold more than %d + %d/%d = %d; the busiest held %d.",
+			p.window, pol.Buckets, pol.Interval(), first, second, p.window, pol.Limit, pol.Limit, pol.Buckets,
+			bound, busiest(bars))
+	case core.AlgTokenBucket:
+		return fmt.Sprintf("Starts full with %d tokens and gains one every %v. Under steady overload it "+
+			"first spends what it saved (%d admitted in the first %v), then settles at the "+
+			"refill rate: one request every %v. The first burst spends a full bucket (%d admitted); the "+
+			"second gets only what refilled meanwhile (%d).",
+			pol.Burst, interval, r.admittedBetween(rep.start, rep.start.Add(p.window)), p.window, interval, first, second)
+	case core.AlgLeakyBucket:
+		p50, worst := r.delays()
+		return fmt.Sprintf("Admitted requests queue in the bucket and leave one every %v: the middleware "+
+			"holds each for its Decision.Delay (median %v, at most %v here) before the handler runs. So "+
+			"what reaches the handler is a steady %d per %v, whatever arrives. A request that finds %d "+
+			"already queued is denied at once.",
+			interval, p50, worst, p.limit, p.window, pol.Burst)
+	}
+	return ""
+}
+
+// admittedBetween counts the requests admitted (decided, not served) in
+// [from, to).
+func (r result) admittedBetween(from, to time.Time) int {
+	n := 0
+	for _, q := range r.requests {
+		if !q.served.IsZero() && !q.arrived.Before(from) && q.arrived.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// delays returns the median and the longest time admitted requests were held
+// before being served, to the millisecond.
+func (r result) delays() (p50, worst time.Duration) {
+	var ds []time.Duration
+	for _, q := range r.requests {
+		if !q.served.IsZero() {
+			ds = append(ds, q.served.Sub(q.arrived).Round(time.Millisecond))
+		}
+	}
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[len(ds)-1]
+}
+
+// busiest is the most requests admitted in any slicesPerWindow consecutive
+// columns: the busiest stretch of one window in the picture.
+func busiest(bars []bar) int {
+	best, sum := 0, 0
+	for i, b := range bars {
+		sum += b.admitted
+		if i >= slicesPerWindow {
+			sum -= bars[i-slicesPerWindow].admitted
+		}
+		best = max(best, sum)
+	}
+	return best
+}
+
+// table summarises every algorithm on one line each.
+func table(w io.Writer, rep report, charts [][]bar) {
+	failed := false
+	for _, r := range rep.results {
+		failed = failed || r.failed > 0
+	}
+	head := fmt.Sprintf("%-16s %6s %9s %7s  %12s %10s %10s", "", "sent", "admitted", "denied",
+		"busiest "+seconds(rep.plan.window), "delay p50", "delay max")
+	if failed {
+		head += fmt.Sprintf(" %7s", "errors")
+	}
+	fmt.Fprintln(w, strings.TrimRight(head, " "))
+	for i, r := range rep.results {
+		p50, worst := "-", "-"
+		if r.policy.Algorithm == core.AlgLeakyBucket && !r.policy.Meter {
+			a, b := r.delays()
+			p50, worst = a.String(), b.String()
+		}
+		line := fmt.Sprintf("%-16s %6d %9d %7d  %12d %10s %10s", r.title, r.sent, r.admitted, r.denied,
+			busiest(charts[i]), p50, worst)
+		if failed {
+			line += fmt.Sprintf(" %7d", r.failed)
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "\nbusiest %v: the most requests served in any %v of the pictures (%d columns); the limit is %d.\n",
+		rep.plan.window, rep.plan.window, slicesPerWindow, rep.plan.limit)
+}
+
+// wrap writes text as lines of at most width columns, each after indent.
+func wrap(w io.Writer, text string, width int, indent string) {
+	line := indent
+	for _, word := range strings.Fields(text) {
+		if len([]rune(line))+1+len([]rune(word)) > width && line != indent {
+			fmt.Fprintln(w, line)
+			line = indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += word
+	}
+	if line != indent {
+		fmt.Fprintln(w, line)
+	}
+}

@@ -1,0 +1,53 @@
+package chimw_test
+
+import (
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/go-ratelimit/ratelimit/chimw"
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/keyfunc"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// fixedClock makes the output exact: 54 s into a minute.
+func fixedClock() time.Time { return time.Unix(1_700_000_034, 0) }
+
+// A per-IP limit for the whole router, and a stricter one per route and
+// client on the login route.
+func Example() {
+	general, _ := core.New(core.FixedWindow(100, time.Minute), core.WithClock(fixedClock))
+	defer general.Close()
+	logins, _ := core.New(core.FixedWindow(2, time.Minute), core.WithClock(fixedClock))
+	defer logins.Close()
+
+	perIP, err := chimw.Limit(general)
+	if err != nil {
+		log.Fatal(err)
+	}
+	strict, err := chimw.Limit(logins, nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.MustIP())))
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := chi.NewRouter()
+	r.Use(perIP)
+	r.With(strict).Post("/login", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "welcome") })
+
+	for range 3 {
+		req := httptest.NewRequest(http.MethodPost, "/login", nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		fmt.Printf("%d limit=%s remaining=%s retry-after=%q\n", w.Code, w.Header().Get("X-RateLimit-Limit"),
+			w.Header().Get("X-RateLimit-Remaining"), w.Header().Get("Retry-After"))
+	}
+	// Output:
+	// 200 limit=2 remaining=1 retry-after=""
+	// 200 limit=2 remaining=0 retry-after=""
+	// 429 limit=2 remaining=0 retry-after="6"
+}

@@ -1,0 +1,349 @@
+// Package adaptertest is the behavioural suite every HTTP adapter of this
+// module passes (nethttp, chimw, ginmw, echomw), through its real router: one
+// suite, so that "the adapters behave alike" is checked rather than hoped.
+//
+// An adapter test mounts its middleware on a route with a path parameter and
+// hands the suite a function that builds that router:
+//
+//	func TestSuite(t *testing.T) {
+//		adaptertest.Run(t, adaptertest.Adapter{Mount: mount})
+//	}
+//
+// # Exact values
+//
+// The suite drives a core.MemoryLimiter on a test clock (core.WithClock), so
+// every header value is checked exactly; it never sleeps.
+package adaptertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/keyfunc"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// Adapter describes the adapter under test.
+type Adapter struct {
+	// Mount returns a router serving GET /items/{id} (in the router's own
+	// syntax) through the adapter's middleware built from lim and opts. The
+	// route's handler answers 200 with the body "ok". A constructor error
+	// must fail the test.
+	Mount func(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler
+	// Body returns the body and Content-Type the adapter answers a
+	// rejection of the given status with, when no handler option replaces
+	// it. Nil means nethttp's plain-text answers.
+	Body func(status int) (body, contentType string)
+}
+
+// t0 starts a minute-long fixed window (windows are aligned to the Unix
+// epoch): t0+54s is 6 s before the reset.
+var t0 = time.Unix(1_699_999_980, 0)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+type failingLimiter struct{ err error }
+
+func (f failingLimiter) AllowN(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
+func (f failingLimiter) Peek(context.Context, string) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
+func (f failingLimiter) Reset(context.Context, string) error { return f.err }
+func (f failingLimiter) Policy() core.Policy                 { return core.FixedWindow(1, time.Second) }
+
+// PlainBody is nethttp's default answer to a rejection of status.
+func PlainBody(status int) (body, contentType string) {
+	switch status {
+	case http.StatusTooManyRequests:
+		return "Too Many Requests\n", "text/plain; charset=utf-8"
+	case http.StatusBadRequest:
+		return "Bad Request: the request carries no rate-limit key\n", "text/plain; charset=utf-8"
+	}
+	return http.StatusText(status) + "\n", "text/plain; charset=utf-8"
+}
+
+type suite struct {
+	Adapter
+	t *testing.T
+}
+
+// Run runs the suite against a.
+func Run(t *testing.T, a Adapter) {
+	if a.Body == nil {
+		a.Body = PlainBody
+	}
+	s := suite{Adapter: a, t: t}
+	t.Run("denies the 101st request in a window with exact headers", s.window)
+	t.Run("writes each header style", s.styles)
+	t.Run("skips requests", s.skip)
+	t.Run("charges costs", s.cost)
+	t.Run("never blocks in dry-run mode", s.dryRun)
+	t.Run("fails open by default and closed on request", s.failure)
+	t.Run("applies the key-error policy", s.keyErrors)
+	t.Run("keys on the route pattern, not the path", s.route)
+	t.Run("admits exactly the limit to concurrent clients over loopback", s.loopback)
+}
+
+func (s suite) limiter(t *testing.T, p core.Policy) (*core.MemoryLimiter, *clock) {
+	clk := &clock{now: t0}
+	lim, err := core.New(p, core.WithClock(clk.Now))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lim.Close() })
+	return lim, clk
+}
+
+// get sends GET path from the peer 192.0.2.1 with header pairs.
+func get(h http.Handler, path string, header ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.RemoteAddr = "192.0.2.1:1234"
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Add(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func rateHeaders(w *httptest.ResponseRecorder) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{
+		nethttp.HeaderLimit, nethttp.HeaderRemaining, nethttp.HeaderReset,
+		nethttp.HeaderRetryAfter, nethttp.HeaderRateLimitPolicy, nethttp.HeaderRateLimit,
+	} {
+		if v := w.Header().Values(k); len(v) > 0 {
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
+
+// headers builds the expected rateHeaders from name/value pairs.
+func headers(kv ...string) map[string]string {
+	out := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = "[" + kv[i+1] + "]"
+	}
+	return out
+}
+
+func x(limit, remaining, reset string, more ...string) map[string]string {
+	return headers(append([]string{
+		nethttp.HeaderLimit, limit, nethttp.HeaderRemaining, remaining, nethttp.HeaderReset, reset,
+	}, more...)...)
+}
+
+func (s suite) assertRejected(t *testing.T, w *httptest.ResponseRecorder, status int) {
+	t.Helper()
+	body, ctype := s.Body(status)
+	assert.Equal(t, status, w.Code)
+	assert.Equal(t, body, w.Body.String())
+	assert.Equal(t, ctype, w.Header().Get("Content-Type"))
+}
+
+func (s suite) window(t *testing.T) {
+	lim, clk := s.limiter(t, core.FixedWindow(100, time.Minute))
+	h := s.Mount(t, lim)
+	for i := 1; i <= 100; i++ {
+		w := get(h, "/items/1")
+		require.Equal(t, http.StatusOK, w.Code, "request %d", i)
+		require.Equal(t, "ok", w.Body.String())
+		require.Equal(t, x("100", strconv.Itoa(100-i), "60"), rateHeaders(w), "request %d", i)
+	}
+	clk.Set(t0.Add(54 * time.Second))
+	w := get(h, "/items/1")
+	s.assertRejected(t, w, http.StatusTooManyRequests)
+	assert.Equal(t, x("100", "0", "6", "Retry-After", "6"), rateHeaders(w))
+
+	clk.Set(t0.Add(time.Minute))
+	w = get(h, "/items/1")
+	assert.Equal(t, http.StatusOK, w.Code, "a new window admits again")
+	assert.Equal(t, x("100", "99", "60"), rateHeaders(w))
+}
+
+func (s suite) styles(t *testing.T) {
+	for _, tc := range []struct {
+		style           nethttp.HeaderStyle
+		allowed, denied map[string]string
+	}{
+		{nethttp.HeadersXRateLimit, x("1", "0", "60"), x("1", "0", "6", "Retry-After", "6")},
+		{nethttp.HeadersIETF,
+			headers("RateLimit-Policy", `"per-ip";q=1;w=60`, "RateLimit", `"per-ip";r=0;t=60`),
+			headers("RateLimit-Policy", `"per-ip";q=1;w=60`, "RateLimit", `"per-ip";r=0;t=6`, "Retry-After", "6")},
+		{nethttp.HeadersBoth,
+			x("1", "0", "60", "RateLimit-Policy", `"per-ip";q=1;w=60`, "RateLimit", `"per-ip";r=0;t=60`),
+			x("1", "0", "6", "RateLimit-Policy", `"per-ip";q=1;w=60`, "RateLimit", `"per-ip";r=0;t=6`, "Retry-After", "6")},
+		{nethttp.HeadersNone, headers(), headers("Retry-After", "6")},
+	} {
+		t.Run(tc.style.String(), func(t *testing.T) {
+			lim, clk := s.limiter(t, core.FixedWindow(1, time.Minute).WithName("per-ip"))
+			h := s.Mount(t, lim, nethttp.WithHeaderStyle(tc.style))
+			w := get(h, "/items/1")
+			require.Equal(t, http.StatusOK, w.Code)
+			assert.Equal(t, tc.allowed, rateHeaders(w))
+			clk.Set(t0.Add(54 * time.Second))
+			w = get(h, "/items/1")
+			require.Equal(t, http.StatusTooManyRequests, w.Code)
+			assert.Equal(t, tc.denied, rateHeaders(w))
+		})
+	}
+}
+
+func (s suite) skip(t *testing.T) {
+	lim, _ := s.limiter(t, core.FixedWindow(1, time.Minute))
+	h := s.Mount(t, lim, nethttp.WithSkip(func(r *http.Request) bool { return r.Header.Get("X-Probe") == "1" }))
+	for range 3 {
+		w := get(h, "/items/1", "X-Probe", "1")
+		require.Equal(t, http.StatusOK, w.Code)
+		assert.Empty(t, rateHeaders(w))
+	}
+	assert.Equal(t, http.StatusOK, get(h, "/items/1").Code)
+	assert.Equal(t, http.StatusTooManyRequests, get(h, "/items/1").Code)
+}
+
+func (s suite) cost(t *testing.T) {
+	lim, _ := s.limiter(t, core.FixedWindow(100, time.Minute))
+	h := s.Mount(t, lim, nethttp.WithCostFunc(func(r *http.Request) (int64, error) {
+		return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64)
+	}))
+	w := get(h, "/items/1", "X-Cost", "60")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, x("100", "40", "60"), rateHeaders(w))
+
+	w = get(h, "/items/1", "X-Cost", "41")
+	s.assertRejected(t, w, http.StatusTooManyRequests)
+	assert.Equal(t, x("100", "40", "60", "Retry-After", "60"), rateHeaders(w))
+
+	w = get(h, "/items/1", "X-Cost", "101")
+	assert.Equal(t, http.StatusTooManyRequests, w.Code, "a cost above capacity is denied")
+	assert.Empty(t, w.Header().Get("Retry-After"), "waiting cannot help")
+
+	w = get(h, "/items/1", "X-Cost", "x")
+	s.assertRejected(t, w, http.StatusInternalServerError)
+}
+
+func (s suite) dryRun(t *testing.T) {
+	lim, _ := s.limiter(t, core.FixedWindow(1, time.Minute))
+	var denied int
+	h := s.Mount(t, lim, nethttp.WithDryRun(), nethttp.WithDecisionHook(func(_ *http.Request, d core.Decision) {
+		if !d.Allowed {
+			denied++
+		}
+	}))
+	for range 3 {
+		w := get(h, "/items/1")
+		require.Equal(t, http.StatusOK, w.Code)
+		assert.Empty(t, w.Header().Get("Retry-After"))
+	}
+	assert.Equal(t, 2, denied)
+	assert.Equal(t, x("1", "0", "60"), rateHeaders(get(h, "/items/1")))
+}
+
+func (s suite) failure(t *testing.T) {
+	secret := errors.New("secret-store-detail")
+	var errs []error
+	hook := nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) })
+
+	w := get(s.Mount(t, failingLimiter{secret}, hook), "/items/1")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, "ok", w.Body.String())
+	assert.Empty(t, rateHeaders(w))
+
+	w = get(s.Mount(t, failingLimiter{secret}, hook, nethttp.WithFailClosed()), "/items/1")
+	s.assertRejected(t, w, http.StatusServiceUnavailable)
+	assert.NotContains(t, w.Body.String(), "secret")
+	assert.NotContains(t, fmt.Sprint(w.Header()), "secret")
+
+	require.Len(t, errs, 2)
+	assert.ErrorIs(t, errs[0], secret)
+	assert.ErrorIs(t, errs[1], secret)
+}
+
+func (s suite) keyErrors(t *testing.T) {
+	apiKey, err := keyfunc.Header("X-API-Key")
+	require.NoError(t, err)
+
+	lim, _ := s.limiter(t, core.FixedWindow(1, time.Minute))
+	h := s.Mount(t, lim, nethttp.WithKeyFunc(apiKey))
+	s.assertRejected(t, get(h, "/items/1"), http.StatusBadRequest)
+	assert.Equal(t, http.StatusOK, get(h, "/items/1", "X-API-Key", "a").Code)
+	assert.Equal(t, http.StatusTooManyRequests, get(h, "/items/1", "X-API-Key", "a").Code)
+	assert.Equal(t, http.StatusOK, get(h, "/items/1", "X-API-Key", "b").Code)
+
+	lim, _ = s.limiter(t, core.FixedWindow(1, time.Minute))
+	h = s.Mount(t, lim, nethttp.WithKeyFunc(apiKey), nethttp.WithKeyFallback(keyfunc.MustIP()))
+	assert.Equal(t, http.StatusOK, get(h, "/items/1").Code, "the fallback counts by IP")
+	assert.Equal(t, http.StatusTooManyRequests, get(h, "/items/1").Code)
+
+	lim, _ = s.limiter(t, core.FixedWindow(1, time.Minute))
+	h = s.Mount(t, lim, nethttp.WithKeyFunc(apiKey),
+		nethttp.WithKeyErrorHandler(func(w http.ResponseWriter, _ *http.Request, _ error) {
+			http.Error(w, "key required", http.StatusUnauthorized)
+		}))
+	w := get(h, "/items/1")
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	assert.Equal(t, "key required\n", w.Body.String())
+}
+
+func (s suite) route(t *testing.T) {
+	lim, _ := s.limiter(t, core.FixedWindow(2, time.Minute))
+	h := s.Mount(t, lim, nethttp.WithKeyFunc(keyfunc.Route()))
+	assert.Equal(t, http.StatusOK, get(h, "/items/1").Code)
+	assert.Equal(t, http.StatusOK, get(h, "/items/2").Code)
+	assert.Equal(t, http.StatusTooManyRequests, get(h, "/items/3").Code,
+		"/items/1, /items/2 and /items/3 are one route")
+}
+
+func (s suite) loopback(t *testing.T) {
+	const limit, clients, perClient = 50, 10, 10
+	lim, _ := s.limiter(t, core.FixedWindow(limit, time.Minute))
+	srv := httptest.NewServer(s.Mount(t, lim))
+	defer srv.Close()
+
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range perClient {
+				resp, err := srv.Client().Get(srv.URL + "/items/1")
+				if !assert.NoError(t, err) {
+					return
+				}
+				_ = resp.Body.Close()
+				mu.Lock()
+				codes[resp.StatusCode]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, map[int]int{http.StatusOK: limit, http.StatusTooManyRequests: clients*perClient - limit}, codes)
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
 func main() {
@@ -196,7 +197,10 @@ func startServer(cfg config) (_ *server, err error) {
 		}
 		e := &endpoint{path: ep.path, title: ep.title, limiter: lim}
 		s.endpoints = append(s.endpoints, e)
-		limit, err := middleware(lim)
+		// Keyed on the client's IP address (the default): all of the
+		// demo's traffic comes from 127.0.0.1, so it shares one quota per
+		// endpoint. Both header styles, for curl -i.
+		limit, err := nethttp.Middleware(lim, nethttp.WithHeaderStyle(nethttp.HeadersBoth))
 		if err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}

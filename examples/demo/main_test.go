@@ -56,6 +56,8 @@ func TestDemo(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		assert.Contains(t, []int{http.StatusOK, http.StatusTooManyRequests}, resp.StatusCode)
+		assert.Equal(t, "10", resp.Header.Get("X-RateLimit-Limit"))
+		assert.Equal(t, `"tokenbucket-10-per-200ms";q=10;w=1`, resp.Header.Get("RateLimit-Policy"))
 		if resp.StatusCode == http.StatusOK {
 			assert.Equal(t, "admitted by the token bucket: TokenBucket 10 per 200ms burst 10\n", string(body))
 		}

@@ -304,7 +304,9 @@ func newEcho(l Limit, ttl time.Duration) (Limiter, error) {
 	})}, nil
 }
 
-type echoLimiter struct{ store *middleware.RateLimiterMemoryStore }
+type echoLimiter struct {
+	store *middleware.RateLimiterMemoryStore
+}
 
 func (e *echoLimiter) Allow(key string) (bool, error) { return e.store.Allow(key) }
 

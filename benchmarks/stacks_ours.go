@@ -1,4 +1,27 @@
 package benchmarks
 
-// oursStacks returns our adapters' stacks; they join as the adapters land.
-func oursStacks() []Stack { return nil }
+import (
+	"net/http"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// oursStacks returns our adapters' stacks: the in-memory token bucket of
+// scenario 1 behind each adapter with its defaults (key: the peer address;
+// X-RateLimit-* headers on every response).
+func oursStacks() []Stack {
+	return []Stack{
+		{Router: "nethttp", Lib: "ours", SetsHeaders: true, New: func(l Limit) (http.Handler, error) {
+			lim, err := core.New(core.TokenBucket(l.N, l.Window))
+			if err != nil {
+				return nil, err
+			}
+			mw, err := nethttp.Middleware(lim)
+			if err != nil {
+				return nil, err
+			}
+			return mw(okHandler), nil
+		}},
+	}
+}

@@ -107,20 +107,18 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (report, err
 
 	p := newPlan(cfg.limit, cfg.window, cfg.duration)
 	intro(stdout, p, srv.url, srv.endpoints)
-	paths := make([]string, len(srv.endpoints))
-	seen := make([]*counts, len(srv.endpoints))
-	for i, ep := range srv.endpoints {
-		paths[i], seen[i] = ep.path, &ep.counts
-	}
 	start := nextBoundary(time.Now(), cfg.window)
-	stopProgress := showProgress(stderr, cfg.live, start, p, seen)
-	err = drive(ctx, srv.url, paths, start, p, seen)
+	stopProgress := showProgress(stderr, cfg.live, start, p, srv.endpoints)
+	lag, err := drive(ctx, srv.url, srv.endpoints, start, p)
 	stopProgress()
+	if errors.Is(err, context.Canceled) {
+		return report{}, errors.New("demo: interrupted")
+	}
 	if err != nil {
-		return report{}, fmt.Errorf("demo: stopped before the end: %w", err)
+		return report{}, fmt.Errorf("demo: %w", err)
 	}
 
-	rep := report{start: start, plan: p}
+	rep := report{start: start, plan: p, lag: lag}
 	for _, ep := range srv.endpoints {
 		rep.results = append(rep.results, ep.result())
 	}
@@ -261,7 +259,7 @@ func index(s *server) http.Handler {
 // showProgress keeps one line on w up to date while the traffic runs (or,
 // when w is not a terminal, prints a line as each phase begins), until the
 // returned function is called.
-func showProgress(w io.Writer, live bool, start time.Time, p plan, seen []*counts) (stop func()) {
+func showProgress(w io.Writer, live bool, start time.Time, p plan, eps []*endpoint) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -273,10 +271,10 @@ func showProgress(w io.Writer, live bool, start time.Time, p plan, seen []*count
 			phase := p.phaseAt(elapsed)
 			if live {
 				var sent, admitted, denied int64
-				for _, c := range seen {
-					sent += c.sent.Load()
-					admitted += c.admitted.Load()
-					denied += c.denied.Load()
+				for _, ep := range eps {
+					sent += ep.counts.sent.Load()
+					admitted += ep.counts.admitted.Load()
+					denied += ep.counts.denied.Load()
 				}
 				// Short enough for an 80-column terminal: a wrapped line
 				// cannot be redrawn with a carriage return.

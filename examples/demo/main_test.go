@@ -185,6 +185,16 @@ func TestRender(t *testing.T) {
 	t.Run("summarises each algorithm in the table", func(t *testing.T) {
 		assert.Regexp(t, `(?m)^Fixed window +4 +3 +1 +3 +- +-$`, out.String())
 	})
+	t.Run("says nothing of lag when the traffic was on time", func(t *testing.T) {
+		assert.NotContains(t, out.String(), "busy")
+	})
+	t.Run("warns when requests went out late enough to blur the pictures", func(t *testing.T) {
+		late := rep
+		late.lag = 320 * time.Millisecond
+		var out bytes.Buffer
+		render(&out, late)
+		assert.Contains(t, out.String(), "Note: this machine was busy. Some requests went out up to 320ms late")
+	})
 }
 
 func TestMostWithin(t *testing.T) {

@@ -32,20 +32,21 @@ type result struct {
 type report struct {
 	start   time.Time // when phase 1 began: a window boundary
 	plan    plan
+	lag     time.Duration // how late the latest request went out
 	results []result
 }
 
 // intro says what is about to happen, before the traffic starts.
 func intro(w io.Writer, p plan, url string, eps []*endpoint) {
-	fmt.Fprintf(w, "Four rate-limiting algorithms, one limit (%d requests per %v), the same traffic.\n\n", p.limit, p.window)
-	fmt.Fprintf(w, "Server  %s  (in-memory limiters behind the net/http middleware)\n", url)
+	fmt.Fprintf(w, "Four rate-limiting algorithms, one limit: %d requests per %v.\n\n", p.limit, p.window)
+	fmt.Fprintf(w, "Server %s (in-memory limiters, net/http middleware):\n", url)
 	for _, ep := range eps {
 		fmt.Fprintf(w, "  %-9s %v\n", ep.path, ep.limiter.Policy())
 	}
-	fmt.Fprintf(w, "Traffic, sent to each endpoint over HTTP:\n")
-	fmt.Fprintf(w, "  phase 1  %s for %v: twice the limit, starting on a window boundary\n", p.rate(), p.steady)
-	fmt.Fprintf(w, "  phase 2  %d requests in the %v before a window boundary, %d in the %v after it\n\n",
-		p.limit, p.span, p.limit, p.span)
+	fmt.Fprintf(w, "\nThe same traffic goes to each endpoint, over HTTP:\n")
+	fmt.Fprintf(w, "  phase 1  %s for %v, twice the limit\n", p.rate(), p.steady)
+	fmt.Fprintf(w, "  phase 2  %d requests just before a window boundary and %d just after,\n", p.limit, p.limit)
+	fmt.Fprintf(w, "           each burst spread over %v\n\n", p.span)
 }
 
 // render draws one picture per algorithm, then the summary table.
@@ -77,9 +78,9 @@ func render(w io.Writer, rep report) {
 	if unit > 1 {
 		block = fmt.Sprintf("one block = up to %d requests", unit)
 	}
-	fmt.Fprintf(w, "How to read the pictures: each column is %v of traffic, as high as the requests in it.\n", slice)
-	fmt.Fprintf(w, "█ admitted (drawn when the handler ran)   ░ denied (429)   %s\n", block)
-	fmt.Fprintf(w, "┴ window boundary, every %v (windows are aligned to the clock, as the limiters count them)\n", p.window)
+	fmt.Fprintf(w, "Each column is %v; its height is the number of requests in it.\n", slice)
+	fmt.Fprintf(w, "█ admitted (drawn when served)   ░ denied (429)   %s\n", block)
+	fmt.Fprintf(w, "┴ window boundary, every %v (aligned to the clock, like the limiters)\n", p.window)
 	for i, r := range rep.results {
 		fmt.Fprintf(w, "\n%s  %s  (%v)\n\n", strings.ToUpper(r.title), r.path, r.policy)
 		drawChart(w, charts[i], rows, unit, p)
@@ -88,6 +89,19 @@ func render(w io.Writer, rep report) {
 	}
 	fmt.Fprintln(w)
 	table(w, rep, charts)
+	if rep.lag > slice/2 {
+		fmt.Fprintln(w)
+		wrap(w, fmt.Sprintf("Note: this machine was busy. Some requests went out up to %v late, "+
+			"so the pictures are less regular than the algorithms are; run the demo again "+
+			"on a quieter machine to see them clearly.", rep.lag.Round(time.Millisecond)), 78, "")
+	}
+	fmt.Fprint(w, `
+In short:
+  fixed window    cheapest; lets up to 2× the limit through across a boundary
+  sliding window  no boundary burst: at most limit × (1 + 1/buckets) per window
+  token bucket    lets a burst up to its capacity through, then the refill rate
+  leaky bucket    a steady output: admitted requests wait instead of bursting
+`)
 }
 
 // bar is one column of a picture: the requests of one time slice.
@@ -306,8 +320,9 @@ func table(w io.Writer, rep report, charts [][]bar) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintf(w, "\nbusiest %v: the most requests served in any %v of the pictures (%d columns); the limit is %d.\n",
-		rep.plan.window, rep.plan.window, slicesPerWindow, rep.plan.limit)
+	fmt.Fprintln(w)
+	wrap(w, fmt.Sprintf("busiest %v: the most requests served in any %d consecutive columns of the picture; the limit is %d.",
+		rep.plan.window, slicesPerWindow, rep.plan.limit), 78, "")
 }
 
 // wrap writes text as lines of at most width columns, each after indent.

@@ -73,8 +73,10 @@ type counts struct {
 // drive sends the plan's requests to every endpoint at once, each request at
 // its own time and on its own goroutine: a leaky-bucket request is held by
 // the server for its Decision.Delay, and the next ones must not wait for it.
-// It returns when every answer is in, or early with ctx's error.
-func drive(ctx context.Context, base string, paths []string, start time.Time, p plan, c []*counts) error {
+// It returns when every answer is in, or early with ctx's error, and reports
+// how late the latest request went out: on a busy machine the pictures are
+// only as regular as the traffic was.
+func drive(ctx context.Context, base string, eps []*endpoint, start time.Time, p plan) (lag time.Duration, err error) {
 	client := &http.Client{
 		Transport: &http.Transport{MaxIdleConnsPerHost: 256},
 		Timeout:   2*p.window + 10*time.Second,
@@ -83,25 +85,28 @@ func drive(ctx context.Context, base string, paths []string, start time.Time, p 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for _, at := range p.sends {
-		if err := sleepUntil(ctx, start.Add(at)); err != nil {
-			return err
+		due := start.Add(at)
+		if err := sleepUntil(ctx, due); err != nil {
+			return lag, err
 		}
-		for i, path := range paths {
-			c[i].sent.Add(1)
+		lag = max(lag, time.Since(due))
+		for _, ep := range eps {
+			c := &ep.counts
+			c.sent.Add(1)
 			wg.Go(func() {
-				switch get(ctx, client, base+path) {
+				switch get(ctx, client, base+ep.path) {
 				case http.StatusOK:
-					c[i].admitted.Add(1)
+					c.admitted.Add(1)
 				case http.StatusTooManyRequests:
-					c[i].denied.Add(1)
+					c.denied.Add(1)
 				default:
-					c[i].failed.Add(1)
+					c.failed.Add(1)
 				}
 			})
 		}
 	}
 	wg.Wait()
-	return ctx.Err()
+	return lag, ctx.Err()
 }
 
 // get returns the status of a GET of url, or 0 if there was no answer.

@@ -10,13 +10,13 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// slicesPerWindow is the resolution of the pictures: one column per tenth of
-// a window, the width of a sliding-window bucket.
-const slicesPerWindow = 10
-
-// maxRows bounds the height of a picture; above it one block stands for
-// several requests.
-const maxRows = 8
+// Picture size: at most maxCols columns (an 80-column terminal, less the
+// axis labels), at most maxRows rows; beyond that a column covers more time
+// and a block stands for more requests.
+const (
+	maxCols = 68
+	maxRows = 8
+)
 
 // result is everything recorded about one endpoint.
 type result struct {
@@ -51,20 +51,13 @@ func intro(w io.Writer, p plan, url string, eps []*endpoint) {
 
 // render draws one picture per algorithm, then the summary table.
 func render(w io.Writer, rep report) {
-	p := rep.plan
-	slice := p.window / slicesPerWindow
-	cols := int(p.end() / slice)
-	for _, r := range rep.results {
-		for _, q := range r.requests {
-			cols = max(cols, rep.column(q.shown(), slice)+1)
-		}
-	}
+	g := newGrid(rep)
 	charts := make([][]bar, len(rep.results))
 	unit := 1 // requests per block
 	for i, r := range rep.results {
-		charts[i] = rep.bars(r, slice, cols)
+		charts[i] = g.bars(r)
 		for _, b := range charts[i] {
-			unit = max(unit, (b.admitted+b.denied+maxRows-1)/maxRows)
+			unit = max(unit, ceilDiv(b.admitted+b.denied, maxRows))
 		}
 	}
 	rows := 1
@@ -78,22 +71,22 @@ func render(w io.Writer, rep report) {
 	if unit > 1 {
 		block = fmt.Sprintf("one block = up to %d requests", unit)
 	}
-	fmt.Fprintf(w, "Each column is %v; its height is the number of requests in it.\n", slice)
+	fmt.Fprintf(w, "Each column is %v; its height is the number of requests in it.\n", g.slice)
 	fmt.Fprintf(w, "█ admitted (drawn when served)   ░ denied (429)   %s\n", block)
-	fmt.Fprintf(w, "┴ window boundary, every %v (aligned to the clock, like the limiters)\n", p.window)
+	fmt.Fprintf(w, "┴ window boundary, every %v (aligned to the clock, like the limiters)\n", rep.plan.window)
 	for i, r := range rep.results {
 		fmt.Fprintf(w, "\n%s  %s  (%v)\n\n", strings.ToUpper(r.title), r.path, r.policy)
-		drawChart(w, charts[i], rows, unit, p)
+		g.draw(w, charts[i], rows, unit, rep.plan)
 		fmt.Fprintln(w)
-		wrap(w, caption(rep, r, charts[i]), 78, "  ")
+		wrap(w, caption(rep, r, g.busiest(charts[i])), "  ")
 	}
 	fmt.Fprintln(w)
-	table(w, rep, charts)
-	if rep.lag > slice/2 {
+	table(w, rep, g, charts)
+	if rep.lag > g.slice/2 {
 		fmt.Fprintln(w)
 		wrap(w, fmt.Sprintf("Note: this machine was busy. Some requests went out up to %v late, "+
 			"so the pictures are less regular than the algorithms are; run the demo again "+
-			"on a quieter machine to see them clearly.", rep.lag.Round(time.Millisecond)), 78, "")
+			"on a quieter machine to see them clearly.", rep.lag.Round(time.Millisecond)), "")
 	}
 	fmt.Fprint(w, `
 In short:
@@ -104,12 +97,45 @@ In short:
 `)
 }
 
+// grid maps time to the columns of the pictures.
+type grid struct {
+	start     time.Time     // column 0 begins here, at the start of phase 1
+	slice     time.Duration // how long one column covers
+	perWindow int           // columns per window
+	cols      int
+}
+
+// newGrid gives each column a tenth of a window (a sliding-window bucket),
+// or more when the run would not fit maxCols.
+func newGrid(rep report) grid {
+	p := rep.plan
+	end := p.end()
+	for _, r := range rep.results {
+		for _, q := range r.requests {
+			end = max(end, q.shown().Sub(rep.start))
+		}
+	}
+	end = min(end, p.end()+p.window) // a request later still goes in the last column
+	var g grid
+	for _, n := range []int{10, 5, 2, 1} {
+		g = grid{start: rep.start, slice: p.window / time.Duration(n), perWindow: n}
+		g.cols = int(ceilDiv(end, g.slice))
+		if g.cols <= maxCols {
+			break
+		}
+	}
+	return g
+}
+
+// column is the column of an offset from the start.
+func (g grid) column(d time.Duration) int { return min(max(0, int(d/g.slice)), g.cols-1) }
+
 // bar is one column of a picture: the requests of one time slice.
 type bar struct{ admitted, denied int }
 
 func (b bar) cells(unit int) int { return ceilDiv(b.admitted, unit) + ceilDiv(b.denied, unit) }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+func ceilDiv[N int | time.Duration](a, b N) N { return (a + b - 1) / b }
 
 // shown is when a request appears in the picture: when it was served if it
 // was admitted (a leaky bucket serves later than it decides), else when it
@@ -121,14 +147,10 @@ func (q request) shown() time.Time {
 	return q.served
 }
 
-func (rep report) column(t time.Time, slice time.Duration) int {
-	return max(0, int(t.Sub(rep.start)/slice))
-}
-
-func (rep report) bars(r result, slice time.Duration, cols int) []bar {
-	bars := make([]bar, cols)
+func (g grid) bars(r result) []bar {
+	bars := make([]bar, g.cols)
 	for _, q := range r.requests {
-		b := &bars[min(rep.column(q.shown(), slice), cols-1)]
+		b := &bars[g.column(q.shown().Sub(g.start))]
 		if q.served.IsZero() {
 			b.denied++
 		} else {
@@ -138,10 +160,24 @@ func (rep report) bars(r result, slice time.Duration, cols int) []bar {
 	return bars
 }
 
-// drawChart draws the bars as stacked columns: admitted at the bottom,
-// denied above, over a time axis marking the window boundaries and the
-// phases of the traffic.
-func drawChart(w io.Writer, bars []bar, rows, unit int, p plan) {
+// busiest is the most requests admitted in any window's worth of
+// consecutive columns.
+func (g grid) busiest(bars []bar) int {
+	best, sum := 0, 0
+	for i, b := range bars {
+		sum += b.admitted
+		if i >= g.perWindow {
+			sum -= bars[i-g.perWindow].admitted
+		}
+		best = max(best, sum)
+	}
+	return best
+}
+
+// draw draws the bars as stacked columns, admitted at the bottom and denied
+// above, over a time axis marking the window boundaries and a ruler naming
+// the phases of the traffic.
+func (g grid) draw(w io.Writer, bars []bar, rows, unit int, p plan) {
 	for row := rows; row >= 1; row-- {
 		label := ""
 		if row == rows {
@@ -164,34 +200,34 @@ func drawChart(w io.Writer, bars []bar, rows, unit int, p plan) {
 
 	var axis, times strings.Builder
 	for i := range bars {
-		if i%slicesPerWindow == 0 {
+		if i%g.perWindow == 0 {
 			axis.WriteString("┴")
 		} else {
 			axis.WriteString("─")
 		}
 	}
-	end := 0 // columns written on the times line
-	for i := 0; i < len(bars); i += slicesPerWindow {
-		label := seconds(time.Duration(i/slicesPerWindow) * p.window)
-		if i < end+1 && i > 0 {
-			continue // no room
+	written := 0 // columns of the times line written so far
+	for i := 0; i < len(bars); i += g.perWindow {
+		label := (time.Duration(i/g.perWindow) * p.window).String()
+		if i > 0 && i <= written {
+			continue // no room left by the previous label
 		}
-		times.WriteString(strings.Repeat(" ", i-end) + label)
-		end = i + len(label)
+		times.WriteString(strings.Repeat(" ", i-written) + label)
+		written = i + len(label)
 	}
 	fmt.Fprintf(w, "%5s └%s\n", "0", axis.String())
 	fmt.Fprintf(w, "%5s  %s\n", "", times.String())
-	fmt.Fprintf(w, "%5s  %s\n", "", phases(p, len(bars)))
+	fmt.Fprintf(w, "%5s  %s\n", "", g.phases(p))
 }
 
 // phases is a ruler under the time axis naming the two phases.
-func phases(p plan, cols int) string {
-	slice := p.window / slicesPerWindow
-	ruler := []rune(strings.Repeat(" ", cols+20))
+func (g grid) phases(p plan) string {
+	ruler := []rune(strings.Repeat(" ", g.cols+20))
 	// bracket marks [from, to) and writes the first label that fits inside,
 	// or else the last one just after it.
 	bracket := func(from, to time.Duration, labels ...string) {
-		a, b := int(from/slice), int(to/slice)-1
+		a := g.column(from)
+		b := max(g.column(to-1), a+1)
 		for i := a + 1; i < b; i++ {
 			ruler[i] = '─'
 		}
@@ -210,14 +246,10 @@ func phases(p plan, cols int) string {
 	return strings.TrimRight(string(ruler), " ")
 }
 
-// seconds formats a time offset for the axis: "0s", "1.5s", "200ms".
-func seconds(d time.Duration) string { return d.String() }
-
 // caption explains what to see in an algorithm's picture, with the
 // numbers of this run.
-func caption(rep report, r result, bars []bar) string {
-	p := rep.plan
-	pol := r.policy
+func caption(rep report, r result, busiest int) string {
+	p, pol := rep.plan, r.policy
 	interval := p.window / time.Duration(p.limit)
 	first := r.admittedBetween(rep.start.Add(p.boundary-p.span), rep.start.Add(p.boundary))
 	second := r.admittedBetween(rep.start.Add(p.boundary), rep.start.Add(p.boundary+p.span))
@@ -229,19 +261,20 @@ func caption(rep report, r result, bars []bar) string {
 			"%d + %d = %d were admitted within %v, against a limit of %d per %v.",
 			p.limit, first, second, first+second, 2*p.span, p.limit, p.window)
 	case core.AlgSlidingWindow:
-		bound := pol.Limit + pol.Limit/pol.Buckets
 		return fmt.Sprintf("Counts the trailing %v (in %d buckets of %v). Under steady overload it admits "+
-			"the limit too, but only as fast as old requests slide out of the window. And there is no boundary to "+
-			"exploit: the first burst takes the quota (%d admitted), and the second finds it still in use "+
-			"(%d admitted). No stretch of %v can hold more than %d + %d/%d = %d; the busiest held %d.",
-			p.window, pol.Buckets, pol.Interval(), first, second, p.window, pol.Limit, pol.Limit, pol.Buckets,
-			bound, busiest(bars))
+			"the limit too, but only as fast as old requests slide out of the window. And there is no "+
+			"boundary to exploit: the first burst takes the quota (%d admitted), and the second finds it "+
+			"still in use (%d admitted). No stretch of %v can hold more than %d + %d/%d = %d; the "+
+			"busiest held %d.",
+			p.window, pol.Buckets, pol.Interval(), first, second, p.window, pol.Limit, pol.Limit,
+			pol.Buckets, pol.Limit+pol.Limit/pol.Buckets, busiest)
 	case core.AlgTokenBucket:
 		return fmt.Sprintf("Starts full with %d tokens and gains one every %v. Under steady overload it "+
-			"first spends what it saved (%d admitted in the first %v), then settles at the "+
-			"refill rate: one request every %v. The first burst spends a full bucket (%d admitted); the "+
-			"second gets only what refilled meanwhile (%d).",
-			pol.Burst, interval, r.admittedBetween(rep.start, rep.start.Add(p.window)), p.window, interval, first, second)
+			"first spends what it saved (%d admitted in the first %v), then settles at the refill rate: "+
+			"one request every %v. The first burst spends a full bucket (%d admitted); the second gets "+
+			"only what refilled meanwhile (%d).",
+			pol.Burst, interval, r.admittedBetween(rep.start, rep.start.Add(p.window)), p.window,
+			interval, first, second)
 	case core.AlgLeakyBucket:
 		p50, worst := r.delays()
 		return fmt.Sprintf("Admitted requests queue in the bucket and leave one every %v: the middleware "+
@@ -281,32 +314,18 @@ func (r result) delays() (p50, worst time.Duration) {
 	return ds[len(ds)/2], ds[len(ds)-1]
 }
 
-// busiest is the most requests admitted in any slicesPerWindow consecutive
-// columns: the busiest stretch of one window in the picture.
-func busiest(bars []bar) int {
-	best, sum := 0, 0
-	for i, b := range bars {
-		sum += b.admitted
-		if i >= slicesPerWindow {
-			sum -= bars[i-slicesPerWindow].admitted
-		}
-		best = max(best, sum)
-	}
-	return best
-}
-
 // table summarises every algorithm on one line each.
-func table(w io.Writer, rep report, charts [][]bar) {
+func table(w io.Writer, rep report, g grid, charts [][]bar) {
 	failed := false
 	for _, r := range rep.results {
 		failed = failed || r.failed > 0
 	}
 	head := fmt.Sprintf("%-16s %6s %9s %7s  %12s %10s %10s", "", "sent", "admitted", "denied",
-		"busiest "+seconds(rep.plan.window), "delay p50", "delay max")
+		"busiest "+rep.plan.window.String(), "delay p50", "delay max")
 	if failed {
 		head += fmt.Sprintf(" %7s", "errors")
 	}
-	fmt.Fprintln(w, strings.TrimRight(head, " "))
+	fmt.Fprintln(w, head)
 	for i, r := range rep.results {
 		p50, worst := "-", "-"
 		if r.policy.Algorithm == core.AlgLeakyBucket && !r.policy.Meter {
@@ -314,22 +333,23 @@ func table(w io.Writer, rep report, charts [][]bar) {
 			p50, worst = a.String(), b.String()
 		}
 		line := fmt.Sprintf("%-16s %6d %9d %7d  %12d %10s %10s", r.title, r.sent, r.admitted, r.denied,
-			busiest(charts[i]), p50, worst)
+			g.busiest(charts[i]), p50, worst)
 		if failed {
 			line += fmt.Sprintf(" %7d", r.failed)
 		}
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintln(w)
-	wrap(w, fmt.Sprintf("busiest %v: the most requests served in any %d consecutive columns of the picture; the limit is %d.",
-		rep.plan.window, slicesPerWindow, rep.plan.limit), 78, "")
+	wrap(w, fmt.Sprintf("busiest %v: the most requests served in any %d consecutive columns of the "+
+		"picture; the limit is %d.", rep.plan.window, g.perWindow, rep.plan.limit), "")
 }
 
-// wrap writes text as lines of at most width columns, each after indent.
-func wrap(w io.Writer, text string, width int, indent string) {
+// wrap writes text in lines that fit 78 columns, each after indent.
+func wrap(w io.Writer, text, indent string) {
+	const width = 78
 	line := indent
 	for _, word := range strings.Fields(text) {
-		if len([]rune(line))+1+len([]rune(word)) > width && line != indent {
+		if line != indent && len([]rune(line))+1+len([]rune(word)) > width {
 			fmt.Fprintln(w, line)
 			line = indent
 		}

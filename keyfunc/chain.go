@@ -1,0 +1,238 @@
+package keyfunc
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// walk reads the proxy chain in the header lines, right to left (each proxy
+// appends the address it received the request from), and returns the first
+// hop outside the trusted prefixes; the leftmost hop if all are trusted; the
+// peer if a hop that must be read cannot be (fail closed).
+func (c *ipConfig) walk(name string, lines []string, peer netip.Addr) netip.Addr {
+	w := chainWalk{cfg: c, peer: peer, client: peer}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if name == headerForwarded {
+			if w.forwardedLine(lines[i]) {
+				return w.client
+			}
+			continue
+		}
+		line := lines[i]
+		for {
+			comma := strings.LastIndexByte(line, ',')
+			a, ok := parseNode(trimOWS(line[comma+1:]))
+			if w.step(a, ok) {
+				return w.client
+			}
+			if comma < 0 {
+				break
+			}
+			line = line[:comma]
+		}
+	}
+	return w.client
+}
+
+type chainWalk struct {
+	cfg    *ipConfig
+	peer   netip.Addr
+	client netip.Addr // the answer so far: the leftmost trusted hop seen
+}
+
+// step visits the next hop to the left and reports whether the walk is over,
+// with the answer in w.client.
+func (w *chainWalk) step(a netip.Addr, ok bool) (done bool) {
+	if !ok {
+		// A trusted proxy wrote something that is not an address ("unknown",
+		// an obfuscated name, garbage). Nothing to its left can be placed,
+		// and the hops to its right are our own proxies, so the only answer
+		// no client chose is the peer itself.
+		w.client = w.peer
+		return true
+	}
+	w.client = canonicalAddr(a)
+	return !w.cfg.isTrusted(w.client)
+}
+
+// forwardedLine walks the elements of one Forwarded header line, right to
+// left, and reports whether the walk is over.
+func (w *chainWalk) forwardedLine(line string) (done bool) {
+	var buf [8]string // enough for the usual chain without allocating
+	elems := splitForwarded(buf[:0], line)
+	for i := len(elems) - 1; i >= 0; i-- {
+		a, ok := forwardedFor(elems[i])
+		if w.step(a, ok) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitForwarded appends the comma-separated elements of a Forwarded line to
+// dst, ignoring commas inside quoted strings. An unterminated quote runs to
+// the end of the line, and its element then fails to parse.
+func splitForwarded(dst []string, line string) []string {
+	start, quoted := 0, false
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case quoted && c == '\\':
+			i++ // quoted-pair: the next byte is literal
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			dst = append(dst, line[start:i])
+			start = i + 1
+		}
+	}
+	return append(dst, line[start:])
+}
+
+// forwardedFor returns the address in the for= parameter of one Forwarded
+// element (RFC 7239 §4), strictly: ok is false when the element has no for=,
+// has two, is malformed anywhere, or names no address ("unknown", an
+// obfuscated "_name", an unquoted IPv6 or port, a quoted-pair escape).
+func forwardedFor(elem string) (addr netip.Addr, ok bool) {
+	s := trimOWS(elem)
+	seen := false
+	for s != "" {
+		name, rest := cutToken(s)
+		if name == "" || !strings.HasPrefix(rest, "=") {
+			return netip.Addr{}, false
+		}
+		rest = rest[1:]
+		var value string
+		if strings.HasPrefix(rest, `"`) {
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				return netip.Addr{}, false
+			}
+			value, rest = rest[1:1+end], rest[2+end:]
+			if strings.IndexByte(value, '\\') >= 0 {
+				// No address needs escaping; refusing escapes keeps this
+				// reading identical to every other parser's.
+				return netip.Addr{}, false
+			}
+		} else {
+			value, rest = cutToken(rest)
+			if value == "" {
+				return netip.Addr{}, false
+			}
+		}
+		if strings.EqualFold(name, "for") {
+			if seen {
+				return netip.Addr{}, false
+			}
+			seen = true
+			addr, ok = parseNode(value)
+		}
+		rest = trimOWS(rest)
+		if rest == "" {
+			break
+		}
+		if rest[0] != ';' {
+			return netip.Addr{}, false
+		}
+		s = trimOWS(rest[1:])
+	}
+	if !seen {
+		return netip.Addr{}, false
+	}
+	return addr, ok
+}
+
+// parseNode parses one hop as proxies write it: "192.0.2.1",
+// "192.0.2.1:8080", "2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:8080",
+// with a decimal or RFC 7239 obfuscated ("_abc") port. Nothing else is an
+// address; in particular "unknown" and "_hidden" are not.
+func parseNode(s string) (netip.Addr, bool) {
+	// The shape picks the parser, so that a well-formed hop never goes
+	// through a failed parse (each failure allocates an error).
+	var host, port string
+	switch colon := strings.IndexByte(s, ':'); {
+	case strings.HasPrefix(s, "["):
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return netip.Addr{}, false
+		}
+		host, port = s[1:end], s[end+1:]
+		if port != "" {
+			if port[0] != ':' {
+				return netip.Addr{}, false
+			}
+			port = port[1:]
+		}
+		a, err := netip.ParseAddr(host)
+		if err != nil || !a.Is6() || (port != "" && !validPort(port)) {
+			return netip.Addr{}, false
+		}
+		return a, true
+	case colon >= 0 && strings.IndexByte(s[colon+1:], ':') < 0:
+		// One colon: only IPv4 with a port. (IPv6 has at least two.)
+		host, port = s[:colon], s[colon+1:]
+		a, err := netip.ParseAddr(host)
+		if err != nil || !a.Is4() || !validPort(port) {
+			return netip.Addr{}, false
+		}
+		return a, true
+	default:
+		a, err := netip.ParseAddr(s)
+		return a, err == nil
+	}
+}
+
+// validPort accepts a decimal port (0-65535) or an obfuscated one
+// ("_" followed by ALPHA / DIGIT / "." / "_" / "-", RFC 7239 §6.3).
+func validPort(p string) bool {
+	if strings.HasPrefix(p, "_") {
+		if len(p) == 1 {
+			return false
+		}
+		for i := 1; i < len(p); i++ {
+			c := p[i]
+			if !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+				return false
+			}
+		}
+		return true
+	}
+	if p == "" || len(p) > 5 {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] < '0' || p[i] > '9' {
+			return false
+		}
+		n = n*10 + int(p[i]-'0')
+	}
+	return n <= 65535
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// isTokenChar reports whether c is a tchar (RFC 9110 §5.6.2).
+func isTokenChar(c byte) bool {
+	return isAlnum(c) || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// cutToken splits s after its leading run of token characters.
+func cutToken(s string) (token, rest string) {
+	i := 0
+	for i < len(s) && isTokenChar(s[i]) {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+func validHeaderName(s string) bool {
+	token, rest := cutToken(s)
+	return token != "" && rest == ""
+}
+
+// trimOWS removes optional whitespace (spaces and tabs) around s.
+func trimOWS(s string) string {
+	return strings.Trim(s, " \t")
+}

@@ -1,0 +1,45 @@
+package keyfunc
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/textproto"
+)
+
+// Header returns a Func whose key is the value of the named request header,
+// typically an API key: Header("X-API-Key").
+//
+// The key is the first line of the header with surrounding spaces and tabs
+// removed (the line net/http's Header.Get returns, so it matches what an
+// authentication middleware reads), hashed when longer than MaxKeyLen. A
+// missing or blank header gives an error wrapping ErrNoKey, so the adapter
+// applies its key-error policy instead of counting all such requests under
+// one empty key.
+//
+// An empty or invalid header name is an error. The value is used as sent:
+// Header does not check that it is a valid API key, so authenticate before
+// counting, or expect one bucket per made-up key.
+func Header(name string) (Func, error) {
+	if name == "" {
+		return nil, errors.New("keyfunc: Header: empty header name")
+	}
+	if !validHeaderName(name) {
+		return nil, fmt.Errorf("keyfunc: Header: %q is not a valid header name", name)
+	}
+	name = textproto.CanonicalMIMEHeaderKey(name)
+	// Built once: a missing key is common (anonymous clients) and should
+	// cost nothing.
+	missing := fmt.Errorf("%w: header %s is missing or empty", ErrNoKey, name)
+	return func(r *http.Request) (string, error) {
+		lines := r.Header[name]
+		if len(lines) == 0 {
+			return "", missing
+		}
+		v := trimOWS(lines[0])
+		if v == "" {
+			return "", missing
+		}
+		return boundKey(v), nil
+	}, nil
+}

@@ -1,0 +1,48 @@
+package keyfunc_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/keyfunc"
+)
+
+// request builds a GET request from remote (its RemoteAddr) with the given
+// header lines, as name, value pairs; a repeated name adds another line.
+func request(remote string, header ...string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = remote
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Add(header[i], header[i+1])
+	}
+	return r
+}
+
+// mustKey calls f and requires it to succeed.
+func mustKey(t testing.TB, f keyfunc.Func, r *http.Request) string {
+	t.Helper()
+	key, err := f(r)
+	require.NoError(t, err)
+	return key
+}
+
+// newIP builds an IP Func and requires the options to be valid.
+func newIP(t testing.TB, opts ...keyfunc.IPOption) keyfunc.Func {
+	t.Helper()
+	f, err := keyfunc.IP(opts...)
+	require.NoError(t, err)
+	return f
+}
+
+// The trust set most tests use: proxies live in 10.0.0.0/8 and fd00::/8,
+// clients in the documentation ranges.
+var trustedProxies = keyfunc.TrustProxies("10.0.0.0/8", "fd00::/8")
+
+const (
+	proxyPeer = "10.0.0.1:34567" // a trusted proxy as the TCP peer
+	proxyKey  = "10.0.0.1"
+	client    = "203.0.113.7"
+)

@@ -1,0 +1,240 @@
+package keyfunc
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"slices"
+)
+
+// The forwarding headers read from trusted proxies by default, in order of
+// precedence, as canonical header keys.
+const (
+	headerXForwardedFor = "X-Forwarded-For"
+	headerForwarded     = "Forwarded"
+	headerXRealIP       = "X-Real-Ip"
+)
+
+// DefaultIPv6Prefix is the prefix length IPv6 clients are counted under when
+// IPv6Prefix is not given: one /64 is what a single subscriber or host is
+// normally assigned, and it holds 2^64 addresses to rotate through.
+const DefaultIPv6Prefix = 64
+
+// IPOption configures IP. The zero IPOption does nothing.
+type IPOption struct {
+	apply func(*ipConfig) error
+}
+
+// ipConfig is what IP resolves a request with. It is immutable once built.
+type ipConfig struct {
+	trusted    []netip.Prefix // canonical: IPv4 as IPv4, masked, no zones
+	ipv6Bits   int
+	headers    []string // canonical names, in precedence order
+	setHeaders bool
+}
+
+// TrustProxies names the proxies whose forwarding headers are believed, as
+// CIDR prefixes ("10.0.0.0/8", "2001:db8::/32") or single addresses
+// ("192.0.2.7"). Only when the TCP peer is inside one of them does IP read the
+// headers, and then it walks them from the right, past addresses inside
+// these prefixes, to the first one outside (see the package documentation).
+// Trust only prefixes that hold nothing but your own proxies.
+//
+// An entry that is neither a prefix nor an address makes IP return an error
+// that quotes it. IPv4-mapped IPv6 prefixes (::ffff:10.0.0.0/104) are folded
+// to IPv4, like the addresses they are matched against. Several TrustProxies
+// options add up. The default trusts nothing: the key is always the peer.
+func TrustProxies(cidrs ...string) IPOption {
+	return IPOption{func(c *ipConfig) error {
+		var errs []error
+		for _, s := range cidrs {
+			p, err := parseTrusted(s)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			c.trusted = append(c.trusted, p)
+		}
+		return errors.Join(errs...)
+	}}
+}
+
+func parseTrusted(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, aerr := netip.ParseAddr(s)
+		if aerr != nil || a.Zone() != "" {
+			// Zones are refused, not dropped: addresses are matched without
+			// theirs, so a zone here could only mislead the reader.
+			return netip.Prefix{}, fmt.Errorf("keyfunc: TrustProxies: %q is not a CIDR prefix or IP address", s)
+		}
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	if a := p.Addr(); a.Is4In6() {
+		if p.Bits() < 96 {
+			return netip.Prefix{}, fmt.Errorf("keyfunc: TrustProxies: %q mixes IPv4-mapped and other IPv6 addresses; use an IPv4 prefix", s)
+		}
+		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), nil
+}
+
+// IPv6Prefix sets how many leading bits of an IPv6 client address form its
+// key, so that one host rotating through the addresses of its prefix is still
+// one client. bits must be between 1 and 128. The default is
+// DefaultIPv6Prefix (64). IPv4 addresses are never masked: two IPv4 clients
+// never share a key.
+func IPv6Prefix(bits int) IPOption {
+	return IPOption{func(c *ipConfig) error {
+		if bits < 1 || bits > 128 {
+			return fmt.Errorf("keyfunc: IPv6Prefix(%d): bits must be between 1 and 128", bits)
+		}
+		c.ipv6Bits = bits
+		return nil
+	}}
+}
+
+// FromHeaders replaces the forwarding headers read from trusted proxies and
+// their precedence (default: X-Forwarded-For, Forwarded, X-Real-IP). Use it
+// when your proxy maintains a header other than X-Forwarded-For, so that a
+// client cannot win with an X-Forwarded-For of its own making that the proxy
+// passes through: FromHeaders("X-Real-IP") behind nginx's realip setup,
+// FromHeaders("CF-Connecting-IP") behind Cloudflare (with Cloudflare's
+// ranges in TrustProxies).
+//
+// "Forwarded" is parsed as RFC 7239; any other header as a comma-separated
+// list of addresses, like X-Forwarded-For. Names must be valid header names
+// and must not repeat. FromHeaders without TrustProxies is an error: headers
+// are only ever read from trusted peers.
+func FromHeaders(names ...string) IPOption {
+	return IPOption{func(c *ipConfig) error {
+		if len(names) == 0 {
+			return errors.New("keyfunc: FromHeaders: no header names")
+		}
+		headers := make([]string, 0, len(names))
+		for _, n := range names {
+			if !validHeaderName(n) {
+				return fmt.Errorf("keyfunc: FromHeaders: %q is not a valid header name", n)
+			}
+			n = textproto.CanonicalMIMEHeaderKey(n)
+			if slices.Contains(headers, n) {
+				return fmt.Errorf("keyfunc: FromHeaders: %q is listed twice", n)
+			}
+			headers = append(headers, n)
+		}
+		c.headers, c.setHeaders = headers, true
+		return nil
+	}}
+}
+
+// IP returns a Func whose key is the client's IP address.
+//
+// By default the client is the TCP peer (http.Request.RemoteAddr) and every
+// header is ignored. With TrustProxies, forwarding headers are read from
+// peers inside the trusted prefixes only; see the package documentation for
+// the walk, the header precedence and what happens to malformed headers.
+//
+// Keys are canonical: IPv4 as dotted quad ("192.0.2.1", also for the
+// IPv4-mapped ::ffff:192.0.2.1), IPv6 as the client's masked prefix
+// ("2001:db8:1:2::/64"), zones removed. A RemoteAddr that is not an IP
+// address (empty, or "@" for a Unix socket) gives an error wrapping ErrNoKey.
+//
+// IP returns an error naming every bad option value. For a plain IPv4 peer
+// the returned Func allocates once: the key string.
+func IP(opts ...IPOption) (Func, error) {
+	c := &ipConfig{
+		ipv6Bits: DefaultIPv6Prefix,
+		headers:  []string{headerXForwardedFor, headerForwarded, headerXRealIP},
+	}
+	var errs []error
+	for _, o := range opts {
+		if o.apply == nil {
+			continue
+		}
+		if err := o.apply(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.setHeaders && len(c.trusted) == 0 {
+		errs = append(errs, errors.New("keyfunc: FromHeaders without TrustProxies: headers are only read from trusted proxies"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c.key, nil
+}
+
+// MustIP is like IP but panics on an invalid option. It is meant for
+// package-level variables with constant options, like regexp.MustCompile;
+// use IP for anything read from configuration.
+func MustIP(opts ...IPOption) Func {
+	f, err := IP(opts...)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+func (c *ipConfig) key(r *http.Request) (string, error) {
+	a, err := c.clientAddr(r)
+	if err != nil {
+		return "", err
+	}
+	// Formatting into a stack buffer leaves the key string as the only
+	// allocation (Prefix.String would add one for IPv6).
+	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128")]byte
+	if a.Is4() {
+		return string(a.AppendTo(buf[:0])), nil
+	}
+	return string(netip.PrefixFrom(a, c.ipv6Bits).Masked().AppendTo(buf[:0])), nil
+}
+
+// clientAddr returns the canonical address of the client.
+func (c *ipConfig) clientAddr(r *http.Request) (netip.Addr, error) {
+	peer, err := peerAddr(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if !c.isTrusted(peer) {
+		return peer, nil
+	}
+	for _, name := range c.headers {
+		if lines := r.Header[name]; len(lines) > 0 {
+			// The first header present decides, even when it turns out
+			// malformed: falling through to the next one would let a client
+			// choose which header is believed by spoiling the others.
+			return c.walk(name, lines, peer), nil
+		}
+	}
+	return peer, nil
+}
+
+func (c *ipConfig) isTrusted(a netip.Addr) bool {
+	for _, p := range c.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peerAddr parses RemoteAddr: "ip:port" as net/http sets it, or a bare IP
+// as some middlewares leave it.
+func peerAddr(remote string) (netip.Addr, error) {
+	if ap, err := netip.ParseAddrPort(remote); err == nil {
+		return canonicalAddr(ap.Addr()), nil
+	}
+	if a, err := netip.ParseAddr(remote); err == nil {
+		return canonicalAddr(a), nil
+	}
+	return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q is not an IP address", ErrNoKey, remote)
+}
+
+// canonicalAddr folds IPv4-mapped IPv6 to IPv4 and drops the zone, so that
+// every spelling of one address compares, matches prefixes and keys alike.
+func canonicalAddr(a netip.Addr) netip.Addr {
+	return a.Unmap().WithZone("")
+}

@@ -1,0 +1,41 @@
+package keyfunc
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+)
+
+// Join returns a Func whose key combines the keys of fs, in order:
+// Join(Route(), IP()) counts each client separately on each route.
+//
+// Each part is written as its length in decimal, a colon, then the part
+// ("11:/users/{id}9:192.0.2.1"), so no two different lists of parts give the
+// same key, whatever bytes the parts contain. A key longer than MaxKeyLen
+// is hashed. The first error from fs is returned as it is. Join() with no
+// functions counts every request under the empty key (one shared limit);
+// a nil function makes every call fail with an error.
+func Join(fs ...Func) Func {
+	for i, f := range fs {
+		if f == nil {
+			err := fmt.Errorf("keyfunc: Join: function %d of %d is nil", i+1, len(fs))
+			return func(*http.Request) (string, error) { return "", err }
+		}
+	}
+	fs = slices.Clone(fs) // the caller may reuse its slice
+	return func(r *http.Request) (string, error) {
+		var buf [MaxKeyLen]byte // the key is built here, off the heap
+		key := buf[:0]
+		for _, f := range fs {
+			part, err := f(r)
+			if err != nil {
+				return "", err
+			}
+			key = strconv.AppendInt(key, int64(len(part)), 10)
+			key = append(key, ':')
+			key = append(key, part...)
+		}
+		return boundKeyBytes(key), nil
+	}
+}

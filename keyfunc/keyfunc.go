@@ -1,0 +1,67 @@
+package keyfunc
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// Func turns a request into the key it is counted under.
+//
+// A Func returns an error wrapping ErrNoKey when the request carries nothing
+// to count it under (no API key, no matched route, no IP peer); the adapter
+// then applies its key-error policy. Every Func of this package is safe for
+// simultaneous use by multiple goroutines and never modifies the request.
+type Func func(*http.Request) (string, error)
+
+// ErrNoKey is wrapped by the errors a Func returns when the request has no
+// key: a missing API-key header, no matched route, a peer that is not an IP
+// address. Test for it with errors.Is.
+var ErrNoKey = errors.New("keyfunc: no key in request")
+
+// MaxKeyLen is the longest key returned as it is. Longer keys (from Header
+// or Join) are replaced by their hash, so a huge header cannot become a huge
+// map or Redis key.
+const MaxKeyLen = 256
+
+// HashedKeyPrefix starts every hashed key: "sha256:" followed by the
+// unpadded base64url SHA-256 of the original key (50 bytes in all). A
+// short key that happens to start with this prefix is hashed too, so a
+// client can never choose a key equal to the hash of another one.
+const HashedKeyPrefix = "sha256:"
+
+// Static returns a Func that counts every request under key: one limit
+// shared by all clients, or a namespace for Join (Join(Static("login"),
+// IP())). A key longer than MaxKeyLen is hashed once, here.
+func Static(key string) Func {
+	key = boundKey(key)
+	return func(*http.Request) (string, error) { return key, nil }
+}
+
+// boundKey returns key itself when it is short and cannot be mistaken for a
+// hashed key, and its hash otherwise. The common path allocates nothing.
+func boundKey(key string) string {
+	if len(key) <= MaxKeyLen && !strings.HasPrefix(key, HashedKeyPrefix) {
+		return key
+	}
+	return hashKey([]byte(key))
+}
+
+// boundKeyBytes is boundKey for a key being assembled in a buffer: the
+// short path costs exactly the one allocation of the returned string.
+func boundKeyBytes(key []byte) string {
+	if len(key) <= MaxKeyLen && !strings.HasPrefix(string(key), HashedKeyPrefix) {
+		return string(key)
+	}
+	return hashKey(key)
+}
+
+func hashKey(key []byte) string {
+	sum := sha256.Sum256(key)
+	var buf [len(HashedKeyPrefix) + 43]byte // 43 = unpadded base64 of 32 bytes
+	n := copy(buf[:], HashedKeyPrefix)
+	base64.RawURLEncoding.Encode(buf[n:], sum[:])
+	return string(buf[:])
+}

@@ -272,3 +272,26 @@ func (w *watchedBuffer) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+func TestShowProgress(t *testing.T) {
+	p := newPlan(10, time.Second, 6*time.Second)
+	eps := []*endpoint{{path: "/fixed"}}
+	eps[0].counts.sent.Store(3)
+	eps[0].counts.admitted.Store(2)
+	eps[0].counts.denied.Store(1)
+	start := time.Now().Add(time.Hour) // still waiting for the first window
+
+	t.Run("redraws one line in place on a terminal and clears it at the end", func(t *testing.T) {
+		var out bytes.Buffer
+		stop := showProgress(&out, true, start, p, eps)
+		stop()
+		line := "▕··········▏  0.0s  aligning to a window      3 sent, 2 ok, 1 denied"
+		assert.Equal(t, "\r"+line+"\r"+strings.Repeat(" ", len([]rune(line)))+"\r", out.String())
+	})
+	t.Run("prints a plain line per phase elsewhere", func(t *testing.T) {
+		var out bytes.Buffer
+		stop := showProgress(&out, false, start, p, eps)
+		stop()
+		assert.Equal(t, "demo: aligning to a window\n", out.String())
+	})
+}

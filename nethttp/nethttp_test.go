@@ -595,6 +595,10 @@ func TestMiddlewareConstructorErrors(t *testing.T) {
 			assert.Nil(t, mw)
 		})
 	}
+	t.Run("returns the error of an InvalidOption", func(t *testing.T) {
+		_, err := nethttp.Middleware(lim, nethttp.InvalidOption(errors.New("adapter: bad option")))
+		assert.EqualError(t, err, "adapter: bad option")
+	})
 	t.Run("serves admitted requests with 404 when next is nil", func(t *testing.T) {
 		mw, err := nethttp.Middleware(lim)
 		require.NoError(t, err)

@@ -203,3 +203,10 @@ func WithDenyHandler(f func(w http.ResponseWriter, r *http.Request, d core.Decis
 }
 
 var errNilLimiter = errors.New("nethttp: nil limiter")
+
+// InvalidOption returns an Option that makes the constructor return err. It
+// is for adapters whose own options check their arguments (a nil
+// ginmw.WithSkipper function) and must fail the same way nethttp's do.
+func InvalidOption(err error) Option {
+	return func(*config) error { return err }
+}

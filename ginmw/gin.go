@@ -1,0 +1,97 @@
+package ginmw
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/keyfunc"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// Limit returns gin middleware limiting requests with lim. It takes
+// nethttp's options (and this package's WithSkipper) and behaves exactly as
+// nethttp.Middleware: an admitted request gets the rate-limit headers and
+// goes on (c.Next); a rejected one is answered by nethttp's engine (429 with
+// Retry-After, or the configured denial handler) and the chain is aborted
+// (c.Abort), so no later handler runs. keyfunc.Route keys on gin's route
+// (c.FullPath(), "/users/:id"). It returns an error for a nil limiter or an
+// invalid option.
+func Limit(lim core.Limiter, opts ...Option) (gin.HandlerFunc, error) {
+	e, err := nethttp.NewEngine(lim, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return func(c *gin.Context) {
+		r := engineRequest(c)
+		if rej := e.Check(c.Writer, r); rej != nil {
+			e.Respond(c.Writer, r, rej)
+			c.Abort()
+			return
+		}
+		c.Next()
+	}, nil
+}
+
+// engineRequest is the request the engine and the key functions see: a
+// shallow copy of c.Request carrying the gin context (for ClientIP and
+// WithSkipper) and gin's route pattern. Setting Pattern on our own copy, which
+// keyfunc.Route reads when no keyfunc.WithRoute layer is present, costs one
+// request copy where WithRoute would add a second. The handlers after this
+// middleware get c.Request unchanged.
+func engineRequest(c *gin.Context) *http.Request {
+	r := c.Request.WithContext(&ginContext{Context: c.Request.Context(), c: c})
+	r.Pattern = c.FullPath()
+	return r
+}
+
+type ginCtxKey struct{}
+
+// ginContext is one context layer holding the gin context: a struct instead
+// of context.WithValue, which would allocate again to box the key lookup.
+type ginContext struct {
+	context.Context
+	c *gin.Context
+}
+
+func (g *ginContext) Value(key any) any {
+	if _, ok := key.(ginCtxKey); ok {
+		return g.c
+	}
+	return g.Context.Value(key)
+}
+
+// fromRequest returns the gin context Limit attached to r.
+func fromRequest(r *http.Request) (*gin.Context, bool) {
+	c, ok := r.Context().Value(ginCtxKey{}).(*gin.Context)
+	return c, ok
+}
+
+var errNoGinContext = fmt.Errorf("%w: ginmw.ClientIP used outside ginmw.Limit", keyfunc.ErrNoKey)
+
+// ClientIP returns a key function for nethttp.WithKeyFunc that keys on gin's
+// c.ClientIP(), in keyfunc.IP's canonical form (IPv4-mapped addresses folded,
+// IPv6 masked to /64). It is opt-in: c.ClientIP() believes X-Forwarded-For and
+// X-Real-IP from every peer unless the engine is told which proxies to trust,
+// and gin trusts all of them by default, so any client could then choose its
+// own key. Use it only after engine.SetTrustedProxies([]string{...your
+// proxies...}) (or engine.TrustedPlatform). The default key, without this
+// option, is the TCP peer address, which no header changes.
+func ClientIP() keyfunc.Func {
+	canonical := keyfunc.MustIP()
+	return func(r *http.Request) (string, error) {
+		c, ok := fromRequest(r)
+		if !ok {
+			return "", errNoGinContext
+		}
+		// keyfunc.IP reads only RemoteAddr without TrustProxies: give it
+		// gin's answer there, on a copy, to share its canonical form.
+		peer := *r
+		peer.RemoteAddr = net.JoinHostPort(c.ClientIP(), "0")
+		return canonical(&peer)
+	}
+}

@@ -1,0 +1,83 @@
+package core_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+func TestPolicyValidation(t *testing.T) {
+	cases := []struct {
+		name   string
+		policy core.Policy
+		err    string
+	}{
+		{"zero policy", core.Policy{}, "core: unknown algorithm 0 (build policies with FixedWindow, SlidingWindow, TokenBucket or LeakyBucket)"},
+		{"zero limit", core.FixedWindow(0, time.Second), "core: FixedWindow limit must be > 0, got 0"},
+		{"negative limit", core.TokenBucket(-5, time.Second), "core: TokenBucket limit must be > 0, got -5"},
+		{"zero window", core.SlidingWindow(10, 0), "core: SlidingWindow window must be > 0, got 0s"},
+		{"negative window", core.LeakyBucket(10, -time.Second), "core: LeakyBucket window must be > 0, got -1s"},
+		{"negative burst", core.TokenBucket(10, time.Second).WithBurst(-1), "core: TokenBucket burst must be > 0, got -1"},
+		{"zero burst", core.LeakyBucket(10, time.Second).WithBurst(0), "core: LeakyBucket burst must be > 0, got 0"},
+		{"zero buckets", core.SlidingWindow(10, time.Second).WithBuckets(0), "core: SlidingWindow buckets must be > 0, got 0"},
+		{"negative buckets", core.SlidingWindow(10, time.Second).WithBuckets(-3), "core: SlidingWindow buckets must be > 0, got -3"},
+		{"bucket under 1ms", core.SlidingWindow(10, time.Second).WithBuckets(2000), "core: SlidingWindow bucket (window/buckets = 1s/2000) must be >= 1ms"},
+		{"fixed window under 1ms", core.FixedWindow(10, time.Microsecond), "core: FixedWindow window must be >= 1ms, got 1µs"},
+		{"fixed limit above 32 bits", core.FixedWindow(math.MaxUint32+1, time.Second), "core: FixedWindow limit must be <= 4294967295, got 4294967296"},
+		{"sliding limit above 32 bits", core.SlidingWindow(math.MaxInt64, time.Hour), "core: SlidingWindow limit must be <= 4294967295, got 9223372036854775807"},
+		{"rate above 1 per ns", core.TokenBucket(2_000_000_000, time.Second), "core: TokenBucket rate 2000000000 per 1s is above one request per nanosecond"},
+		{"window overflows", core.TokenBucket(1, math.MaxInt64), "core: TokenBucket window must be <= 640511h56m49.213693952s, got 2562047h47m16.854775807s"},
+		{"burst refill overflows", core.TokenBucket(1, time.Hour).WithBurst(math.MaxInt64), "core: TokenBucket burst 9223372036854775807 at 1 per 1h0m0s takes longer than 640511h56m49.213693952s to refill"},
+		{"burst refill far too long", core.LeakyBucket(1, 24*time.Hour).WithBurst(1 << 20), "core: LeakyBucket burst 1048576 at 1 per 24h0m0s takes longer than 640511h56m49.213693952s to refill"},
+		{"meter on a window", core.Policy{Algorithm: core.AlgFixedWindow, Limit: 1, Window: time.Second, Meter: true}, "core: meter mode applies to LeakyBucket only, not FixedWindow"},
+		{"literal token bucket without burst", core.Policy{Algorithm: core.AlgTokenBucket, Limit: 1, Window: time.Second}, "core: TokenBucket burst must be > 0, got 0"},
+	}
+	for _, tc := range cases {
+		t.Run("rejects "+tc.name, func(t *testing.T) {
+			assert.EqualError(t, tc.policy.Validate(), tc.err)
+			lim, err := core.New(tc.policy)
+			assert.EqualError(t, err, tc.err, "New rejects what Validate rejects")
+			assert.Nil(t, lim)
+		})
+	}
+}
+
+func TestPolicyValidExtremes(t *testing.T) {
+	for _, p := range []core.Policy{
+		core.FixedWindow(math.MaxUint32, 70*365*24*time.Hour),
+		core.FixedWindow(1, time.Millisecond),
+		core.SlidingWindow(math.MaxUint32, time.Hour).WithBuckets(3600),
+		core.TokenBucket(1_000_000_000, time.Second),
+		core.TokenBucket(1, 50*365*24*time.Hour),
+		core.LeakyBucket(1<<40, 24*time.Hour).WithBurst(1 << 40),
+	} {
+		t.Run("accepts "+p.String(), func(t *testing.T) {
+			require.NoError(t, p.Validate())
+		})
+	}
+}
+
+func TestPolicyBuilders(t *testing.T) {
+	p := core.TokenBucket(100, time.Minute).WithBurst(20).WithName("per-ip")
+	assert.Equal(t, core.Policy{Algorithm: core.AlgTokenBucket, Limit: 100, Window: time.Minute, Burst: 20, Name: "per-ip"}, p)
+	assert.Equal(t, "TokenBucket 100 per 1m0s burst 20 \"per-ip\"", p.String())
+	assert.Equal(t, 600*time.Millisecond, p.Interval())
+	assert.Equal(t, int64(20), p.Capacity())
+	assert.Equal(t, 12*time.Second, p.Recovery())
+
+	base := core.SlidingWindow(100, time.Second)
+	tuned := base.WithBuckets(20)
+	assert.Equal(t, int64(core.DefaultBuckets), base.Buckets, "With methods return a copy")
+	assert.Equal(t, 50*time.Millisecond, tuned.Interval())
+	assert.Equal(t, 1050*time.Millisecond, tuned.Recovery(), "B+1 buckets are counted")
+	assert.Equal(t, int64(100), tuned.Capacity())
+
+	assert.Equal(t, time.Minute, core.FixedWindow(5, time.Minute).Recovery())
+	assert.Equal(t, "LeakyBucket 10 per 1s burst 50 (meter)", core.LeakyBucket(10, time.Second).WithBurst(50).AsMeter().String())
+	assert.Equal(t, "Algorithm(9)", core.Algorithm(9).String())
+}

@@ -1,0 +1,300 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var epoch = time.Date(2027, time.January, 15, 0, 0, 0, 0, time.UTC)
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func allPolicies() []Policy {
+	return []Policy{
+		FixedWindow(5, time.Second),
+		SlidingWindow(5, time.Second).WithBuckets(4),
+		TokenBucket(5, time.Second).WithBurst(3),
+		LeakyBucket(5, time.Second).WithBurst(3),
+	}
+}
+
+// newTestLimiter builds a limiter whose janitor never runs on its own: the
+// test sweeps explicitly.
+func newTestLimiter(t *testing.T, p Policy, clock *fakeClock, opts ...Option) *MemoryLimiter {
+	t.Helper()
+	opts = append([]Option{WithClock(clock.now), WithSweepInterval(time.Hour)}, opts...)
+	l, err := New(p, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// TestEvictionIsLossless runs one random schedule through a limiter that
+// sweeps after every request and one that never sweeps: every decision must
+// be the same, because a key is only evicted once it equals a new key.
+func TestEvictionIsLossless(t *testing.T) {
+	for _, p := range allPolicies() {
+		t.Run(p.Algorithm.String(), func(t *testing.T) {
+			clock := &fakeClock{t: epoch}
+			swept := newTestLimiter(t, p, clock)
+			kept := newTestLimiter(t, p, clock)
+			rng := rand.New(rand.NewPCG(3, 4))
+			ctx := context.Background()
+			evicted := 0
+			for i := range 5000 {
+				gap := time.Duration(rng.IntN(50)) * time.Millisecond
+				if rng.IntN(30) == 0 {
+					gap = time.Duration(rng.IntN(3000)) * time.Millisecond
+				}
+				clock.advance(gap)
+				key := "k" + strconv.Itoa(rng.IntN(8))
+				n := 1 + rng.Int64N(p.Capacity())
+				want, err := kept.AllowN(ctx, key, n)
+				require.NoError(t, err)
+				got, err := swept.AllowN(ctx, key, n)
+				require.NoError(t, err)
+				require.Equal(t, want, got, "step %d", i)
+				before := swept.Len()
+				swept.keys.sweep(swept.clock())
+				evicted += before - swept.Len()
+			}
+			assert.Greater(t, evicted, 100, "the schedule must actually evict keys")
+			assert.Equal(t, 8, kept.Len())
+		})
+	}
+}
+
+// TestKeyFloodIsBounded floods a limiter bounded to 100,000 keys with
+// 1,000,000 distinct keys: memory stays bounded, and keys that were limited
+// before the flood are still limited after it.
+func TestKeyFloodIsBounded(t *testing.T) {
+	flood := 1_000_000
+	if raceEnabled || testing.Short() {
+		flood = 200_000 // the race detector makes each insertion ~10x slower
+	}
+	clock := &fakeClock{t: epoch}
+	p := TokenBucket(10, time.Minute)
+	before := heapInUse()
+	l := newTestLimiter(t, p, clock, WithMaxKeys(100_000))
+	ctx := context.Background()
+
+	abusers := make([]string, 100)
+	for i := range abusers {
+		abusers[i] = "abuser-" + strconv.Itoa(i)
+		d, err := l.AllowN(ctx, abusers[i], 10)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	for i := range flood {
+		d, err := l.Allow(ctx, "flood-"+strconv.Itoa(i))
+		require.NoError(t, err)
+		require.True(t, d.Allowed, "a flood of fresh keys is still admitted (key %d)", i)
+	}
+	grown := heapInUse() - before
+	t.Logf("heap after %d keys bounded to 100,000: +%.1f MiB, %d keys held", flood, float64(grown)/(1<<20), l.Len())
+	assert.LessOrEqual(t, l.Len(), 100_000)
+	assert.Less(t, grown, int64(32<<20), "heap increase")
+	for _, k := range abusers {
+		d, err := l.Allow(ctx, k)
+		require.NoError(t, err)
+		assert.False(t, d.Allowed, "limited key %s must survive the flood", k)
+	}
+	runtime.KeepAlive(l)
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// TestFullRegistryOfLimitedKeys: when every key held is limited, a new key
+// is neither admitted freely nor refused outright: it shares one overflow
+// state with the other newcomers, limited by the same policy.
+func TestFullRegistryOfLimitedKeys(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	p := TokenBucket(2, time.Minute)
+	l := newTestLimiter(t, p, clock, WithMaxKeys(64))
+	ctx := context.Background()
+	for i := range 64 {
+		d, err := l.AllowN(ctx, "held-"+strconv.Itoa(i), 2)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	require.Equal(t, 64, l.Len())
+
+	var got []bool
+	for _, k := range []string{"new-a", "new-a", "new-b", "new-c"} {
+		d, err := l.Allow(ctx, k)
+		require.NoError(t, err)
+		got = append(got, d.Allowed)
+	}
+	assert.Equal(t, []bool{true, true, false, false}, got, "newcomers share one bucket of 2")
+	assert.Equal(t, 64, l.Len(), "no limited key was evicted")
+	d, err := l.Allow(ctx, "held-7")
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+
+	// Once the held keys recover, the janitor frees them and newcomers get
+	// their own state again.
+	clock.advance(p.Recovery())
+	l.keys.sweep(l.clock())
+	assert.Zero(t, l.Len())
+	d, err = l.Allow(ctx, "new-b")
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, int64(1), d.Remaining)
+}
+
+// TestFullRegistryEvictsTheLeastUsedUnlimitedKey: with room needed and no
+// idle key, the key nearest its full quota goes, never a limited one.
+func TestFullRegistryEvictsTheLeastUsedUnlimitedKey(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	p := TokenBucket(10, time.Minute)
+	l := newTestLimiter(t, p, clock, WithMaxKeys(32))
+	ctx := context.Background()
+	for i := range 31 {
+		_, err := l.AllowN(ctx, "limited-"+strconv.Itoa(i), 10)
+		require.NoError(t, err)
+	}
+	_, err := l.AllowN(ctx, "light", 1)
+	require.NoError(t, err)
+	require.Equal(t, 32, l.Len())
+
+	d, err := l.Allow(ctx, "newcomer")
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, int64(9), d.Remaining, "the newcomer has its own state")
+	assert.Equal(t, 32, l.Len())
+	for i := range 31 {
+		d, err := l.Peek(ctx, "limited-"+strconv.Itoa(i))
+		require.NoError(t, err)
+		assert.False(t, d.Allowed, "limited-%d kept", i)
+	}
+	d, err = l.Peek(ctx, "light")
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), d.Remaining, "the lightly used key was the one evicted")
+}
+
+// TestBackwardClockAtTheAlgorithm bypasses the limiter's monotonic guard to
+// show that each algorithm, given an earlier instant, adds no capacity.
+func TestBackwardClockAtTheAlgorithm(t *testing.T) {
+	now := epoch.Add(1500 * time.Millisecond).UnixNano()
+	for _, p := range allPolicies() {
+		t.Run(p.Algorithm.String(), func(t *testing.T) {
+			r, err := compile(p)
+			require.NoError(t, err)
+			var s interface {
+				decide(r *rule, now, n int64, consume bool) Decision
+			}
+			switch p.Algorithm {
+			case AlgFixedWindow:
+				s = new(fixedState)
+			case AlgSlidingWindow:
+				s = newSlidingState(&r)
+			default:
+				s = new(gcraState)
+			}
+			d := s.decide(&r, now, p.Capacity(), true)
+			require.True(t, d.Allowed)
+			for _, back := range []time.Duration{time.Millisecond, 600 * time.Millisecond, time.Hour, 50 * 365 * 24 * time.Hour} {
+				d = s.decide(&r, now-int64(back), 1, true)
+				assert.False(t, d.Allowed, "stepped back %v", back)
+				assert.Zero(t, d.Remaining)
+			}
+			d = s.decide(&r, now+int64(p.Recovery()), p.Capacity(), true)
+			assert.True(t, d.Allowed, "time moving on again recovers")
+		})
+	}
+}
+
+func TestCloseStopsTheJanitorAndRefusesCalls(t *testing.T) {
+	l, err := New(TokenBucket(1, time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	require.NoError(t, l.Close(), "Close is idempotent")
+	ctx := context.Background()
+	_, err = l.Allow(ctx, "k")
+	assert.ErrorIs(t, err, ErrClosed)
+	_, err = l.Peek(ctx, "k")
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, l.Reset(ctx, "k"), ErrClosed)
+	assert.ErrorIs(t, l.Wait(ctx, "k", 1), ErrClosed)
+}
+
+func TestOptionsAreValidated(t *testing.T) {
+	p := TokenBucket(1, time.Second)
+	for _, tc := range []struct {
+		opt Option
+		err string
+	}{
+		{WithMaxKeys(0), "core: WithMaxKeys must be > 0, got 0"},
+		{WithMaxKeys(-7), "core: WithMaxKeys must be > 0, got -7"},
+		{WithClock(nil), "core: WithClock needs a non-nil function"},
+		{WithSweepInterval(0), "core: WithSweepInterval must be > 0, got 0s"},
+	} {
+		l, err := New(p, tc.opt)
+		assert.EqualError(t, err, tc.err)
+		assert.Nil(t, l)
+	}
+}
+
+func TestDefaultMaxKeysStaysWellUnderAGigabyte(t *testing.T) {
+	for _, p := range []Policy{
+		TokenBucket(1, time.Second), FixedWindow(1, time.Second),
+		SlidingWindow(1, time.Second), SlidingWindow(1, time.Hour).WithBuckets(3600),
+	} {
+		n := defaultMaxKeys(p)
+		perKey := 80 // measured by BenchmarkMemoryPerKey for one-word states
+		if p.Algorithm == AlgSlidingWindow {
+			perKey = 160 + 4*int(p.Buckets+1)
+		}
+		assert.Less(t, n*perKey, 300<<20, "%v: %d keys", p, n)
+		assert.GreaterOrEqual(t, n, 1000, "%v", p)
+	}
+}
+
+func TestShardsKeepAtLeast64KeysEach(t *testing.T) {
+	for _, tc := range []struct{ maxKeys, shards, perShard int }{
+		{1, 1, 1}, {64, 1, 64}, {200, 2, 100}, {16384, 256, 64}, {1_000_000, 256, 3906},
+	} {
+		g := newRegistry(&rule{}, tc.maxKeys, func() *gcraState { return new(gcraState) })
+		assert.Equal(t, tc.shards, len(g.shards), "maxKeys %d", tc.maxKeys)
+		assert.Equal(t, tc.perShard, g.perShard, "maxKeys %d", tc.maxKeys)
+	}
+}
+
+// TestSweepReturnsMapMemory: after a burst of keys expires, the shard maps
+// are rebuilt so their memory goes back to the runtime.
+func TestSweepReturnsMapMemory(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	p := TokenBucket(10, time.Second)
+	base := heapInUse()
+	l := newTestLimiter(t, p, clock)
+	ctx := context.Background()
+	for i := range 200_000 {
+		_, err := l.Allow(ctx, fmt.Sprintf("key-%d", i))
+		require.NoError(t, err)
+	}
+	full := heapInUse() - base
+	clock.advance(p.Recovery())
+	l.keys.sweep(l.clock())
+	left := heapInUse() - base
+	t.Logf("200,000 keys: %d KiB; after their TTL: %d KiB", full>>10, left>>10)
+	assert.Zero(t, l.Len())
+	assert.Less(t, left, full/10, "at least 90%% returned")
+	runtime.KeepAlive(l)
+}

@@ -1,0 +1,107 @@
+package redisstore
+
+import (
+	"hash/maphash"
+	"strings"
+	"sync"
+)
+
+// denyCache remembers, per user key, that a unit-cost request was denied
+// and until when, so that further unit-cost requests for that key in this
+// process are denied without a round trip to Redis.
+//
+// That is exact: other servers can only consume more, never give capacity
+// back, so a request denied at t is still denied until t+RetryAfter. The
+// entry's clock starts when the call was sent, before Redis decided, so the
+// local expiry is never later than Redis's own.
+//
+// Only unit-cost denials are kept: for them Remaining is 0 until
+// RetryAfter passes, under every algorithm, so the cached Decision is
+// exactly what Redis would answer (absent other traffic). A larger cost
+// can see Remaining grow before it fits, and a different cost has a
+// different RetryAfter.
+//
+// Memory is bounded: each shard holds at most perShard entries. A full
+// shard first drops its expired entries; if none has expired, the new
+// denial is simply not cached. The cache never blocks on Redis and never
+// fails a call.
+type denyCache struct {
+	seed     maphash.Seed
+	perShard int
+	shards   [denyShards]denyShard
+}
+
+const denyShards = 64
+
+type denyShard struct {
+	mu sync.RWMutex
+	m  map[string]denyEntry
+	_  [32]byte // keep neighbouring shards' locks off one cache line
+}
+
+// denyEntry is a cached unit-cost denial, in the limiter's local clock
+// (nanoseconds).
+type denyEntry struct {
+	until   int64 // sent + RetryAfter: when a unit-cost request may pass
+	resetAt int64 // sent + ResetAfter: when the key is full again
+}
+
+func newDenyCache(maxEntries int) *denyCache {
+	c := &denyCache{seed: maphash.MakeSeed(), perShard: max(1, maxEntries/denyShards)}
+	for i := range c.shards {
+		c.shards[i].m = make(map[string]denyEntry)
+	}
+	return c
+}
+
+func (c *denyCache) shard(key string) *denyShard {
+	return &c.shards[maphash.String(c.seed, key)%denyShards]
+}
+
+// get returns the cached denial of key if it is still in force at now.
+func (c *denyCache) get(key string, now int64) (denyEntry, bool) {
+	sh := c.shard(key)
+	sh.mu.RLock()
+	e, ok := sh.m[key]
+	sh.mu.RUnlock()
+	return e, ok && now < e.until
+}
+
+// put caches a denial; it does nothing when the shard is full of entries
+// still in force.
+func (c *denyCache) put(key string, e denyEntry, now int64) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if _, ok := sh.m[key]; !ok && len(sh.m) >= c.perShard {
+		for k, old := range sh.m {
+			if now >= old.until {
+				delete(sh.m, k)
+			}
+		}
+		if len(sh.m) >= c.perShard {
+			return
+		}
+	}
+	// Clone: the key may point into a larger buffer (a header line) that
+	// the cache must not keep alive.
+	sh.m[strings.Clone(key)] = e
+}
+
+func (c *denyCache) forget(key string) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	delete(sh.m, key)
+	sh.mu.Unlock()
+}
+
+func (c *denyCache) len() int {
+	total := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.RLock()
+		total += len(sh.m)
+		sh.mu.RUnlock()
+	}
+	return total
+}

@@ -1,0 +1,62 @@
+package redisstore
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// withClock makes the scripts read now from the given clock instead of the
+// server's TIME, and the deny cache too. It exists only in this package's
+// tests: nothing in the exported API can pass a time to the scripts, so a
+// production limiter always runs on the server's clock. (An exported
+// testing option would let any caller turn it on by accident or by malice:
+// a client-side clock is exactly what the design rules out.)
+func withClock(now func() time.Time) Option {
+	return func(c *config) error { c.clock = now; return nil }
+}
+
+// withLocalClock replaces only the deny cache's clock: the scripts still
+// read the server's TIME.
+func withLocalClock(now func() time.Time) Option {
+	return func(c *config) error { c.localNow = now; return nil }
+}
+
+// withMaxBatch bounds the pipelines (1: no pipelining), for benchmarks.
+func withMaxBatch(n int) Option {
+	return func(c *config) error { c.maxBatch = n; return nil }
+}
+
+func newClient(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+var prefixSeq atomic.Int64
+
+// testPrefix is a key prefix of its own for every limiter a test builds,
+// so that tests sharing a Redis (REDIS_ADDR) never see each other's keys.
+func testPrefix() string {
+	return fmt.Sprintf("rstest%d-%d", time.Now().UnixNano(), prefixSeq.Add(1))
+}
+
+func newLimiter(t testing.TB, rdb redis.UniversalClient, p core.Policy, opts ...Option) *Limiter {
+	t.Helper()
+	l, err := New(rdb, p, append([]Option{WithPrefix(testPrefix())}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}

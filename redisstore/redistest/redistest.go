@@ -59,9 +59,9 @@ type Server struct {
 	// Addr is the server's loopback address, "127.0.0.1:port".
 	Addr string
 
-	t    testing.TB
-	args []string
-	dir  string
+	t      testing.TB
+	args   []string
+	dir    string
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan error // receives cmd.Wait's result

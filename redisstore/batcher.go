@@ -42,8 +42,7 @@ const defaultMaxBatch = 256
 // builds the command; the batcher fills in the reply and signals done.
 type call struct {
 	cmd    *redis.Cmd
-	script bool    // cmd runs a script: parse its reply into res
-	args   [16]any // backing array of cmd's arguments, reused with the call
+	script bool // cmd runs a script: parse its reply into res
 	state  atomic.Int32
 	res    core.Decision
 	err    error
@@ -75,7 +74,6 @@ func getCall() *call {
 func putCall(c *call) {
 	c.timer.Stop()
 	c.cmd, c.script = nil, false
-	clear(c.args[:])
 	callPool.Put(c)
 }
 

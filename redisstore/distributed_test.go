@@ -1,0 +1,229 @@
+package redisstore
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/core/coretest"
+	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+)
+
+// TestDistributedExactness plays 8 app servers (8 limiters, each with its
+// own client and connection pool) with 100 goroutines each, all on one key
+// at one frozen instant: exactly the capacity is admitted.
+func TestDistributedExactness(t *testing.T) {
+	addr := redistest.Addr(t)
+	const servers, goroutines = 8, 100
+	for _, p := range []core.Policy{
+		core.FixedWindow(50, time.Minute),
+		core.SlidingWindow(50, time.Minute),
+		core.TokenBucket(50, time.Minute),
+		core.LeakyBucket(50, time.Minute),
+	} {
+		t.Run(p.Algorithm.String()+" admits exactly its capacity", func(t *testing.T) {
+			clock := coretest.NewClock(coretest.Epoch)
+			prefix := WithPrefix(testPrefix())
+			var lims []*Limiter
+			for range servers {
+				lims = append(lims, newLimiter(t, newClient(t, addr), p, prefix, withClock(clock.Now), WithTimeout(30*time.Second)))
+			}
+			var admitted, failed atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, lim := range lims {
+				for range goroutines {
+					wg.Go(func() {
+						<-start
+						d, err := lim.Allow(context.Background(), "shared")
+						if err != nil {
+							failed.Add(1)
+							return
+						}
+						if d.Allowed {
+							admitted.Add(1)
+						}
+					})
+				}
+			}
+			close(start)
+			wg.Wait()
+			require.Zero(t, failed.Load())
+			assert.Equal(t, p.Capacity(), admitted.Load())
+		})
+	}
+}
+
+// TestRedisDown stops the server under a running limiter: calls fail with
+// an error within the timeout, never hang; once the server is back on the
+// same port, decisions resume with the same limiter. The client has
+// go-redis's defaults (retries, 3s socket timeouts, context deadlines not
+// applied to the socket): the limiter's timeout holds regardless.
+func TestRedisDown(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	const timeout = 100 * time.Millisecond
+	lim := newLimiter(t, rdb, core.TokenBucket(1000, time.Second), WithTimeout(timeout))
+	ctx := context.Background()
+
+	_, err := lim.Allow(ctx, "k")
+	require.NoError(t, err)
+
+	srv.Stop()
+	for i := range 5 {
+		start := time.Now()
+		_, err := lim.Allow(ctx, "k")
+		elapsed := time.Since(start)
+		require.Error(t, err, "call %d with the server down", i)
+		assert.Contains(t, err.Error(), "redisstore: AllowN")
+		assert.Less(t, elapsed, 5*timeout, "call %d took %v", i, elapsed)
+	}
+
+	srv.Restart()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		d, err := lim.Allow(ctx, "k")
+		if err == nil {
+			assert.True(t, d.Allowed)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no decision within 15s of the restart: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSlowRedis puts a proxy that delays every reply by a second between
+// the client and the server: calls return a timeout error within the
+// timeout (plus scheduling), concurrent ones too, and the limiter recovers
+// when the delay goes.
+func TestSlowRedis(t *testing.T) {
+	proxy := startProxy(t, redistest.Addr(t))
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	const timeout = 50 * time.Millisecond
+	lim := newLimiter(t, rdb, core.SlidingWindow(1000, time.Second), WithTimeout(timeout))
+	ctx := context.Background()
+
+	_, err := lim.Allow(ctx, "k")
+	require.NoError(t, err)
+
+	proxy.delay.Store(int64(time.Second))
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			start := time.Now()
+			_, err := lim.Allow(ctx, "k")
+			elapsed := time.Since(start)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Less(t, elapsed, 5*timeout)
+		})
+	}
+	wg.Wait()
+
+	t.Run("a context deadline shorter than the timeout wins", func(t *testing.T) {
+		short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := lim.Allow(short, "k")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Less(t, time.Since(start), timeout)
+	})
+
+	proxy.delay.Store(0)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := lim.Allow(ctx, "k"); err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no decision within 15s of the delay's end")
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// proxy forwards loopback TCP connections to a Redis server, delaying each
+// chunk of the server's replies by delay.
+type proxy struct {
+	ln     net.Listener
+	target string
+	delay  atomic.Int64 // ns
+	closed chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln, target: target, closed: make(chan struct{})}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, client, server)
+		p.mu.Unlock()
+		p.wg.Go(func() { p.pipe(server, client, false) })
+		p.wg.Go(func() { p.pipe(client, server, true) })
+	}
+}
+
+func (p *proxy) pipe(dst, src net.Conn, delayed bool) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && delayed {
+			if d := time.Duration(p.delay.Load()); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-p.closed:
+					return
+				}
+			}
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil { // EOF or a closed connection: done either way
+			return
+		}
+	}
+}
+
+func (p *proxy) close() {
+	close(p.closed)
+	_ = p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}

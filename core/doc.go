@@ -1,0 +1,82 @@
+// Package core holds the four rate-limiting algorithms, the Decision they
+// return, and an in-memory limiter that applies one policy to any number of
+// keys. It knows nothing of HTTP and imports only the standard library.
+//
+// # Policies
+//
+// Every algorithm is described the same way, as "Limit requests per Window",
+// plus its own knob:
+//
+//	core.FixedWindow(100, time.Minute)                    // ≤ 100 in each epoch-aligned minute
+//	core.SlidingWindow(100, time.Minute).WithBuckets(20)  // ≤ 100 in the trailing minute, 20 buckets
+//	core.TokenBucket(100, time.Minute).WithBurst(20)      // refill 100/min, bursts of at most 20
+//	core.LeakyBucket(10, time.Second).WithBurst(50)       // leave at 10/s, at most 50 in the bucket
+//
+// A Policy is a plain value; an invalid one is rejected by New (and by the
+// Redis store) with an error naming the field, never a panic.
+//
+// # Decisions
+//
+// A Decision says whether a request passes and what the client should be
+// told: Remaining, ResetAfter (until the full quota is back), RetryAfter
+// (for a denial: waiting exactly that long and retrying the same cost
+// succeeds, absent other traffic) and, for the leaky bucket, the Delay to
+// wait before serving. A cost no policy state could ever admit (above Burst,
+// above Limit per window) is denied with ErrCostExceedsCapacity rather than
+// with a RetryAfter that would lie; a cost <= 0 is ErrInvalidCost and never
+// adds capacity.
+//
+// # The limiter
+//
+// New returns a MemoryLimiter, which implements Limiter, the contract that
+// every store (this one, the Redis store) and every HTTP adapter share:
+//
+//	lim, err := core.New(core.TokenBucket(100, time.Minute))
+//	d, err := lim.Allow(ctx, key)
+//
+// Keys live in 256 shards, each a map under a read-write lock. A request for
+// a key already present takes the read lock and updates the key's state with
+// one CompareAndSwap (the sliding window, whose state is several words, takes
+// a small per-key mutex instead); it allocates nothing.
+//
+// Idle keys are dropped by a background goroutine (Close stops it). A key idle
+// for longer than Policy.Recovery is indistinguishable from a key never seen,
+// so eviction never changes a decision; the janitor sweeps one shard at a time
+// and rebuilds shard maps that have shrunk, so their memory returns to the
+// runtime (Go maps never shrink by themselves). WithMaxKeys bounds the keys
+// held: see it for what happens when a flood fills the limiter.
+//
+// Time comes from the process's monotonic clock, or from WithClock in tests.
+// A clock that steps backwards never adds capacity, and a forward jump
+// refills only up to capacity.
+//
+// # Design notes
+//
+// The seed design of this project proposed four counter optimisations. Each
+// was weighed against what an exact, per-key limiter needs; the figures are
+// from BenchmarkAllow and BenchmarkDesign (go test -bench 'Allow|Design'
+// ./core) on the 2-core machine this was written on, compared side by side.
+//
+//   - Striped counters (a LongAdder of 8 cells) make increments cheap under
+//     contention but cannot answer "is the total below Limit?" atomically:
+//     the sum of the cells is stale as soon as it is read, so two callers can
+//     both see room for the last unit. Admission is check-then-increment, and
+//     one CompareAndSwap on one word is the cheapest exact form of it. It is
+//     also the faster one here: a striped check must read all eight cells on
+//     every request (BenchmarkDesign/hotkey: 17-26 ns/op for the CAS, 35-63
+//     for eight cells, two goroutines on one key).
+//   - 64-byte padding is applied to the shards (their locks are the words
+//     that all readers write), not to the millions of per-key states, where
+//     it would multiply memory by eight for no gain: two keys rarely share a
+//     cache line and are rarely hot together.
+//   - Switching windows by bit arithmetic ((now >> 10) & 1) requires windows
+//     that are powers of two of a time unit; policies here say "per minute".
+//     The division it would replace did not measure apart from a shift
+//     (BenchmarkDesign/window: 9-13 ns/op for both, loop included), and a
+//     key's window is found by that one division, not a time comparison.
+//   - A flat atomic array of buckets for the sliding window allows lock-free
+//     increments but not an exact check of two sums over several buckets
+//     while another caller moves the ring to the next bucket; the per-key
+//     mutex costs one uncontended lock (BenchmarkAllow alg=sliding against
+//     alg=token) and keeps the count exact.
+package core

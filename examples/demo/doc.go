@@ -1,5 +1,5 @@
 // Command demo shows the four rate-limiting algorithms side by side, over
-// real HTTP, in about ten seconds. From the repository root:
+// real HTTP, in about seven seconds. From the repository root:
 //
 //	go run ./examples/demo
 //

@@ -2,7 +2,6 @@ package benchmarks
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -69,15 +68,27 @@ type Lib struct {
 	// Cleanup says how the library drops idle keys, and so what cmd/memkeys
 	// waits for and triggers.
 	Cleanup string
-	// New builds the limiter. ttl is how long an idle key is kept, for the
-	// libraries that take such a setting; the others ignore it.
-	New func(l Limit, ttl time.Duration) (Limiter, error)
+	New     func(l Limit, c Config) (Limiter, error)
+}
+
+// Config holds the settings some libraries need beyond the limit.
+type Config struct {
+	// TTL is how long an idle key is kept, for the libraries that take
+	// such a setting (and how often their sweepers run).
+	TTL time.Duration
+	// MaxKeys bounds the keys held, for the libraries that have a bound
+	// (ours, throttled's LRU).
+	MaxKeys int
 }
 
 // defaultTTL is the idle-key lifetime given to the libraries that ask for
 // one in the speed scenarios: as long as the window, so nothing expires
 // while a benchmark runs.
 const defaultTTL = time.Hour
+
+// DefaultConfig is the configuration of the speed scenarios: an hour's TTL
+// and 1,000,000 keys at most, our default bound.
+var DefaultConfig = Config{TTL: defaultTTL, MaxKeys: 1_000_000}
 
 // Libs returns every in-memory library, ours first.
 func Libs() []Lib {
@@ -96,7 +107,7 @@ func Libs() []Lib {
 		{Name: "httprate", Denies: true, WholeKeys: false, New: newHTTPRate,
 			Cleanup: "lazily: the first request after two windows clears both counter maps (memkeys sends one)"},
 		{Name: "throttled", Denies: true, WholeKeys: true, New: newThrottled,
-			Cleanup: "none by time: memstore ignores TTLs and only evicts least-recently-used keys beyond maxKeys (1,000,000)"},
+			Cleanup: "none by time: memstore ignores TTLs and only evicts least-recently-used keys beyond its bound"},
 		{Name: "tollbooth", Denies: true, WholeKeys: true, New: newTollbooth,
 			Cleanup: "the caller runs DeleteExpiredTokenBuckets (buckets expire after the TTL); memkeys calls it once"},
 		{Name: "echo", Denies: true, WholeKeys: true, New: newEcho,
@@ -105,14 +116,16 @@ func Libs() []Lib {
 }
 
 // ours is our in-memory limiter with one algorithm at the given limit, as a
-// user builds it: core.New with defaults (1,000,000 keys at most, idle keys
-// swept by its own goroutine).
+// user builds it: core.New with its defaults (idle keys swept by its own
+// goroutine) but for the key bound, which is Config.MaxKeys (the default
+// bound, 1,000,000, is enforced per shard and so starts evicting slightly
+// before; cmd/memkeys raises it so that every one of its keys is stored).
 func ours(name string, policy func(int64, time.Duration) core.Policy) Lib {
 	return Lib{
 		Name: name, Denies: true, WholeKeys: true,
 		Cleanup: "its own janitor goroutine sweeps keys idle past the policy's recovery time, every max(1s, recovery)",
-		New: func(l Limit, _ time.Duration) (Limiter, error) {
-			lim, err := core.New(policy(l.N, l.Window))
+		New: func(l Limit, c Config) (Limiter, error) {
+			lim, err := core.New(policy(l.N, l.Window), core.WithMaxKeys(c.MaxKeys))
 			if err != nil {
 				return nil, err
 			}
@@ -130,11 +143,14 @@ func (o oursLimiter) Allow(key string) (bool, error) {
 func (o oursLimiter) Sweep() {}
 func (o oursLimiter) Close() { o.lim.Close() }
 
+// Len reports how many keys are stored, for cmd/memkeys.
+func (o oursLimiter) Len() int { return o.lim.Len() }
+
 // newXTime is golang.org/x/time/rate in the per-key wrapper users write (see
 // perKey): one rate.Limiter per key refilling N per Window with a burst of N.
-func newXTime(l Limit, ttl time.Duration) (Limiter, error) {
+func newXTime(l Limit, c Config) (Limiter, error) {
 	every := rate.Every(l.Window / time.Duration(l.N))
-	return &xtimeLimiter{perKey[*rate.Limiter]{ttl: ttl, newLimiter: func() *rate.Limiter {
+	return &xtimeLimiter{perKey[*rate.Limiter]{ttl: c.TTL, newLimiter: func() *rate.Limiter {
 		return rate.NewLimiter(every, int(l.N))
 	}}}, nil
 }
@@ -153,11 +169,8 @@ func (x *xtimeLimiter) Close() {}
 // only ever measured allowing, and "allow all" for a pacer means a rate at
 // which Take never has to wait: one request per nanosecond (uber's finest),
 // whatever l says.
-func newUber(l Limit, ttl time.Duration) (Limiter, error) {
-	if l.N < AllowAll.N {
-		return nil, fmt.Errorf("benchmarks: uber's ratelimit cannot deny; it only runs allow-all")
-	}
-	return &uberLimiter{perKey[uber.Limiter]{ttl: ttl, newLimiter: func() uber.Limiter {
+func newUber(_ Limit, c Config) (Limiter, error) {
+	return &uberLimiter{perKey[uber.Limiter]{ttl: c.TTL, newLimiter: func() uber.Limiter {
 		return uber.New(int(time.Second), uber.Per(time.Second))
 	}}}, nil
 }
@@ -173,8 +186,8 @@ func (u *uberLimiter) Close() {}
 
 // newUlule is ulule/limiter with its memory store: a fixed window of N per
 // Window per key, in a sync.Map of counters under a prefixed key.
-func newUlule(l Limit, ttl time.Duration) (Limiter, error) {
-	store := ulumem.NewStoreWithOptions(ulule.StoreOptions{Prefix: "limiter", CleanUpInterval: ttl})
+func newUlule(l Limit, c Config) (Limiter, error) {
+	store := ulumem.NewStoreWithOptions(ulule.StoreOptions{Prefix: "limiter", CleanUpInterval: c.TTL})
 	return &ululeLimiter{ulule.New(store, ulule.Rate{Period: l.Window, Limit: l.N})}, nil
 }
 
@@ -189,9 +202,9 @@ func (u *ululeLimiter) Close() {}
 
 // newSethvargo is sethvargo/go-limiter's memorystore: N tokens per Window per
 // key, a map under a read-write lock, a mutex per bucket.
-func newSethvargo(l Limit, ttl time.Duration) (Limiter, error) {
+func newSethvargo(l Limit, c Config) (Limiter, error) {
 	store, err := memorystore.New(&memorystore.Config{
-		Tokens: uint64(l.N), Interval: l.Window, SweepInterval: ttl, SweepMinTTL: ttl,
+		Tokens: uint64(l.N), Interval: l.Window, SweepInterval: c.TTL, SweepMinTTL: c.TTL,
 	})
 	if err != nil {
 		return nil, err
@@ -219,7 +232,7 @@ func (s *sethvargoLimiter) Close() { s.store.Close(context.Background()) }
 // into w; we give it a reused request and a pooled writer (one per
 // goroutine at a time: a header map is not safe for concurrent writes), so
 // the headers are part of its cost as they are of every use of it.
-func newHTTPRate(l Limit, _ time.Duration) (Limiter, error) {
+func newHTTPRate(l Limit, _ Config) (Limiter, error) {
 	req, err := http.NewRequest(http.MethodGet, "/", nil)
 	if err != nil {
 		return nil, err
@@ -248,14 +261,14 @@ func (h *httprateLimiter) Allow(key string) (bool, error) {
 func (h *httprateLimiter) Sweep() { h.Allow("sweep") }
 func (h *httprateLimiter) Close() {}
 
-// newThrottled is throttled's GCRA limiter over its memstore, bounded to
-// 1,000,000 keys by its LRU (the same bound as our default; throttled's docs
+// newThrottled is throttled's GCRA limiter over its memstore, bounded by its
+// LRU to Config.MaxKeys (1,000,000 as our default; throttled's docs
 // recommend a bound). The quota is N per Window with a burst of N (MaxBurst
 // counts the requests beyond the first). Its compare-and-swap retry limit is
 // raised from the default 10, which on a hot key (scenario 2) makes some
 // requests fail with an error instead of a decision.
-func newThrottled(l Limit, _ time.Duration) (Limiter, error) {
-	store, err := throttledmem.NewCtx(1_000_000)
+func newThrottled(l Limit, c Config) (Limiter, error) {
+	store, err := throttledmem.NewCtx(c.MaxKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -284,8 +297,8 @@ func (t *throttledLimiter) Close() {}
 // expirable cache, under one mutex. It takes a rate per second; the burst is
 // set to N so that it matches the others. We call LimitReached(key), its
 // lowest public decision (LimitByKeys adds a strings.Join and a token read).
-func newTollbooth(l Limit, ttl time.Duration) (Limiter, error) {
-	lmt := tollbooth.NewLimiter(l.perSecond(), &tollboothlimiter.ExpirableOptions{DefaultExpirationTTL: ttl})
+func newTollbooth(l Limit, c Config) (Limiter, error) {
+	lmt := tollbooth.NewLimiter(l.perSecond(), &tollboothlimiter.ExpirableOptions{DefaultExpirationTTL: c.TTL})
 	lmt.SetBurst(int(l.N))
 	return &tollboothLimiter{lmt}, nil
 }
@@ -298,9 +311,9 @@ func (t *tollboothLimiter) Close()                         {}
 
 // newEcho is echo's RateLimiterMemoryStore: an x/time/rate limiter per key
 // in a map under one mutex, stale visitors dropped lazily.
-func newEcho(l Limit, ttl time.Duration) (Limiter, error) {
+func newEcho(l Limit, c Config) (Limiter, error) {
 	return &echoLimiter{middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-		Rate: rate.Limit(l.perSecond()), Burst: int(l.N), ExpiresIn: ttl,
+		Rate: rate.Limit(l.perSecond()), Burst: int(l.N), ExpiresIn: c.TTL,
 	})}, nil
 }
 

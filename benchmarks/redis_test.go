@@ -87,6 +87,7 @@ func newRedisLib(tb testing.TB, lib RedisLib, l Limit) Limiter {
 	require.NoError(tb, rdb.FlushDB(context.Background()).Err())
 	lim, err := lib.New(rdb, l)
 	require.NoError(tb, err, lib.Name)
+	tb.Cleanup(lim.Close)
 	return lim
 }
 

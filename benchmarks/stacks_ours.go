@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/echomw"
+	"github.com/go-ratelimit/ratelimit/ginmw"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -13,7 +15,7 @@ import (
 func oursStacks() []Stack {
 	return []Stack{
 		{Router: "nethttp", Lib: "ours", SetsHeaders: true, New: func(l Limit) (http.Handler, error) {
-			lim, err := core.New(core.TokenBucket(l.N, l.Window))
+			lim, err := oursToken(l)
 			if err != nil {
 				return nil, err
 			}
@@ -23,5 +25,31 @@ func oursStacks() []Stack {
 			}
 			return mw(okHandler), nil
 		}},
+		{Router: "gin", Lib: "ours", SetsHeaders: true, New: func(l Limit) (http.Handler, error) {
+			lim, err := oursToken(l)
+			if err != nil {
+				return nil, err
+			}
+			mw, err := ginmw.Limit(lim)
+			if err != nil {
+				return nil, err
+			}
+			return ginStack(mw), nil
+		}},
+		{Router: "echo", Lib: "ours", SetsHeaders: true, New: func(l Limit) (http.Handler, error) {
+			lim, err := oursToken(l)
+			if err != nil {
+				return nil, err
+			}
+			mw, err := echomw.Limit(lim)
+			if err != nil {
+				return nil, err
+			}
+			return echoStack(mw), nil
+		}},
 	}
+}
+
+func oursToken(l Limit) (*core.MemoryLimiter, error) {
+	return core.New(core.TokenBucket(l.N, l.Window))
 }

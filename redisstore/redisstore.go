@@ -252,7 +252,7 @@ func (l *Limiter) do(ctx context.Context, op, key string, n int64, consume bool)
 	// A fresh slice, not one recycled with c: a client hook may keep the
 	// command after the call returns.
 	args := make([]any, 0, 8+len(l.script.policyArgs))
-	args = append(args, "evalsha", l.script.lua.Hash(), "1", l.keys.key(key), n, "0", "", "")
+	args = append(args, "evalsha", l.script.sha, "1", l.keys.key(key), n, "0", "", "")
 	if consume {
 		args[5] = "1"
 	}

@@ -33,6 +33,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"a nil client", nil, p, nil, "redisstore: New needs a Redis client"},
 		{"an invalid policy", rdb, core.TokenBucket(0, time.Second), nil, "redisstore: core: TokenBucket limit must be > 0"},
 		{"a recovery time beyond 2^52 ns", rdb, core.TokenBucket(1, 60*24*time.Hour), nil, "exceeds 1250h"},
+		{"too many buckets", rdb, core.SlidingWindow(10, time.Minute).WithBuckets(MaxBuckets + 1), nil, "buckets must be <= 4096"},
 		{"an empty prefix", rdb, p, []Option{WithPrefix("")}, "WithPrefix needs a non-empty prefix"},
 		{"a prefix with a brace", rdb, p, []Option{WithPrefix("a{b")}, "may not contain '{' or '}'"},
 		{"a zero timeout", rdb, p, []Option{WithTimeout(0)}, "WithTimeout must be > 0"},

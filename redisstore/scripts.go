@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,9 +37,12 @@ import (
 //	ARGV[5]  the key's expiry in ms: the policy's Recovery time, rounded up
 //	ARGV[6…] the policy's numbers (see each script)
 //
-// Reply: one string "allowed remaining resetAfter retryAfter delay", the
-// durations in ns. A string, not an array of integers, because go-redis
-// boxes each integer of an array reply: one allocation instead of six.
+// Reply: an array {allowed, remaining, resetAfter, retryAfter, delay}, the
+// durations in ns.
+//
+// The scripts define no functions in the common path: a closure costs
+// server time on every call, and server time is what every app server
+// shares.
 const luaPrelude = `
 local n = tonumber(ARGV[1])
 local consume = ARGV[2] == '1'
@@ -48,45 +52,32 @@ if not now_us then
   now_us, now_r = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
 end
 local ttl = tonumber(ARGV[5])
+`
 
--- floor(a / b) for integers 0 <= a, 0 < b below 2^53, corrected for the
--- rounding of the float division.
-local function idiv(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
-  return q
-end
-
--- The span of width w = a*1000 + b ns (a µs, b < 1000 ns) that now falls in,
--- counted from the epoch, and now's offset into it in ns. Every product
--- stays below 2^53, so the result is exact.
-local function span(a, b)
-  local w = a * 1000 + b
-  local q = math.floor((now_us + now_r / 1000) / (a + b / 1000))
-  local rem = (now_us - q * a) * 1000 + now_r - q * b
-  while rem < 0 do q, rem = q - 1, rem + w end
-  while rem >= w do q, rem = q + 1, rem - w end
-  return q, rem, w
-end
-
--- The expiry to set: the Recovery time, or longer when the state outlives
--- it (a server clock that stepped back).
-local function expiry(ns)
-  local ms = math.ceil(ns / 1000000)
-  if ms > ttl then return string.format('%d', ms) end
-  return ARGV[5]
-end
-
-local function reply(allowed, remaining, reset, retry, delay)
-  return string.format('%d %d %d %d %d', allowed, remaining, reset, retry, delay)
-end
+// luaSpan computes, for the policy's span (a fixed window or a sliding
+// window's bucket) of w = a*1000 + b ns (a µs and b < 1000 ns from ARGV[6]
+// and ARGV[7]), the number q of the span now falls in, counted from the
+// epoch, and now's offset rem into it in ns. Every product stays below
+// 2^53, so q and rem are exact; the float division only guesses q.
+const luaSpan = `
+local a, b = tonumber(ARGV[6]), tonumber(ARGV[7])
+local w = a * 1000 + b
+local q = math.floor((now_us + now_r / 1000) / (a + b / 1000))
+local rem = (now_us - q * a) * 1000 + now_r - q * b
+while rem < 0 do q, rem = q - 1, rem + w end
+while rem >= w do q, rem = q + 1, rem - w end
 `
 
 // luaGCRA is core/tokenbucket.go: the token and leaky bucket's theoretical
-// arrival time (TAT), stored as one integer of Unix nanoseconds.
+// arrival time (TAT), stored as one integer of Unix nanoseconds (split into
+// µs and ns on reading, as 19 digits are beyond a double).
 //
 //	ARGV[6] interval ns (Window/Limit)   ARGV[7] tau ns (Burst*interval)
 //	ARGV[8] "1" for a leaky bucket that delays
+//
+// math.floor(x / interval) is exact for 0 <= x < 2^53: a quotient that is
+// not an integer is at least 1/interval below the next one, more than the
+// division's rounding error.
 const luaGCRA = luaPrelude + `
 local interval, tau = tonumber(ARGV[6]), tonumber(ARGV[7])
 local base = 0 -- max(tat, now) - now
@@ -98,16 +89,16 @@ if tat then
 end
 local nxt = base + n * interval -- the new tat - now
 if nxt > tau then
-  return reply(0, idiv(math.max(0, tau - base), interval), base, nxt - tau, 0)
+  return {0, math.floor(math.max(0, tau - base) / interval), base, nxt - tau, 0}
 end
 if not consume then
-  return reply(1, idiv(tau - base, interval), base, 0, 0)
+  return {1, math.floor((tau - base) / interval), base, 0, 0}
 end
 local t = now_r + nxt
-redis.call('SET', KEYS[1], string.format('%d%03d', now_us + math.floor(t / 1000), t % 1000), 'PX', expiry(nxt))
+redis.call('SET', KEYS[1], string.format('%d%03d', now_us + math.floor(t / 1000), t % 1000), 'PX', ARGV[5])
 local delay = 0
 if ARGV[8] == '1' then delay = base end
-return reply(1, idiv(tau - nxt, interval), nxt, 0, delay)
+return {1, math.floor((tau - nxt) / interval), nxt, 0, delay}
 `
 
 // luaFixedWindow is core/fixedwindow.go: the window number and the count
@@ -115,9 +106,8 @@ return reply(1, idiv(tau - nxt, interval), nxt, 0, delay)
 // by the count in 10 digits (Limit < 2^32).
 //
 //	ARGV[6] Window's µs   ARGV[7] Window's ns remainder   ARGV[8] Limit
-const luaFixedWindow = luaPrelude + `
+const luaFixedWindow = luaPrelude + luaSpan + `
 local limit = tonumber(ARGV[8])
-local q, rem, w = span(tonumber(ARGV[6]), tonumber(ARGV[7]))
 local count, back = 0, 0 -- back: windows the stored one is ahead of now's
 local v = redis.call('GET', KEYS[1])
 if v then
@@ -130,80 +120,88 @@ if v then
 end
 local untilEnd = (back + 1) * w - rem
 if count + n > limit then
-  return reply(0, limit - count, untilEnd, untilEnd, 0)
+  return {0, limit - count, untilEnd, untilEnd, 0}
 end
 if not consume then
   if count == 0 then untilEnd = 0 end
-  return reply(1, limit - count, untilEnd, 0, 0)
+  return {1, limit - count, untilEnd, 0, 0}
 end
-redis.call('SET', KEYS[1], string.format('%d%010d', q + back, count + n), 'PX', expiry(untilEnd))
-return reply(1, limit - count - n, untilEnd, 0, 0)
+-- The key lives until its window ends: longer than ttl only after the
+-- clock stepped back.
+redis.call('SET', KEYS[1], string.format('%d%010d', q + back, count + n), 'PX', string.format('%d', math.max(ttl, math.ceil(untilEnd / 1000000))))
+return {1, limit - count - n, untilEnd, 0, 0}
 `
 
-// luaSlidingWindow is core/slidingwindow.go: a hash from bucket number to
-// the count admitted in that bucket (only buckets with admissions exist).
-// A request in bucket k is admitted when the B buckets k-B+1..k hold at
-// most Limit and the B+1 buckets k-B..k at most Limit + Limit/B.
+// luaSlidingWindow is core/slidingwindow.go: the number of the newest
+// bucket written and a ring of Buckets+1 counters, the count of bucket b at
+// position b mod (B+1), stored as one binary string of 8 + 4*(B+1) bytes
+// (struct format "<d" then B+1 times "I4"), which Redis's struct library
+// reads and writes in one call each. A request in bucket k is admitted when
+// the B buckets k-B+1..k hold at most Limit and the B+1 buckets k-B..k at
+// most Limit + Limit/B.
 //
 //	ARGV[6] bucket width's µs   ARGV[7] its ns remainder   ARGV[8] B
-//	ARGV[9] Limit   ARGV[10] Limit + Limit/B
-const luaSlidingWindow = luaPrelude + `
-local buckets, limit, cap2 = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+//	ARGV[9] Limit   ARGV[10] Limit + Limit/B   ARGV[11] the struct format
+const luaSlidingWindow = luaPrelude + luaSpan + `
+local buckets, limit, cap2, fmt = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11]
 local ring = buckets + 1
-local k, rem, w = span(tonumber(ARGV[6]), tonumber(ARGV[7]))
-local fields = redis.call('HGETALL', KEYS[1])
-local counts, top = {}, k
-for i = 1, #fields, 2 do
-  local b = tonumber(fields[i])
-  counts[b] = tonumber(fields[i + 1])
-  -- A clock that stepped back counts in the newest bucket seen, so it
-  -- cannot revive buckets that already dropped out.
-  if b > top then top = b end
+local c, head = nil, 0 -- c[1]: the newest bucket; c[2 + b % ring]: bucket b's count
+local v = redis.call('GET', KEYS[1])
+if v then
+  c = {struct.unpack(fmt, v)}
+  head = c[1]
 end
-local oldest = top - buckets
-local trailing, all = 0, 0
-for b, c in pairs(counts) do
-  if b >= oldest then
-    all = all + c
-    if b > oldest then trailing = trailing + c end
-  end
+-- q is now's bucket. A clock that stepped back counts in the newest bucket
+-- seen, so it cannot revive buckets that already dropped out.
+local top = math.max(q, head)
+if not v or top - head >= ring then
+  c = {top}
+  for i = 2, ring + 1 do c[i] = 0 end
+else
+  for bk = head + 1, top do c[2 + bk % ring] = 0 end
+  c[1] = top
 end
-local function count(b) return counts[b] or 0 end
-local function remaining(tr, al) return math.max(0, math.min(limit - tr, cap2 - al)) end
+local all = 0
+for i = 2, ring + 1 do all = all + c[i] end
+local trailing = all - c[2 + (top + 1) % ring] -- bucket top-B shares its slot with top+1
 
 -- ns from now until, with no further traffic, cost m is admitted and at
 -- least want unit requests remain after it (core's slidingState.until).
+-- Buckets only drop out at bucket boundaries.
 local function after(m, want)
   local tr, al = trailing, all
   for j = 0, ring do
     if j > 0 then
-      al = al - count(oldest + j - 1)
-      if j < ring then tr = tr - count(oldest + j) else tr = 0 end
+      al = al - c[2 + (top - buckets + j - 1) % ring]
+      if j < ring then tr = tr - c[2 + (top - buckets + j) % ring] else tr = 0 end
     end
-    if tr + m <= limit and al + m <= cap2 and remaining(tr + m, al + m) + m >= want then
+    if tr + m <= limit and al + m <= cap2 and math.min(limit - tr - m, cap2 - al - m) + m >= want then
       if j == 0 then return 0 end
-      return (top + j - k) * w - rem
+      return (top + j - q) * w - rem
     end
   end
-  return (top + ring - k) * w - rem
+  return (top + ring - q) * w - rem
 end
 
 if trailing + n > limit or all + n > cap2 then
-  return reply(0, remaining(trailing, all), after(0, limit), after(n, n), 0)
+  return {0, math.max(0, math.min(limit - trailing, cap2 - all)), after(0, limit), after(n, n), 0}
 end
 if consume then
-  counts[top] = count(top) + n
+  local i = 2 + top % ring
+  c[i] = c[i] + n
   trailing, all = trailing + n, all + n
-  redis.call('HINCRBY', KEYS[1], string.format('%d', top), n)
-  local stale = {}
-  for b in pairs(counts) do
-    if b < oldest then stale[#stale + 1] = string.format('%d', b) end
-  end
-  if #stale > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end
-  redis.call('PEXPIRE', KEYS[1], expiry((top + ring - k) * w - rem))
+  -- The key lives until its newest bucket drops out: longer than ttl only
+  -- after the clock stepped back.
+  redis.call('SET', KEYS[1], struct.pack(fmt, unpack(c, 1, ring + 1)), 'PX',
+    string.format('%d', math.max(ttl, math.ceil(((top + ring - q) * w - rem) / 1000000))))
 end
-return reply(1, remaining(trailing, all), after(0, limit), 0, 0)
+return {1, math.max(0, math.min(limit - trailing, cap2 - all)), after(0, limit), 0, 0}
 `
+
+// MaxBuckets is the largest sliding-window bucket count the Redis store
+// accepts: the script unpacks the whole ring onto Lua's stack, which holds
+// 8000 values.
+const MaxBuckets = 4096
 
 // maxSpan is the longest Recovery time (and Window) the scripts compute
 // exactly: 2^52 ns, about 52 days.
@@ -213,12 +211,16 @@ const maxSpan = time.Duration(1) << 52
 // (ARGV[5] onwards), converted once so that a call boxes nothing for them.
 type script struct {
 	lua        *redis.Script
+	sha        any // lua.Hash(), boxed once
 	policyArgs []any
 }
 
 func newScript(p core.Policy, ttl time.Duration) (script, error) {
 	if rec := p.Recovery(); rec > maxSpan || p.Window > maxSpan {
 		return script{}, fmt.Errorf("redisstore: %v: window %v or recovery time %v exceeds %v, the longest the scripts compute exactly in Lua's float64 numbers", p.Algorithm, p.Window, rec, maxSpan)
+	}
+	if p.Algorithm == core.AlgSlidingWindow && p.Buckets > MaxBuckets {
+		return script{}, fmt.Errorf("redisstore: SlidingWindow buckets must be <= %d, got %d (the ring is one value of Lua's stack per bucket)", MaxBuckets, p.Buckets)
 	}
 	ttlArg := strconv.FormatInt(int64((ttl+time.Millisecond-1)/time.Millisecond), 10)
 	ns := func(d time.Duration) string { return strconv.FormatInt(int64(d), 10) }
@@ -231,16 +233,21 @@ func newScript(p core.Policy, ttl time.Duration) (script, error) {
 		if p.Algorithm == core.AlgLeakyBucket && !p.Meter {
 			delay = "1"
 		}
-		return script{gcraScript, []any{ttlArg, ns(interval), ns(time.Duration(p.Burst) * interval), delay}}, nil
+		return newScriptArgs(gcraScript, []any{ttlArg, ns(interval), ns(time.Duration(p.Burst) * interval), delay}), nil
 	case core.AlgFixedWindow:
-		return script{fixedWindowScript, []any{ttlArg, us(p.Window), rem(p.Window), strconv.FormatInt(p.Limit, 10)}}, nil
+		return newScriptArgs(fixedWindowScript, []any{ttlArg, us(p.Window), rem(p.Window), strconv.FormatInt(p.Limit, 10)}), nil
 	case core.AlgSlidingWindow:
 		w := p.Interval()
-		return script{slidingWindowScript, []any{ttlArg, us(w), rem(w),
+		return newScriptArgs(slidingWindowScript, []any{ttlArg, us(w), rem(w),
 			strconv.FormatInt(p.Buckets, 10), strconv.FormatInt(p.Limit, 10),
-			strconv.FormatInt(p.Limit+p.Limit/p.Buckets, 10)}}, nil
+			strconv.FormatInt(p.Limit+p.Limit/p.Buckets, 10),
+			"<d" + strings.Repeat("I4", int(p.Buckets+1))}), nil
 	}
 	return script{}, fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
+}
+
+func newScriptArgs(lua *redis.Script, policyArgs []any) script {
+	return script{lua: lua, sha: lua.Hash(), policyArgs: policyArgs}
 }
 
 var (
@@ -249,52 +256,30 @@ var (
 	slidingWindowScript = redis.NewScript(luaSlidingWindow)
 )
 
-// parseReply reads a script's reply into d, allocating nothing.
+// parseReply reads a script's reply into d.
 func parseReply(v any, d *core.Decision) error {
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("redisstore: unexpected script reply %T", v)
+	f, ok := v.([]any)
+	if !ok || len(f) != 5 {
+		return fmt.Errorf("redisstore: unexpected script reply %v", v)
 	}
-	var f [5]int64
-	i := 0
-	for j := range f {
-		neg := false
-		if i < len(s) && s[i] == '-' {
-			neg, i = true, i+1
+	var x [5]int64
+	for i, e := range f {
+		if x[i], ok = e.(int64); !ok {
+			return fmt.Errorf("redisstore: unexpected script reply %v", v)
 		}
-		start := i
-		var x int64
-		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-			x = x*10 + int64(s[i]-'0')
-		}
-		if i == start || (j < len(f)-1 && (i >= len(s) || s[i] != ' ')) {
-			return errBadReply(s)
-		}
-		i++
-		if neg {
-			x = -x
-		}
-		f[j] = x
 	}
-	if i != len(s)+1 {
-		return errBadReply(s)
-	}
-	d.Allowed = f[0] == 1
-	d.Remaining = f[1]
-	d.ResetAfter = time.Duration(max(f[2], 0))
-	d.RetryAfter = time.Duration(max(f[3], 0))
-	d.Delay = time.Duration(max(f[4], 0))
+	d.Allowed = x[0] == 1
+	d.Remaining = x[1]
+	d.ResetAfter = time.Duration(max(x[2], 0))
+	d.RetryAfter = time.Duration(max(x[3], 0))
+	d.Delay = time.Duration(max(x[4], 0))
 	return nil
-}
-
-func errBadReply(s string) error {
-	return fmt.Errorf("redisstore: malformed script reply %q", s)
 }
 
 // isNoScript reports whether err says the server does not have the
 // script cached (restart, failover, SCRIPT FLUSH).
 func isNoScript(err error) bool {
-	return errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
 // scriptSource returns the Lua source of the script with the given SHA1.

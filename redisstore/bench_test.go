@@ -1,0 +1,110 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+)
+
+// BenchmarkRedis compares a decision with the ceiling: a bare EVALSHA of
+// a script that returns 1, on the same client and server. Sequential
+// (callers=1) and with 64 concurrent callers (SetParallelism(32) on 2
+// cores), with the batcher pipelining concurrent calls (batch=pipeline) or
+// sending each alone (batch=single). Every decision admits (the limits are
+// huge) and writes its key, one of 1024.
+//
+//	go test -run '^$' -bench BenchmarkRedis -count 6 ./redisstore/ | tee new.txt
+//	benchstat -col /op new.txt
+func BenchmarkRedis(b *testing.B) {
+	addr := redistest.Addr(b)
+	ctx := context.Background()
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bench-user-%d", i)
+	}
+
+	trivial := redis.NewScript("return 1")
+	b.Run("op=evalsha-trivial", func(b *testing.B) {
+		rdb := newClient(b, addr)
+		if err := trivial.Load(ctx, rdb).Err(); err != nil {
+			b.Fatal(err)
+		}
+		run(b, func(int) error { return rdb.EvalSha(ctx, trivial.Hash(), nil).Err() })
+	})
+
+	// The same EVALSHA the limiter sends, straight from the caller: the
+	// floor for a decision, the script's own server time included.
+	b.Run("op=evalsha-script/alg=TokenBucket", func(b *testing.B) {
+		rdb := newClient(b, addr)
+		p := core.TokenBucket(1e9, time.Second)
+		s, err := newScript(p, p.Recovery())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.lua.Load(ctx, rdb).Err(); err != nil {
+			b.Fatal(err)
+		}
+		prefix := testPrefix()
+		run(b, func(i int) error {
+			args := append([]any{1, "1", "", ""}, s.policyArgs...)
+			return rdb.EvalSha(ctx, s.lua.Hash(), []string{prefix + keys[i%len(keys)]}, args...).Err()
+		})
+	})
+
+	for _, p := range []core.Policy{
+		core.FixedWindow(1<<31, time.Second),
+		core.SlidingWindow(1<<31, time.Second),
+		core.TokenBucket(1e9, time.Second),
+		core.LeakyBucket(1e9, time.Second),
+	} {
+		for _, batch := range []struct {
+			name string
+			max  int
+		}{{"pipeline", defaultMaxBatch}, {"single", 1}} {
+			b.Run(fmt.Sprintf("op=allow/alg=%v/batch=%s", p.Algorithm, batch.name), func(b *testing.B) {
+				lim := newLimiter(b, newClient(b, addr), p, withMaxBatch(batch.max), WithTimeout(time.Second))
+				run(b, func(i int) error {
+					d, err := lim.Allow(ctx, keys[i%len(keys)])
+					if err == nil && !d.Allowed {
+						err = fmt.Errorf("denied: %+v", d)
+					}
+					return err
+				})
+			})
+		}
+	}
+}
+
+// run measures op sequentially and with 64 concurrent callers.
+func run(b *testing.B, op func(i int) error) {
+	b.Run("callers=1", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if err := op(i); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("callers=64", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(32) // 64 goroutines on 2 cores
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				if err := op(i); err != nil {
+					b.Error(err)
+					return
+				}
+				i += 7
+			}
+		})
+	})
+}

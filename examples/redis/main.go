@@ -1,0 +1,159 @@
+// Command redis shows one limit shared by two app servers through one
+// Redis: it starts two HTTP servers on two loopback ports, each with its own
+// Redis client and limiter (as two processes would have), sends requests to
+// them in turn, and prints that together they admitted exactly the limit.
+//
+//	go run ./examples/redis                        # Redis on 127.0.0.1:6379
+//	go run ./examples/redis -redis 127.0.0.1:6380  # or REDIS_ADDR=...
+//
+// With Debian's redis-server installed, `redis-server --port 6380 --save ""`
+// in another terminal is enough. Each run uses keys of its own, which Redis
+// expires a minute later.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+	"github.com/go-ratelimit/ratelimit/redisstore"
+)
+
+func main() {
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	flag.StringVar(&addr, "redis", addr, "Redis `address` (default: $REDIS_ADDR, else 127.0.0.1:6379)")
+	limit := flag.Int64("limit", 10, "requests per minute per client, shared by both servers")
+	requests := flag.Int("requests", 30, "requests to send, alternating between the servers")
+	flag.Parse()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := run(ctx, os.Stdout, addr, *limit, *requests); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// appServer is one app server: its own Redis client and limiter in front
+// of a handler, on a loopback port.
+type appServer struct {
+	name string
+	url  string
+	rdb  *redis.Client
+	lim  *redisstore.Limiter
+	srv  *http.Server
+}
+
+func startAppServer(name, redisAddr, prefix string, p core.Policy) (*appServer, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
+	lim, err := redisstore.New(rdb, p, redisstore.WithPrefix(prefix))
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	mw, err := nethttp.Middleware(lim, nethttp.WithFailClosed()) // a demo should not pass silently when Redis is down
+	if err != nil {
+		_ = lim.Close()
+		_ = rdb.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = lim.Close()
+		_ = rdb.Close()
+		return nil, err
+	}
+	a := &appServer{name: name, url: "http://" + ln.Addr().String() + "/", rdb: rdb, lim: lim}
+	a.srv = &http.Server{
+		Handler: mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintf(w, "hello from %s\n", name)
+		})),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = a.srv.Serve(ln) }()
+	return a, nil
+}
+
+func (a *appServer) close() {
+	_ = a.srv.Close()
+	_ = a.lim.Close()
+	_ = a.rdb.Close()
+}
+
+// run starts the two app servers, sends requests alternately and reports
+// to out. It returns an error if Redis cannot be reached or if the servers
+// together admitted anything but the limit.
+func run(ctx context.Context, out io.Writer, redisAddr string, limit int64, requests int) error {
+	probe := redis.NewClient(&redis.Options{Addr: redisAddr})
+	err := probe.Ping(ctx).Err()
+	_ = probe.Close()
+	if err != nil {
+		return fmt.Errorf("no Redis at %s (start one, or pass -redis / REDIS_ADDR): %w", redisAddr, err)
+	}
+
+	p := core.TokenBucket(limit, time.Minute).WithName("shared")
+	prefix := fmt.Sprintf("example-redis-%d", time.Now().UnixNano()) // this run's own keys
+	var servers []*appServer
+	defer func() {
+		for _, a := range servers {
+			a.close()
+		}
+	}()
+	for _, name := range []string{"A", "B"} {
+		a, err := startAppServer(name, redisAddr, prefix, p)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, a)
+		fmt.Fprintf(out, "app server %s on %s\n", name, a.url)
+	}
+	fmt.Fprintf(out, "policy: %v, one limit for both servers through Redis at %s\n\n", p, redisAddr)
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	admitted := map[string]int{}
+	total := 0
+	for i := range requests {
+		a := servers[i%len(servers)]
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			admitted[a.name]++
+			total++
+		case http.StatusTooManyRequests:
+		default:
+			return fmt.Errorf("server %s answered %s", a.name, resp.Status)
+		}
+		fmt.Fprintf(out, "request %2d -> server %s: %d  X-RateLimit-Remaining: %s\n",
+			i+1, a.name, resp.StatusCode, resp.Header.Get("X-RateLimit-Remaining"))
+	}
+	fmt.Fprintf(out, "\nadmitted %d of %d (server A %d, server B %d) with a limit of %d: ",
+		total, requests, admitted["A"], admitted["B"], limit)
+	if want := min(int64(requests), limit); int64(total) != want {
+		fmt.Fprintln(out, "the limit did NOT hold")
+		return errors.New("the shared limit did not hold")
+	}
+	fmt.Fprintln(out, "the limit held across both servers")
+	return nil
+}

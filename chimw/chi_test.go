@@ -30,15 +30,22 @@ func limit(t testing.TB, lim core.Limiter, opts ...nethttp.Option) func(http.Han
 	return mw
 }
 
+// onWith mounts the limit on the route with r.With (none for a nil lim).
+func onWith(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
+	r := chi.NewRouter()
+	if lim == nil {
+		r.Get("/items/{id}", ok)
+		return r
+	}
+	r.With(limit(t, lim, opts...)).Get("/items/{id}", ok)
+	return r
+}
+
+func BenchmarkLimit(b *testing.B) { adaptertest.Benchmark(b, adaptertest.Adapter{Mount: onWith}) }
+
 func TestAdapterSuite(t *testing.T) {
 	t.Run("on r.With", func(t *testing.T) {
-		adaptertest.Run(t, adaptertest.Adapter{
-			Mount: func(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
-				r := chi.NewRouter()
-				r.With(limit(t, lim, opts...)).Get("/items/{id}", ok)
-				return r
-			},
-		})
+		adaptertest.Run(t, adaptertest.Adapter{Mount: onWith})
 	})
 	t.Run("in a group under a mounted sub-router", func(t *testing.T) {
 		adaptertest.Run(t, adaptertest.Adapter{

@@ -36,16 +36,22 @@ func echoBody(status int) (string, string) {
 	return `{"message":"` + http.StatusText(status) + `"}` + "\n", echo.MIMEApplicationJSON
 }
 
+// onRoute mounts the limit on the route (none for a nil lim).
+func onRoute(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
+	e := echo.New()
+	if lim == nil {
+		e.GET("/items/:id", ok)
+		return e
+	}
+	e.GET("/items/:id", ok, limit(t, lim, opts...))
+	return e
+}
+
+func BenchmarkLimit(b *testing.B) { adaptertest.Benchmark(b, adaptertest.Adapter{Mount: onRoute}) }
+
 func TestAdapterSuite(t *testing.T) {
 	t.Run("on the route", func(t *testing.T) {
-		adaptertest.Run(t, adaptertest.Adapter{
-			Mount: func(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
-				e := echo.New()
-				e.GET("/items/:id", ok, limit(t, lim, opts...))
-				return e
-			},
-			Body: echoBody,
-		})
+		adaptertest.Run(t, adaptertest.Adapter{Mount: onRoute, Body: echoBody})
 	})
 	t.Run("with e.Use", func(t *testing.T) {
 		adaptertest.Run(t, adaptertest.Adapter{

@@ -33,15 +33,22 @@ func limit(t testing.TB, lim core.Limiter, opts ...nethttp.Option) gin.HandlerFu
 	return mw
 }
 
+// onRoute mounts the limit on the route (none for a nil lim).
+func onRoute(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
+	r := gin.New()
+	if lim == nil {
+		r.GET("/items/:id", ok)
+		return r
+	}
+	r.GET("/items/:id", limit(t, lim, opts...), ok)
+	return r
+}
+
+func BenchmarkLimit(b *testing.B) { adaptertest.Benchmark(b, adaptertest.Adapter{Mount: onRoute}) }
+
 func TestAdapterSuite(t *testing.T) {
 	t.Run("on the route", func(t *testing.T) {
-		adaptertest.Run(t, adaptertest.Adapter{
-			Mount: func(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
-				r := gin.New()
-				r.GET("/items/:id", limit(t, lim, opts...), ok)
-				return r
-			},
-		})
+		adaptertest.Run(t, adaptertest.Adapter{Mount: onRoute})
 	})
 	t.Run("with r.Use", func(t *testing.T) {
 		adaptertest.Run(t, adaptertest.Adapter{

@@ -94,8 +94,9 @@ func (e *Engine) Wrap(next http.Handler) http.Handler {
 // leaky-bucket delay. It writes no status and no body. It returns nil when
 // the request should go on to the next handler, and otherwise the
 // Rejection to answer with Respond (or, for a framework with its own error
-// rendering, to return as an error). On the admitted path it allocates only
-// the two header strings.
+// rendering, to return as an error). On the admitted path it allocates
+// twice itself (one string holding every header value, one slice backing
+// them), plus whatever the key function and the limiter allocate.
 func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 	for _, skip := range e.cfg.skip {
 		if skip(r) {

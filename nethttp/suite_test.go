@@ -15,13 +15,23 @@ import (
 // the middleware around one registered handler (where Request.Pattern, and so
 // keyfunc.Route, is set).
 func TestAdapterSuite(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Adapter{
-		Mount: func(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
-			mw, err := nethttp.Middleware(lim, opts...)
-			require.NoError(t, err)
-			mux := http.NewServeMux()
-			mux.Handle("GET /items/{id}", mw(ok))
-			return mux
-		},
-	})
+	adaptertest.Run(t, adaptertest.Adapter{Mount: onMux})
+}
+
+// BenchmarkServeMux is the adapters' benchmark for net/http: a ServeMux
+// with and without the middleware on its route.
+func BenchmarkServeMux(b *testing.B) { adaptertest.Benchmark(b, adaptertest.Adapter{Mount: onMux}) }
+
+// onMux mounts the middleware around the handler of GET /items/{id} (none
+// for a nil lim).
+func onMux(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
+	mux := http.NewServeMux()
+	if lim == nil {
+		mux.Handle("GET /items/{id}", ok)
+		return mux
+	}
+	mw, err := nethttp.Middleware(lim, opts...)
+	require.NoError(t, err)
+	mux.Handle("GET /items/{id}", mw(ok))
+	return mux
 }

@@ -39,7 +39,8 @@ type Adapter struct {
 	// Mount returns a router serving GET /items/{id} (in the router's own
 	// syntax) through the adapter's middleware built from lim and opts. The
 	// route's handler answers 200 with the body "ok". A constructor error
-	// must fail the test.
+	// must fail the test. With a nil lim (from Benchmark) it mounts the
+	// route without the middleware.
 	Mount func(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler
 	// Body returns the body and Content-Type the adapter answers a
 	// rejection of the given status with, when no handler option replaces

@@ -38,6 +38,7 @@ func main() {
 		os.Exit(1)
 	}
 	r := &report{results: runs, w: os.Stdout}
+	r.clock()
 	r.inMemory("1. One key, sequential, all allowed", "OneKeySeq", "/case=allow")
 	r.inMemory("1. One key, sequential, all denied", "OneKeySeq", "/case=deny")
 	r.inMemory("2. One key, parallel (a hot global limit)", "OneKeyParallel", "")
@@ -113,6 +114,15 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "MISSED"
+}
+
+// clock prints the cost of reading the clock, the floor under scenarios 1–3.
+func (r *report) clock() {
+	mono, ok1 := r.median("Clock/read=monotonic", "ns/op")
+	now, ok2 := r.median("Clock/read=now", "ns/op")
+	if ok1 && ok2 {
+		r.printf("Reading the clock on this machine: %.1f ns for the monotonic clock (time.Since), %.1f ns for time.Now.\n", mono, now)
+	}
 }
 
 // inMemory prints one of scenarios 1–3: every library's median time and

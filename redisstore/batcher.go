@@ -42,7 +42,8 @@ const defaultMaxBatch = 256
 // builds the command; the batcher fills in the reply and signals done.
 type call struct {
 	cmd    *redis.Cmd
-	script bool // cmd runs a script: parse its reply into res
+	script bool   // cmd runs a script: parse its reply into res
+	src    string // the script's source, for EVAL
 	state  atomic.Int32
 	res    core.Decision
 	err    error
@@ -73,7 +74,7 @@ func getCall() *call {
 // caller gave up on is never recycled: the batcher may still write to it.
 func putCall(c *call) {
 	c.timer.Stop()
-	c.cmd, c.script = nil, false
+	c.cmd, c.script, c.src = nil, false, ""
 	callPool.Put(c)
 }
 
@@ -171,7 +172,7 @@ func (b *batcher) process(ctx context.Context, calls []*call, cmdOf func(*call) 
 func evalOf(c *call) *redis.Cmd {
 	args := append([]any(nil), c.cmd.Args()...)
 	args[0] = "eval"
-	args[1] = scriptSource(args[1].(string))
+	args[1] = c.src
 	cmd := redis.NewCmd(context.Background(), args...)
 	cmd.SetFirstKeyPos(3)
 	return cmd

@@ -88,6 +88,14 @@ func TestRedisDown(t *testing.T) {
 		assert.Less(t, elapsed, 5*timeout, "call %d took %v", i, elapsed)
 	}
 
+	t.Run("a cost above capacity is still a denial", func(t *testing.T) {
+		d, err := lim.AllowN(ctx, "k", 1001)
+		assert.ErrorIs(t, err, core.ErrCostExceedsCapacity)
+		assert.False(t, d.Allowed)
+		assert.Zero(t, d.RetryAfter)
+		assert.Equal(t, int64(1000), d.Limit)
+	})
+
 	srv.Restart()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

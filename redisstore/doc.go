@@ -1,5 +1,172 @@
 // Package redisstore runs the policies of package core in Redis, so that
-// many app servers share one limit. Its Limiter implements core.Limiter
-// with the same Decisions as the in-memory limiter, each decided
-// atomically by one Lua script per algorithm, in one round trip.
+// many app servers share one limit. Its Limiter implements core.Limiter, so
+// every adapter (nethttp, chimw, ginmw, echomw) works with it unchanged,
+// and it gives the same Decision as the in-memory limiter for the same
+// schedule of requests: the conformance suite core/coretest runs against
+// both, on a single Redis and on a Redis Cluster.
+//
+//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{
+//		Addrs:                 []string{"127.0.0.1:6379"},
+//		ContextTimeoutEnabled: true, // see "Timeouts and errors"
+//	})
+//	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
+//	if err != nil { ... }
+//	defer lim.Close()
+//	d, err := lim.AllowN(ctx, key, 1)
+//
+// Any redis.UniversalClient works: a single node, Sentinel (a failover
+// client) or Cluster. Redis 5.0 or newer is needed (scripts that read TIME
+// and then write); the tests run Redis 7.0.
+//
+// # Consistency
+//
+// Each decision is one Lua script per algorithm (EVALSHA, reloaded with
+// EVAL when the server answers NOSCRIPT after a restart, a failover or
+// SCRIPT FLUSH), run atomically by the Redis primary that holds the key.
+// All app servers therefore see one order of decisions per key and the
+// limit is exact across any number of them: 8 limiters with their own
+// clients, 100 goroutines each, on one key, admit exactly the policy's
+// capacity under every algorithm (TestDistributedExactness).
+//
+// A call that times out may still have been counted by Redis, unless it
+// timed out before it was sent (then it is dropped unsent). Reset deletes
+// the key for every server, but another process's deny cache keeps a
+// denial it already holds until that denial's RetryAfter passes.
+//
+// # Failover
+//
+// Redis replication is asynchronous. When a primary fails and a replica is
+// promoted, the writes the replica had not received are lost: each key's
+// state rolls back to what the replica had. A request admitted in that
+// replication-lag window is forgotten, so the same quota can be admitted
+// again: at most as many extra requests per key as were admitted for it
+// within the lag (usually well under a second of traffic), and never more
+// than one full quota per key (Limit for the window algorithms, Burst for
+// the buckets), because the worst a rollback can do is return a key to
+// full. Keys not written during the lag lose nothing. The promoted server's
+// clock takes over (see "Clock"). Redis's WAIT would close the gap at the
+// cost of a replica round trip per decision; this package does not use it.
+//
+// # Clock
+//
+// The scripts read the Redis server's clock (TIME, microseconds); no app
+// server's clock enters a decision, so app servers with skewed clocks share
+// one consistent limit (TestServerClock). Fixed windows and sliding-window
+// buckets are aligned to the Unix epoch of the server's clock. A server
+// clock that steps backwards never adds capacity: the scripts keep the
+// stored window, bucket or theoretical arrival time, as core does.
+//
+// Lua numbers are doubles, exact for integers up to 2^53. The scripts hold
+// an instant as whole microseconds (exact until the year 2255) plus a
+// nanosecond remainder and every span in nanoseconds, so they compute
+// exactly what core computes in int64 nanoseconds, whatever the policy:
+// an interval of Window/Limit that is not a whole microsecond (3 per
+// second, 7 per minute) gives the same Decision as in memory, to the
+// nanosecond (TestMatchesMemory). The one difference is the clock's
+// resolution: TIME has microseconds, so in production a Decision's
+// durations are as if now were truncated to the microsecond. For the same
+// reason New rejects a policy whose Recovery time exceeds 2^52 ns (about
+// 52 days: the scripts add up to two such spans), and a sliding window of
+// more than MaxBuckets buckets.
+//
+// # Key layout
+//
+// One Redis key per user key and policy:
+//
+//	<prefix>:{<user key>}:<algorithm>:<limit>:<window>[:<burst or buckets>]
+//	ratelimit:{203.0.113.7/32}:tb:100:1m0s:100
+//
+// The braces are the Redis Cluster hash tag, and they are the library's:
+// inside them '%', '{' and '}' of the user key are escaped as %25, %7B and
+// %7D (the empty key is written "%"), and the prefix may not contain
+// braces, so a user key cannot choose its slot (user keys "{victim}1",
+// "{victim}2", ... spread over many slots: TestCluster). Escaping rather
+// than hashing keeps keys readable in redis-cli and free of collisions;
+// package keyfunc already hashes over-long keys. The policy in the name
+// keeps limiters with different policies on one prefix apart; changing a
+// policy starts from fresh keys, and the old ones expire.
+//
+// Values are packed with Redis's struct library: the token and leaky
+// bucket store the theoretical arrival time ("<dH": Unix µs and the ns
+// remainder), the fixed window the window number and its count ("<dI4"),
+// the sliding window the newest bucket written and a ring of B+1 counts,
+// each bucket's at position bucket mod (B+1) ("<d" and B+1 times "I4").
+//
+// Every write sets the key's expiry to the policy's Recovery time rounded
+// up to the millisecond (longer only after the server clock stepped back),
+// in the same command, so Redis itself evicts idle keys and no key is ever
+// left without a TTL. An idle key older than its Recovery time is the same
+// as a missing one, so eviction never changes a decision. A denial and a
+// Peek write nothing.
+//
+// # Memory per key
+//
+// MEMORY USAGE in Redis 7.0 for a key with the default prefix and a
+// 14-byte user key (an IPv4 key of package keyfunc), key name included
+// (TestMemoryPerKey):
+//
+//	token bucket, leaky bucket      104 bytes
+//	fixed window                    104 bytes
+//	sliding window, 10 buckets      152 bytes
+//	sliding window, 60 buckets      344 bytes (+4 per bucket)
+//
+// So a million active clients take about 100 to 150 MB; idle ones cost
+// nothing once their Recovery time has passed.
+//
+// # Deny cache
+//
+// When a unit-cost request is denied with RetryAfter t, further unit-cost
+// requests for that key in this process are denied locally, without a
+// round trip, until t has passed (timed from when the denied call was sent,
+// so never beyond the moment Redis would admit). That is exact: other
+// servers can only consume more, so the denial stands, and for a unit cost
+// Remaining stays 0 until RetryAfter under every algorithm; the cached
+// Decision's RetryAfter and ResetAfter shrink with the local monotonic
+// clock, exactly as Redis's would absent other traffic. It keeps one
+// abusive client from becoming a Redis load problem. Other costs and Peek
+// always ask Redis.
+//
+// It holds at most WithDenyCacheSize keys (default 65536, a few MB) in 64
+// shards; a full shard drops its expired entries, and if none has expired
+// the new denial is simply not cached: the cache never blocks or fails a
+// call. WithoutDenyCache switches it off.
+//
+// # Timeouts and errors
+//
+// Every call is bounded by WithTimeout (default 50ms), or by its context's
+// deadline when that comes first, queueing included. It then returns an
+// error wrapping context.DeadlineExceeded; Redis errors come back wrapped
+// too ("redisstore: AllowN: ..."). Callers wait with their own timer, so
+// the bound holds whatever the client's settings (TestRedisDown,
+// TestSlowRedis: a client with go-redis's defaults behind a proxy that
+// delays every reply by a second). Set ContextTimeoutEnabled on the client
+// so that the connection of a call that timed out is also released at the
+// deadline rather than at the client's ReadTimeout. A stopped Redis shows
+// as errors within the timeout; once it is back, decisions resume with the
+// same Limiter.
+//
+// The adapters apply the failure policy (nethttp fails open by default, or
+// closed with WithFailClosed) and never send the error text to a client.
+// A cost above the policy's capacity is a denial with
+// core.ErrCostExceedsCapacity, not a store failure.
+//
+// # Performance
+//
+// One goroutine per Limiter sends the calls: one round trip per decision,
+// and the calls that arrive while a round trip is in flight go together as
+// one pipeline. With 64 concurrent callers on 2 cores that takes decisions
+// well above the throughput of 64 callers each sending a bare EVALSHA of
+// "return 1" (see BenchmarkRedis and the figures in the README). A lone
+// caller pays two goroutine hand-offs (about a microsecond) over the
+// script's own round trip; the rest of the gap to a trivial EVALSHA is the
+// script's server time (TIME, GET, SET). A decision allocates 7 to 8
+// objects when pipelined and 15 to 16 alone.
+//
+// # Testing
+//
+// Package redistest starts throwaway redis-server processes (and a
+// three-master cluster) for tests, or uses REDIS_ADDR. This package's own
+// tests fix the scripts' "now" to a test clock through an option that exists
+// only in its test files: nothing in the exported API can pass a time to
+// the scripts, so a production Limiter always runs on the server's clock.
 package redisstore

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -14,8 +15,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the tests that stop Redis on
+	// purpose would fill the output with them.
+	redis.SetLogger(quiet{})
 	goleak.VerifyTestMain(m)
 }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // withClock makes the scripts read now from the given clock instead of the
 // server's TIME, and the deny cache too. It exists only in this package's

@@ -22,11 +22,11 @@ func TestMemoryPerKey(t *testing.T) {
 		p   core.Policy
 		max int64
 	}{
-		{core.FixedWindow(100, time.Minute), 96},
+		{core.FixedWindow(100, time.Minute), 112},
 		{core.SlidingWindow(100, time.Minute), 160},
 		{core.SlidingWindow(100, time.Minute).WithBuckets(60), 352},
-		{core.TokenBucket(100, time.Minute), 96},
-		{core.LeakyBucket(100, time.Minute), 96},
+		{core.TokenBucket(100, time.Minute), 112},
+		{core.LeakyBucket(100, time.Minute), 112},
 	} {
 		t.Run(tc.p.String(), func(t *testing.T) {
 			lim, err := New(rdb, tc.p) // the default prefix: the key as users get it

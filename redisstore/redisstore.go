@@ -167,9 +167,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 		return core.Decision{}, fmt.Errorf("redisstore: %w, got %d", core.ErrInvalidCost, n)
 	case n > l.policy.Capacity():
 		// A denial reporting the key's current state, with no RetryAfter.
+		// It is a denial even when Redis cannot tell the state.
 		d, err := l.do(ctx, "AllowN", key, 1, false)
 		if err != nil {
-			return core.Decision{}, err
+			d = core.Decision{Limit: l.policy.Limit, Policy: l.policy}
+			return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(l.policy), err)
 		}
 		d.Allowed, d.RetryAfter = false, 0
 		return d, fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(l.policy))
@@ -251,8 +253,7 @@ func (l *Limiter) do(ctx context.Context, op, key string, n int64, consume bool)
 	c := getCall()
 	// A fresh slice, not one recycled with c: a client hook may keep the
 	// command after the call returns.
-	args := make([]any, 0, 8+len(l.script.policyArgs))
-	args = append(args, "evalsha", l.script.sha, "1", l.keys.key(key), n, "0", "", "")
+	args := []any{"evalsha", l.script.sha, "1", l.keys.key(key), n, "0", "", ""}
 	if consume {
 		args[5] = "1"
 	}
@@ -260,8 +261,7 @@ func (l *Limiter) do(ctx context.Context, op, key string, n int64, consume bool)
 		ns := l.clock().UnixNano()
 		args[6], args[7] = strconv.FormatInt(ns/1000, 10), ns%1000
 	}
-	args = append(args, l.script.policyArgs...)
-	c.cmd, c.script = redis.NewCmd(ctx, args...), true
+	c.cmd, c.script, c.src = redis.NewCmd(ctx, args...), true, l.script.src
 	c.cmd.SetFirstKeyPos(3)
 	if err := l.wait(ctx, op, c); err != nil {
 		return core.Decision{}, err

@@ -1,0 +1,62 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+	"github.com/go-ratelimit/ratelimit/redisstore"
+)
+
+// Every app server builds the same limiter on the same Redis: they share
+// one limit per client. (No Output: the example needs a Redis server;
+// examples/redis runs the same against a real one.)
+func Example() {
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs:                 []string{"127.0.0.1:6379"},
+		ContextTimeoutEnabled: true,
+	})
+	defer rdb.Close()
+
+	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lim.Close()
+
+	perIP, err := nethttp.Middleware(lim) // fails open if Redis is down
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.Handle("/", perIP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "hello")
+	})))
+}
+
+// Calling the limiter directly, as a job worker would.
+func ExampleLimiter_AllowN() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	lim, err := redisstore.New(rdb, core.TokenBucket(10, time.Second).WithBurst(20),
+		redisstore.WithPrefix("jobs"), redisstore.WithTimeout(20*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lim.Close()
+
+	d, err := lim.AllowN(context.Background(), "tenant-42", 5)
+	switch {
+	case err != nil:
+		log.Printf("rate limit unavailable: %v", err) // apply your failure policy
+	case !d.Allowed:
+		log.Printf("over the limit, retry in %v", d.RetryAfter)
+	default:
+		log.Printf("admitted, %d left", d.Remaining)
+	}
+}

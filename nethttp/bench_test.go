@@ -1,6 +1,7 @@
 package nethttp_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -73,6 +74,38 @@ func BenchmarkMiddleware(b *testing.B) {
 					bc.h.ServeHTTP(w, r)
 				}
 			})
+		})
+	}
+}
+
+// constLimiter answers every request with the same admission, without a
+// clock or a map: BenchmarkEngine measures the engine alone.
+type constLimiter struct{ d core.Decision }
+
+func (c constLimiter) AllowN(context.Context, string, int64) (core.Decision, error) { return c.d, nil }
+func (c constLimiter) Peek(context.Context, string) (core.Decision, error)          { return c.d, nil }
+func (c constLimiter) Reset(context.Context, string) error                          { return nil }
+func (c constLimiter) Policy() core.Policy                                          { return c.d.Policy }
+
+// BenchmarkEngine is the engine's own share of BenchmarkMiddleware: a static
+// key and a limiter that costs nothing, so what remains is rendering the
+// headers (the difference with headers=none).
+func BenchmarkEngine(b *testing.B) {
+	p := core.TokenBucket(100, time.Minute).WithName("per-ip")
+	lim := constLimiter{core.Decision{Allowed: true, Limit: 100, Remaining: 57, ResetAfter: 25 * time.Second, Policy: p}}
+	bare := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	for _, style := range []nethttp.HeaderStyle{nethttp.HeadersNone, nethttp.HeadersXRateLimit, nethttp.HeadersIETF, nethttp.HeadersBoth} {
+		mw, err := nethttp.Middleware(lim, nethttp.WithKeyFunc(keyfunc.Static("k")), nethttp.WithHeaderStyle(style))
+		require.NoError(b, err)
+		h := mw(bare)
+		b.Run("headers="+style.String(), func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				h.ServeHTTP(w, r)
+			}
 		})
 	}
 }

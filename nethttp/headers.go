@@ -90,9 +90,9 @@ func WriteHeaders(h http.Header, d core.Decision, style HeaderStyle, resetUnix b
 }
 
 // renderer turns decisions into header values. It caches the strings that
-// depend only on the policy, so that rendering a decision of its own policy
-// allocates twice: one string holding every per-request number, and one
-// slice backing every header value.
+// depend only on the policy, and the decimal strings of the numbers the
+// policy's headers usually carry, so that rendering X-RateLimit-* for its own
+// policy allocates once: the slice backing every header value.
 type renderer struct {
 	style     HeaderStyle
 	resetUnix bool
@@ -101,10 +101,21 @@ type renderer struct {
 	limit      string      // strconv of policy.Limit
 	name       string      // policy name as an sf-string, quotes included
 	policyItem string      // one RateLimit-Policy list member
+	numbers    []string    // numbers[i] is strconv of i: Remaining and Reset
 }
+
+// maxCachedNumber bounds the table of decimal strings (about 16 kB at most):
+// Remaining is at most the limit and Reset at most the window in seconds,
+// so most policies' values are all in it.
+const maxCachedNumber = 1024
 
 func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
 	name := sfString(PolicyName(p))
+	n := min(max(p.Limit, ceilSeconds(p.Window)), maxCachedNumber)
+	numbers := make([]string, n+1)
+	for i := range numbers {
+		numbers[i] = strconv.Itoa(i)
+	}
 	return renderer{
 		style:      style,
 		resetUnix:  resetUnix,
@@ -112,7 +123,26 @@ func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
 		limit:      strconv.FormatInt(p.Limit, 10),
 		name:       name,
 		policyItem: policyItem(name, p),
+		numbers:    numbers,
 	}
+}
+
+// value is one header value being rendered: a ready string, or the span
+// [i, j) of the buffer that is turned into one string once every value has
+// been appended to it.
+type value struct {
+	s    string
+	i, j int
+}
+
+// number returns n from the table, or appends it to b.
+func (rd *renderer) number(b []byte, n int64) ([]byte, value) {
+	if n >= 0 && n < int64(len(rd.numbers)) {
+		return b, value{s: rd.numbers[n]}
+	}
+	i := len(b)
+	b = strconv.AppendInt(b, n, 10)
+	return b, value{i: i, j: len(b)}
 }
 
 // write sets the header fields for d. retry says whether to write
@@ -131,76 +161,68 @@ func (rd *renderer) write(h http.Header, d core.Decision, retry bool) {
 		x = moreRestrictive(h, d.Remaining, reset)
 	}
 
-	// Every number goes into one buffer, made into one string below, and
-	// the header values are substrings of it.
-	var buf [192]byte
+	// Values not in a cache are appended to one buffer, made into one
+	// string at the end, of which they are substrings.
+	var buf [128]byte
 	b := buf[:0]
-	var iRem, iReset, iLimit, iRetry, iRL int
+	var keys [6]string
+	var vals [6]value
+	n := 0
+	rl, oldRL := -1, []string(nil) // the RateLimit value, and an outer limit's
+	add := func(key string, v value) {
+		keys[n], vals[n] = key, v
+		n++
+	}
+	var v value
 	if x {
-		b = strconv.AppendInt(b, d.Remaining, 10)
-		iRem = len(b)
-		b = strconv.AppendInt(b, reset, 10)
-		iReset = len(b)
-		if d.Limit != rd.policy.Limit {
-			b = strconv.AppendInt(b, d.Limit, 10)
+		if d.Limit == rd.policy.Limit {
+			v = value{s: rd.limit}
+		} else {
+			b, v = rd.number(b, d.Limit)
 		}
-		iLimit = len(b)
-	} else {
-		iRem, iReset, iLimit = len(b), len(b), len(b)
+		add(keyLimit, v)
+		b, v = rd.number(b, d.Remaining)
+		add(keyRemaining, v)
+		b, v = rd.number(b, reset)
+		add(keyReset, v)
 	}
 	if retry {
-		b = strconv.AppendInt(b, max(ceilSeconds(d.RetryAfter), 1), 10)
+		b, v = rd.number(b, max(ceilSeconds(d.RetryAfter), 1))
+		add(keyRetryAfter, v)
 	}
-	iRetry = len(b)
 	if ietf {
-		name := rd.name
+		item, name := rd.policyItem, rd.name
 		if !ours {
 			name = sfString(PolicyName(d.Policy))
+			item = policyItem(name, d.Policy)
 		}
+		add(keyPolicy, value{s: appendMember(h[keyPolicy], item)})
+		i := len(b)
 		b = append(b, name...)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, d.Remaining, 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
+		rl, oldRL = n, h[keyRateLimit]
+		add(keyRateLimit, value{i: i, j: len(b)})
 	}
-	iRL = len(b)
-	s := string(b)
 
-	n := 0
-	if x {
-		n += 3
+	var s string
+	if len(b) > 0 {
+		s = string(b)
 	}
-	if retry {
-		n++
-	}
-	if ietf {
-		n += 2
-	}
-	vals := make([]string, n)
-	set := func(key, v string) {
-		vals[0] = v
-		h[key] = vals[:1:1]
-		vals = vals[1:]
-	}
-	if x {
-		limit := rd.limit
-		if d.Limit != rd.policy.Limit {
-			limit = s[iReset:iLimit]
+	// One slice backs every value: h[key] is a one-element window of it.
+	all := make([]string, n)
+	for k := range n {
+		v := vals[k].s
+		if v == "" {
+			v = s[vals[k].i:vals[k].j]
 		}
-		set(keyLimit, limit)
-		set(keyRemaining, s[:iRem])
-		set(keyReset, s[iRem:iReset])
-	}
-	if retry {
-		set(keyRetryAfter, s[iLimit:iRetry])
-	}
-	if ietf {
-		item := rd.policyItem
-		if !ours {
-			item = policyItem(sfString(PolicyName(d.Policy)), d.Policy)
+		if k == rl && len(oldRL) > 0 {
+			v = appendMember(oldRL, v)
 		}
-		set(keyPolicy, appendMember(h[keyPolicy], item))
-		set(keyRateLimit, appendMember(h[keyRateLimit], s[iRetry:iRL]))
+		all[k] = v
+		h[keys[k]] = all[k : k+1 : k+1]
 	}
 }
 

@@ -639,6 +639,17 @@ func TestWriteHeadersForAnotherPolicy(t *testing.T) {
 	}, h)
 }
 
+func TestMiddlewareLargeNumbers(t *testing.T) {
+	// Beyond the renderer's table of small numbers: built per request.
+	clk := newClock(time.Unix(1_699_999_200, 0)) // a 2-hour boundary
+	h := wrap(t, newLimiter(t, core.FixedWindow(5000, 2*time.Hour).WithName("big"), clk),
+		nethttp.WithHeaderStyle(nethttp.HeadersBoth),
+		nethttp.WithCostFunc(func(*http.Request) (int64, error) { return 679, nil }))
+	w := get(h, "")
+	assert.Equal(t, with(xHeaders("5000", "4321", "7200"),
+		"RateLimit-Policy", `"big";q=5000;w=7200`, "RateLimit", `"big";r=4321;t=7200`), rateHeaders(t, w))
+}
+
 func TestRejectionError(t *testing.T) {
 	cause := errors.New("cause")
 	assert.EqualError(t, &nethttp.Rejection{Status: 429}, "nethttp: rate limit exceeded")

@@ -12,7 +12,7 @@
 // passed. Keys are built fresh (ClientKey), so a library that keeps the key
 // string pays for it. The heap is read with runtime.MemStats.HeapAlloc after
 // runtime.GC, three times: with the limiter built and empty, after the
-// inserts, and 2.5 TTLs after the inserts (when every library's sweeper has
+// inserts, and 2.2 TTLs after the inserts (when every library's sweeper has
 // run at least once past the keys' expiry), after triggering the lazy ones
 // (Limiter.Sweep). The result is printed as a Go benchmark line, so benchstat
 // and cmd/report read it with the rest.
@@ -87,7 +87,10 @@ func run(name string, keys int, ttl time.Duration) error {
 		stored = fmt.Sprintf(" %d keys-stored", l.Len())
 	}
 
-	time.Sleep(ttl*5/2 - time.Since(start))
+	// The last key expires a TTL after the inserts (1.1 TTL for our sliding
+	// window, whose recovery time is 11 of its 10 buckets), and every sweeper
+	// runs at least once a TTL (1.1 for ours-sliding) after that.
+	time.Sleep(ttl*22/10 + 500*time.Millisecond)
 	lim.Sweep()
 	left := heap()
 	runtime.KeepAlive(lim)

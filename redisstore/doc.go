@@ -44,8 +44,11 @@
 // than one full quota per key (Limit for the window algorithms, Burst for
 // the buckets), because the worst a rollback can do is return a key to
 // full. Keys not written during the lag lose nothing. The promoted server's
-// clock takes over (see "Clock"). Redis's WAIT would close the gap at the
-// cost of a replica round trip per decision; this package does not use it.
+// clock takes over (see "Clock"): one that is behind changes nothing (a
+// clock stepping back never adds capacity), one that is ahead refills
+// keys early by the difference, again at most up to full. Redis's WAIT
+// would close the gap at the cost of a replica round trip per decision;
+// this package does not use it.
 //
 // # Clock
 //

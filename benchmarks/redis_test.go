@@ -127,6 +127,7 @@ func BenchmarkRedis(b *testing.B) {
 // GOMAXPROCS multiples, as RunParallel would) and reports decisions/s.
 func runCallers(b *testing.B, n int, lim Limiter, keys []string) {
 	var next, wrong atomic.Int64
+	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -136,6 +137,9 @@ func runCallers(b *testing.B, n int, lim Limiter, keys []string) {
 			for next.Add(1) <= int64(b.N) {
 				if ok, err := lim.Allow(keys[r.Intn(len(keys))]); !ok || err != nil {
 					wrong.Add(1)
+					if err != nil {
+						firstErr.CompareAndSwap(nil, &err)
+					}
 				}
 			}
 		})
@@ -143,7 +147,11 @@ func runCallers(b *testing.B, n int, lim Limiter, keys []string) {
 	wg.Wait()
 	b.StopTimer()
 	if w := wrong.Load(); w > 0 {
-		b.Fatalf("%d of %d requests were refused or failed under allow-all", w, b.N)
+		err := error(nil)
+		if p := firstErr.Load(); p != nil {
+			err = *p
+		}
+		b.Fatalf("%d of %d requests were refused or failed under allow-all (first error: %v)", w, b.N, err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 }

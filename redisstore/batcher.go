@@ -35,7 +35,7 @@ type batcher struct {
 	done     chan struct{} // closed when run returns
 }
 
-// DefaultMaxBatch is how many calls one pipeline carries at most.
+// defaultMaxBatch is how many calls one pipeline carries at most.
 const defaultMaxBatch = 256
 
 // call is one script call on its way through the batcher. The caller

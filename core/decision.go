@@ -49,6 +49,16 @@ var (
 	ErrClosed = errors.New("core: limiter closed")
 )
 
+// verdict is what an algorithm decides: a Decision without the fields
+// every decision of a limiter shares (Limit, Policy).
+type verdict struct {
+	allowed   bool
+	remaining int64
+	reset     time.Duration
+	retry     time.Duration
+	delay     time.Duration
+}
+
 // durationNs converts a nanosecond span to a Duration, clamping negative
 // spans (a clock that stepped back) to 0.
 func durationNs(ns int64) time.Duration { return time.Duration(max(ns, 0)) }

@@ -34,10 +34,12 @@
 //	lim, err := core.New(core.TokenBucket(100, time.Minute))
 //	d, err := lim.Allow(ctx, key)
 //
-// Keys live in 256 shards, each a map under a read-write lock. A request for
-// a key already present takes the read lock and updates the key's state with
+// Keys live in up to 256 shards, each an open-addressing hash table that
+// requests search without locking (registry.go says why and how). A request
+// for a key already present hashes the key once and updates its state with
 // one CompareAndSwap (the sliding window, whose state is several words, takes
-// a small per-key mutex instead); it allocates nothing.
+// a small per-key mutex instead); it allocates nothing. Only a new key,
+// eviction and Reset take the shard's mutex.
 //
 // Idle keys are dropped by a background goroutine (Close stops it). A key idle
 // for longer than Policy.Recovery is indistinguishable from a key never seen,

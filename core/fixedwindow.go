@@ -38,39 +38,63 @@ func (s *fixedState) current(r *rule, word, now int64) (window, count int64) {
 	return window, int64(uint32(word))
 }
 
-func (s *fixedState) decide(r *rule, now, n int64, consume bool) Decision {
-	d := r.decision()
+func (s *fixedState) init(*rule) {}
+
+func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
 	for {
+		// A fresh verdict each attempt: a lost CompareAndSwap must not
+		// leave Allowed set for the retry.
+		var d verdict
 		word := s.w.Load()
+		if word == retired {
+			return verdict{}, false
+		}
 		window, count := s.current(r, word, now)
 		untilEnd := durationNs((window+1)*r.window - now)
 		if count+n > r.limit {
-			d.Remaining = r.limit - count
-			d.ResetAfter = untilEnd
-			d.RetryAfter = untilEnd
-			return d
+			d.remaining = r.limit - count
+			d.reset = untilEnd
+			d.retry = untilEnd
+			return d, true
 		}
-		d.Allowed = true
+		d.allowed = true
 		if !consume {
-			d.Remaining = r.limit - count
+			d.remaining = r.limit - count
 			if count > 0 {
-				d.ResetAfter = untilEnd
+				d.reset = untilEnd
 			}
-			return d
+			return d, true
 		}
 		if s.w.CompareAndSwap(word, packFixed(window, count+n)) {
-			d.Remaining = r.limit - count - n
-			d.ResetAfter = untilEnd
-			return d
+			d.remaining = r.limit - count - n
+			d.reset = untilEnd
+			return d, true
 		}
 	}
 }
 
 func (s *fixedState) idle(r *rule, now int64) bool {
 	word := s.w.Load()
+	if word == retired {
+		return false
+	}
 	if word == 0 {
 		return true
 	}
 	window := floorDiv(now, r.window)
 	return int32(uint32(window)-uint32(word>>32)) > 0
+}
+
+func (s *fixedState) retire(r *rule, now int64, mode retireMode) bool {
+	word := s.w.Load()
+	if word == retired {
+		return false
+	}
+	if mode != retireAlways {
+		_, count := s.current(r, word, now)
+		if count > 0 && (mode == retireIdle || count+1 > r.limit) {
+			return false
+		}
+	}
+	return s.w.CompareAndSwap(word, retired)
 }

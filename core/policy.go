@@ -251,6 +251,7 @@ type rule struct {
 	buckets  int64 // sliding: B
 	ring     int64 // sliding: B+1 counters are kept
 	cap2     int64 // sliding: admitted in any B+1 consecutive buckets, Limit + Limit/B
+	capacity int64 // the largest cost ever admitted: Policy.Capacity
 	delay    bool  // leaky bucket that delays (not a meter)
 }
 
@@ -264,6 +265,7 @@ func compile(p Policy) (rule, error) {
 		window:   int64(p.Window),
 		interval: int64(p.Interval()),
 		buckets:  p.Buckets,
+		capacity: p.Capacity(),
 		delay:    p.Algorithm == AlgLeakyBucket && !p.Meter,
 	}
 	switch p.Algorithm {
@@ -276,9 +278,14 @@ func compile(p Policy) (rule, error) {
 	return r, nil
 }
 
-// decision returns the fields every Decision of this rule shares.
-func (r *rule) decision() Decision {
-	return Decision{Limit: r.limit, Policy: r.policy}
+// decision completes a verdict with the fields every Decision of this rule
+// shares. It is called once, at the top of a call: the verdict, small enough
+// to travel in registers, is what passes between the layers below.
+func (r *rule) decision(v verdict) Decision {
+	return Decision{
+		Allowed: v.allowed, Limit: r.limit, Remaining: v.remaining,
+		ResetAfter: v.reset, RetryAfter: v.retry, Delay: v.delay, Policy: r.policy,
+	}
 }
 
 // floorDiv divides rounding toward minus infinity, so that instants before

@@ -66,7 +66,7 @@ func TestEvictionIsLossless(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, want, got, "step %d", i)
 				before := swept.Len()
-				swept.keys.sweep(swept.clock())
+				swept.sweep()
 				evicted += before - swept.Len()
 			}
 			assert.Greater(t, evicted, 100, "the schedule must actually evict keys")
@@ -151,7 +151,7 @@ func TestFullRegistryOfLimitedKeys(t *testing.T) {
 	// Once the held keys recover, the janitor frees them and newcomers get
 	// their own state again.
 	clock.advance(p.Recovery())
-	l.keys.sweep(l.clock())
+	l.sweep()
 	assert.Zero(t, l.Len())
 	d, err = l.Allow(ctx, "new-b")
 	require.NoError(t, err)
@@ -198,25 +198,28 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 			r, err := compile(p)
 			require.NoError(t, err)
 			var s interface {
-				decide(r *rule, now, n int64, consume bool) Decision
+				init(r *rule)
+				decide(r *rule, now, n int64, consume bool) (verdict, bool)
 			}
 			switch p.Algorithm {
 			case AlgFixedWindow:
 				s = new(fixedState)
 			case AlgSlidingWindow:
-				s = newSlidingState(&r)
+				s = new(slidingState)
 			default:
 				s = new(gcraState)
 			}
-			d := s.decide(&r, now, p.Capacity(), true)
-			require.True(t, d.Allowed)
+			s.init(&r)
+			d, ok := s.decide(&r, now, p.Capacity(), true)
+			require.True(t, ok)
+			require.True(t, d.allowed)
 			for _, back := range []time.Duration{time.Millisecond, 600 * time.Millisecond, time.Hour, 50 * 365 * 24 * time.Hour} {
-				d = s.decide(&r, now-int64(back), 1, true)
-				assert.False(t, d.Allowed, "stepped back %v", back)
-				assert.Zero(t, d.Remaining)
+				d, _ = s.decide(&r, now-int64(back), 1, true)
+				assert.False(t, d.allowed, "stepped back %v", back)
+				assert.Zero(t, d.remaining)
 			}
-			d = s.decide(&r, now+int64(p.Recovery()), p.Capacity(), true)
-			assert.True(t, d.Allowed, "time moving on again recovers")
+			d, _ = s.decide(&r, now+int64(p.Recovery()), p.Capacity(), true)
+			assert.True(t, d.allowed, "time moving on again recovers")
 		})
 	}
 }
@@ -271,7 +274,7 @@ func TestShardsKeepAtLeast64KeysEach(t *testing.T) {
 	for _, tc := range []struct{ maxKeys, shards, perShard int }{
 		{1, 1, 1}, {64, 1, 64}, {200, 2, 100}, {16384, 256, 64}, {1_000_000, 256, 3906},
 	} {
-		g := newRegistry(&rule{}, tc.maxKeys, func() *gcraState { return new(gcraState) })
+		g := newRegistry[gcraState, *gcraState](&rule{}, tc.maxKeys)
 		assert.Equal(t, tc.shards, len(g.shards), "maxKeys %d", tc.maxKeys)
 		assert.Equal(t, tc.perShard, g.perShard, "maxKeys %d", tc.maxKeys)
 	}
@@ -291,7 +294,7 @@ func TestSweepReturnsMapMemory(t *testing.T) {
 	}
 	full := heapInUse() - base
 	clock.advance(p.Recovery())
-	l.keys.sweep(l.clock())
+	l.sweep()
 	left := heapInUse() - base
 	t.Logf("200,000 keys: %d KiB; after their TTL: %d KiB", full>>10, left>>10)
 	assert.Zero(t, l.Len())

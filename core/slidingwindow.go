@@ -28,12 +28,12 @@ import (
 type slidingState struct {
 	mu     sync.Mutex
 	head   int64    // newest bucket number written; 0 for a key never seen
+	total  int64    // sum of counts, kept as buckets are added and dropped
+	dead   bool     // retired (see registry.go)
 	counts []uint32 // by bucket number modulo len(counts)
 }
 
-func newSlidingState(r *rule) *slidingState {
-	return &slidingState{counts: make([]uint32, r.ring)}
-}
+func (s *slidingState) init(r *rule) { s.counts = make([]uint32, r.ring) }
 
 // advance moves the ring to bucket k, zeroing the buckets that fell out.
 // The caller holds s.mu.
@@ -43,8 +43,10 @@ func (s *slidingState) advance(r *rule, k int64) {
 	}
 	if s.head == 0 || k-s.head >= r.ring {
 		clear(s.counts)
+		s.total = 0
 	} else {
 		for b := s.head + 1; b <= k; b++ {
+			s.total -= int64(s.counts[b%r.ring])
 			s.counts[b%r.ring] = 0
 		}
 	}
@@ -55,71 +57,110 @@ func (s *slidingState) advance(r *rule, k int64) {
 // bucket the ring was advanced to.
 func (s *slidingState) sums(r *rule) (trailing, all int64) {
 	oldest := int64(s.counts[(s.head+1)%r.ring]) // bucket head-B
-	for _, c := range s.counts {
-		all += int64(c)
-	}
-	return all - oldest, all
+	return s.total - oldest, s.total
 }
 
-func (s *slidingState) decide(r *rule, now, n int64, consume bool) Decision {
-	d := r.decision()
+func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
+	var d verdict
 	k := floorDiv(now, r.interval)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dead {
+		return d, false
+	}
 	// A clock that stepped back counts in the newest bucket seen, so it
 	// cannot revive buckets that already dropped out.
 	k = max(k, s.head)
 	s.advance(r, k)
 	trailing, all := s.sums(r)
 	if trailing+n > r.limit || all+n > r.cap2 {
-		d.Remaining = r.remaining(trailing, all)
-		d.ResetAfter = s.until(r, now, 0, r.limit)
-		d.RetryAfter = s.until(r, now, n, n)
-		return d
+		d.remaining = r.remaining(trailing, all)
+		d.reset = s.untilFull(r, now)
+		d.retry = s.untilAdmits(r, now, n)
+		return d, true
 	}
-	d.Allowed = true
+	d.allowed = true
 	if consume {
 		s.counts[k%r.ring] += uint32(n)
+		s.total += n
 		trailing += n
 		all += n
 	}
-	d.Remaining = r.remaining(trailing, all)
-	d.ResetAfter = s.until(r, now, 0, r.limit)
-	return d
+	d.remaining = r.remaining(trailing, all)
+	d.reset = s.untilFull(r, now)
+	return d, true
 }
 
 func (r *rule) remaining(trailing, all int64) int64 {
 	return max(0, min(r.limit-trailing, r.cap2-all))
 }
 
-// until returns the time from now until, with no further traffic, a request
-// of cost n is admitted and at least want unit requests remain after it
-// (n=0, want=Limit: until the key is back to full quota). Buckets only drop
-// out at bucket boundaries, so the answer is the start of a future bucket.
-func (s *slidingState) until(r *rule, now, n, want int64) time.Duration {
-	trailing, all := s.sums(r)
-	ok := func() bool {
-		return trailing+n <= r.limit && all+n <= r.cap2 && r.remaining(trailing+n, all+n)+n >= want
-	}
-	if ok() {
+// untilFull returns the time from now until the key is back to its full
+// quota, with no further traffic: until the newest non-empty bucket m has
+// left the trailing window (at bucket m+B), and also left the B+1 buckets
+// (at m+B+1) if it holds more than the Limit/B that the wider sum allows
+// beyond Limit. Buckets only drop out at bucket boundaries.
+func (s *slidingState) untilFull(r *rule, now int64) time.Duration {
+	if s.total == 0 {
 		return 0
 	}
-	// At bucket head+j, bucket head-B+j leaves the B+1 sum and bucket
-	// head-B+j+1 leaves the trailing sum.
-	for j := int64(1); j <= r.ring; j++ {
+	m := s.head
+	for s.counts[m%r.ring] == 0 {
+		m--
+	}
+	end := m + r.buckets
+	if int64(s.counts[m%r.ring]) > r.cap2-r.limit {
+		end++
+	}
+	return durationNs(end*r.interval - now)
+}
+
+// untilAdmits returns the time from now until a request of cost n would be
+// admitted, with no further traffic: the start of the first future bucket
+// at which both sums leave room for n.
+func (s *slidingState) untilAdmits(r *rule, now, n int64) time.Duration {
+	trailing, all := s.sums(r)
+	// At bucket head+j, bucket head-B+j-1 leaves the B+1 sum and bucket
+	// head-B+j leaves the trailing sum.
+	for j := int64(1); j < r.ring; j++ {
 		all -= int64(s.counts[(s.head-r.buckets+j-1+r.ring*2)%r.ring])
-		if j < r.ring {
-			trailing -= int64(s.counts[(s.head-r.buckets+j+r.ring*2)%r.ring])
-		} else {
-			trailing = 0
-		}
-		if ok() {
+		trailing -= int64(s.counts[(s.head-r.buckets+j+r.ring*2)%r.ring])
+		if trailing+n <= r.limit && all+n <= r.cap2 {
 			return durationNs((s.head+j)*r.interval - now)
 		}
 	}
-	return durationNs((s.head+r.ring)*r.interval - now) // unreachable for n <= Limit
+	// Every bucket has left by head+B+1; n <= Limit then always passes.
+	return durationNs((s.head+r.ring)*r.interval - now)
 }
 
+// idle is called with the shard's lock held, which excludes retire; decide
+// may run concurrently, hence the state's own lock.
 func (s *slidingState) idle(r *rule, now int64) bool {
-	return s.head == 0 || floorDiv(now, r.interval)-s.head >= r.ring
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.isIdle(r, now)
+}
+
+func (s *slidingState) isIdle(r *rule, now int64) bool {
+	return !s.dead && (s.head == 0 || floorDiv(now, r.interval)-s.head >= r.ring)
+}
+
+func (s *slidingState) retire(r *rule, now int64, mode retireMode) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return false
+	}
+	if mode != retireAlways && !s.isIdle(r, now) {
+		if mode == retireIdle {
+			return false
+		}
+		s.advance(r, max(floorDiv(now, r.interval), s.head))
+		trailing, all := s.sums(r)
+		if trailing+1 > r.limit || all+1 > r.cap2 {
+			return false
+		}
+	}
+	s.dead = true
+	return true
 }

@@ -1,6 +1,9 @@
 package core
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // gcraState is the whole per-key state of a token or leaky bucket: one word,
 // the theoretical arrival time (TAT) of the Generic Cell Rate Algorithm, in
@@ -14,39 +17,66 @@ type gcraState struct {
 	tat atomic.Int64
 }
 
+// retired is a state word no decision accepts (see registry.go). It is not
+// a time any clock gives, nor a packed fixed-window word (whose count is >= 1).
+const retired = math.MinInt64
+
+func (s *gcraState) init(*rule) {}
+
 // decide applies a request of cost n at now, consuming it when consume is
 // set and the request is admitted. A clock that steps backwards cannot mint
 // capacity: the state is measured from max(tat, now).
-func (s *gcraState) decide(r *rule, now, n int64, consume bool) Decision {
-	d := r.decision()
+func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
 	for {
+		// A fresh verdict each attempt: a lost CompareAndSwap must not
+		// leave Allowed set for the retry.
+		var d verdict
 		tat := s.tat.Load()
+		if tat == retired {
+			return verdict{}, false
+		}
 		base := max(tat, now)
 		next := base + n*r.interval
 		if next-now > r.tau {
-			d.Remaining = max(0, (r.tau-(base-now))/r.interval)
-			d.ResetAfter = durationNs(base - now)
-			d.RetryAfter = durationNs(next - r.tau - now)
-			return d
+			d.remaining = max(0, (r.tau-(base-now))/r.interval)
+			d.reset = durationNs(base - now)
+			d.retry = durationNs(next - r.tau - now)
+			return d, true
 		}
-		d.Allowed = true
+		d.allowed = true
 		if !consume {
-			d.Remaining = (r.tau - (base - now)) / r.interval
-			d.ResetAfter = durationNs(base - now)
-			return d
+			d.remaining = (r.tau - (base - now)) / r.interval
+			d.reset = durationNs(base - now)
+			return d, true
 		}
 		if s.tat.CompareAndSwap(tat, next) {
-			d.Remaining = (r.tau - (next - now)) / r.interval
-			d.ResetAfter = durationNs(next - now)
+			d.remaining = (r.tau - (next - now)) / r.interval
+			d.reset = durationNs(next - now)
 			if r.delay {
 				// Leaky bucket: the request leaves when the ones
 				// queued before it have left.
-				d.Delay = durationNs(base - now)
+				d.delay = durationNs(base - now)
 			}
-			return d
+			return d, true
 		}
 	}
 }
 
 // idle reports whether the state is the same as a new key's at now.
-func (s *gcraState) idle(_ *rule, now int64) bool { return s.tat.Load() <= now }
+func (s *gcraState) idle(_ *rule, now int64) bool {
+	tat := s.tat.Load()
+	return tat != retired && tat <= now
+}
+
+func (s *gcraState) retire(r *rule, now int64, mode retireMode) bool {
+	tat := s.tat.Load()
+	switch {
+	case tat == retired:
+		return false
+	case mode == retireIdle && tat > now:
+		return false
+	case mode == retireUnlimited && max(tat, now)+r.interval-now > r.tau:
+		return false
+	}
+	return s.tat.CompareAndSwap(tat, retired)
+}

@@ -1,0 +1,331 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MemoryLimiter is the in-memory Limiter: one policy applied to any number
+// of keys, each with its own state, in a sharded hash table. It is safe for
+// simultaneous use by multiple goroutines. Build one with New; the zero value
+// is not usable.
+//
+// Deciding for a key already present takes no shared lock: one hash, a
+// lock-free lookup and one CompareAndSwap (a small per-key mutex for the
+// sliding window); it allocates nothing. A new key takes its shard's mutex
+// once.
+//
+// Idle keys are evicted by a background goroutine, which Close stops: a key
+// idle for longer than its policy's Recovery time is the same as a key never
+// seen, so dropping it never changes a decision.
+type MemoryLimiter struct {
+	// One of these is set, by algorithm. Concrete types rather than an
+	// interface, so that the calls are direct and the key never escapes.
+	gcra    *registry[gcraState, *gcraState]
+	fixed   *registry[fixedState, *fixedState]
+	sliding *registry[slidingState, *slidingState]
+	rule    rule
+	clock   func() int64
+	closed  atomic.Bool
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+var _ Limiter = (*MemoryLimiter)(nil)
+
+// Option configures New.
+type Option func(*config) error
+
+type config struct {
+	maxKeys int
+	clock   func() time.Time
+	sweep   time.Duration
+}
+
+// WithMaxKeys bounds the number of keys held, so that a flood of distinct
+// keys cannot exhaust memory. n must be > 0.
+//
+// When a new key arrives and its shard is full, the limiter first evicts idle
+// keys (lossless), then the least-used key that is not currently limited
+// (the one closest to its full quota: that client may get some of its quota
+// back early, never less). A key that is currently limited is never evicted,
+// so flooding keys cannot free an abuser. Only if every sampled key is
+// limited does the new key share an overflow state with the other keys that
+// found no room in its shard: such keys are limited together, as one key, by
+// the same policy, until room appears. The bound is enforced per shard (1/256
+// of n each, for n >= 16384), so eviction starts slightly before n keys.
+//
+// The default is 1,000,000 keys for the token bucket, leaky bucket and fixed
+// window (about 70 MB), and for the sliding window as many as fit in 256 MiB
+// at its bucket count, at most 1,000,000.
+func WithMaxKeys(n int) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("core: WithMaxKeys must be > 0, got %d", n)
+		}
+		c.maxKeys = n
+		return nil
+	}
+}
+
+// WithClock replaces the clock, for tests: every decision reads now from it.
+// The default is the process's monotonic clock anchored to the wall clock at
+// New, so a wall-clock step never moves the limiter's time. Times before
+// 1970 are not supported. A clock that steps backwards never adds capacity:
+// the limiter keeps using the latest instant it has seen.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return fmt.Errorf("core: WithClock needs a non-nil function")
+		}
+		c.clock = now
+		return nil
+	}
+}
+
+// WithSweepInterval sets how often the background goroutine evicts idle
+// keys. The default is the policy's Recovery time, clamped to [1s, 1m].
+func WithSweepInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("core: WithSweepInterval must be > 0, got %v", d)
+		}
+		c.sweep = d
+		return nil
+	}
+}
+
+// New returns an in-memory limiter enforcing p for every key. It returns an
+// error naming the field when p is invalid (see Policy.Validate) or an option
+// is, and starts one goroutine that evicts idle keys; call Close to stop it.
+func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
+	r, err := compile(p)
+	if err != nil {
+		return nil, err
+	}
+	var c config
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	if c.maxKeys == 0 {
+		c.maxKeys = defaultMaxKeys(p)
+	}
+	if c.sweep == 0 {
+		c.sweep = min(max(p.Recovery(), time.Second), time.Minute)
+	}
+	l := &MemoryLimiter{rule: r, stop: make(chan struct{}), done: make(chan struct{})}
+	if c.clock != nil {
+		l.clock = monotonic(c.clock)
+	} else {
+		base := time.Now()
+		baseNs := base.UnixNano()
+		l.clock = func() int64 { return baseNs + int64(time.Since(base)) }
+	}
+	switch p.Algorithm {
+	case AlgTokenBucket, AlgLeakyBucket:
+		l.gcra = newRegistry[gcraState, *gcraState](&l.rule, c.maxKeys)
+	case AlgFixedWindow:
+		l.fixed = newRegistry[fixedState, *fixedState](&l.rule, c.maxKeys)
+	case AlgSlidingWindow:
+		l.sliding = newRegistry[slidingState, *slidingState](&l.rule, c.maxKeys)
+	}
+	go l.janitor(c.sweep)
+	return l, nil
+}
+
+// monotonic wraps a test clock so that it never goes backwards: otherwise a
+// key evicted at t could be recreated, full, at an earlier t.
+func monotonic(clock func() time.Time) func() int64 {
+	var last atomic.Int64
+	return func() int64 {
+		t := clock().UnixNano()
+		for {
+			seen := last.Load()
+			if t <= seen {
+				return seen
+			}
+			if last.CompareAndSwap(seen, t) {
+				return t
+			}
+		}
+	}
+}
+
+func defaultMaxKeys(p Policy) int {
+	const budget = 256 << 20
+	if p.Algorithm == AlgSlidingWindow {
+		perKey := int64(160 + 4*(p.Buckets+1))
+		return int(min(budget/perKey, 1_000_000))
+	}
+	return 1_000_000
+}
+
+// Allow is AllowN with cost 1.
+func (l *MemoryLimiter) Allow(ctx context.Context, key string) (Decision, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+// AllowN decides whether a request of cost n for key may pass now and, if
+// so, consumes n. It returns an error only for an invalid cost
+// (ErrInvalidCost), a cost above the policy's capacity (a denial and
+// ErrCostExceedsCapacity) or a closed limiter (ErrClosed). ctx is not used:
+// an in-memory decision never blocks.
+func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (Decision, error) {
+	if n <= 0 || n > l.rule.capacity || l.closed.Load() {
+		return l.refuse(key, n)
+	}
+	return l.rule.decision(l.decide(key, l.clock(), n, true)), nil
+}
+
+// Peek reports what a unit-cost request for key would be told now, without
+// consuming anything. A key never seen is reported full and is not stored.
+func (l *MemoryLimiter) Peek(_ context.Context, key string) (Decision, error) {
+	if l.closed.Load() {
+		return Decision{}, ErrClosed
+	}
+	return l.rule.decision(l.decide(key, l.clock(), 1, false)), nil
+}
+
+// Reset forgets key, so that its next request is treated as its first.
+func (l *MemoryLimiter) Reset(_ context.Context, key string) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	switch {
+	case l.gcra != nil:
+		l.gcra.reset(key)
+	case l.fixed != nil:
+		l.fixed.reset(key)
+	default:
+		l.sliding.reset(key)
+	}
+	return nil
+}
+
+// Policy returns the policy the limiter enforces.
+func (l *MemoryLimiter) Policy() Policy { return l.rule.policy }
+
+// Len returns the number of keys currently held.
+func (l *MemoryLimiter) Len() int {
+	switch {
+	case l.gcra != nil:
+		return l.gcra.len()
+	case l.fixed != nil:
+		return l.fixed.len()
+	}
+	return l.sliding.len()
+}
+
+func (l *MemoryLimiter) decide(key string, now, n int64, consume bool) verdict {
+	switch {
+	case l.gcra != nil:
+		return l.gcra.decide(key, now, n, consume)
+	case l.fixed != nil:
+		return l.fixed.decide(key, now, n, consume)
+	}
+	return l.sliding.decide(key, now, n, consume)
+}
+
+func (l *MemoryLimiter) sweep() {
+	now := l.clock()
+	switch {
+	case l.gcra != nil:
+		l.gcra.sweep(now)
+	case l.fixed != nil:
+		l.fixed.sweep(now)
+	default:
+		l.sliding.sweep(now)
+	}
+}
+
+// Wait blocks until a request of cost n for key is admitted, then returns
+// nil, or returns an error when ctx ends first (or would end before the
+// earliest admission, in which case nothing is consumed). For an admitted
+// leaky-bucket request it also waits out Decision.Delay; if ctx ends during
+// that delay the capacity stays consumed, as the request was admitted. Waiting
+// uses real timers, whatever WithClock says.
+func (l *MemoryLimiter) Wait(ctx context.Context, key string, n int64) error {
+	for {
+		d, err := l.AllowN(ctx, key, n)
+		if err != nil {
+			return err
+		}
+		wait := d.RetryAfter
+		if d.Allowed {
+			wait = d.Delay
+		}
+		if wait <= 0 {
+			if d.Allowed {
+				return nil
+			}
+			continue // the admission instant is now: ask again
+		}
+		if deadline, ok := ctx.Deadline(); ok && !d.Allowed && time.Until(deadline) < wait {
+			return fmt.Errorf("core: Wait(n=%d) needs %v, beyond the context deadline: %w", n, wait, context.DeadlineExceeded)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+			if d.Allowed {
+				return nil
+			}
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// Close stops the eviction goroutine. Calls after the first do nothing;
+// afterwards every method returns ErrClosed (Len and Policy still answer).
+func (l *MemoryLimiter) Close() error {
+	l.once.Do(func() {
+		l.closed.Store(true)
+		close(l.stop)
+		<-l.done
+	})
+	return nil
+}
+
+func capacityText(p Policy) string {
+	if p.Algorithm == AlgTokenBucket || p.Algorithm == AlgLeakyBucket {
+		return fmt.Sprintf("%v burst is %d", p.Algorithm, p.Burst)
+	}
+	return fmt.Sprintf("%v limit is %d per %v", p.Algorithm, p.Limit, p.Window)
+}
+
+// refuse answers the calls AllowN does not decide: a closed limiter, a
+// cost <= 0, and a cost that can never pass, which is a denial reporting the
+// key's current state, with no RetryAfter. Kept out of AllowN so that the
+// request path stays small.
+func (l *MemoryLimiter) refuse(key string, n int64) (Decision, error) {
+	switch {
+	case l.closed.Load():
+		return Decision{}, ErrClosed
+	case n <= 0:
+		return Decision{}, fmt.Errorf("%w, got %d", ErrInvalidCost, n)
+	}
+	d := l.rule.decision(l.decide(key, l.clock(), 1, false))
+	d.Allowed, d.RetryAfter = false, 0
+	return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(l.rule.policy))
+}
+
+func (l *MemoryLimiter) janitor(every time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.sweep()
+		}
+	}
+}

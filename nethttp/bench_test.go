@@ -12,15 +12,8 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
+	"github.com/go-ratelimit/ratelimit/nethttp/adaptertest"
 )
-
-// discardWriter is a ResponseWriter that keeps one header map, cleared per
-// request, so that the benchmark measures the middleware, not the recorder.
-type discardWriter struct{ h http.Header }
-
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *discardWriter) WriteHeader(int)             {}
 
 // BenchmarkMiddleware measures the middleware's overhead on the admitted path
 // against the bare handler, in the same run: compare handler=bare with the
@@ -29,11 +22,9 @@ func (w *discardWriter) WriteHeader(int)             {}
 //	go test -run=NONE -bench=BenchmarkMiddleware -benchmem ./nethttp/
 func BenchmarkMiddleware(b *testing.B) {
 	bare := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	// A token bucket so generous that every request is admitted: the
-	// allowed path, with a key already in the registry after the first
-	// request.
-	policy := core.TokenBucket(1_000_000_000, time.Second).WithName("bench")
-	lim, err := core.New(policy)
+	// Every request admitted: the allowed path, with a key already in the
+	// registry after the first request.
+	lim, err := core.New(adaptertest.BenchmarkPolicy)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = lim.Close() })
 
@@ -56,23 +47,25 @@ func BenchmarkMiddleware(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.RemoteAddr = "192.0.2.1:1234"
-			w := &discardWriter{h: http.Header{}}
+			w := adaptertest.NewDiscardWriter()
 			b.ReportAllocs()
 			for b.Loop() {
-				clear(w.h)
+				w.Reset()
 				bc.h.ServeHTTP(w, r)
 			}
+			w.Check(b)
 		})
 		b.Run(bc.name+"/parallel", func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				r := httptest.NewRequest(http.MethodGet, "/", nil)
 				r.RemoteAddr = "192.0.2.1:1234"
-				w := &discardWriter{h: http.Header{}}
+				w := adaptertest.NewDiscardWriter()
 				for pb.Next() {
-					clear(w.h)
+					w.Reset()
 					bc.h.ServeHTTP(w, r)
 				}
+				w.Check(b)
 			})
 		})
 	}
@@ -100,12 +93,13 @@ func BenchmarkEngine(b *testing.B) {
 		h := mw(bare)
 		b.Run("headers="+style.String(), func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
-			w := &discardWriter{h: http.Header{}}
+			w := adaptertest.NewDiscardWriter()
 			b.ReportAllocs()
 			for b.Loop() {
-				clear(w.h)
+				w.Reset()
 				h.ServeHTTP(w, r)
 			}
+			w.Check(b)
 		})
 	}
 }

@@ -109,13 +109,10 @@ type renderer struct {
 // so most policies' values are all in it.
 const maxCachedNumber = 1024
 
+// newRenderer returns a renderer for decisions of p. Only a long-lived one
+// (the engine's) is worth its table of numbers: see withNumbers.
 func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
 	name := sfString(PolicyName(p))
-	n := min(max(p.Limit, ceilSeconds(p.Window)), maxCachedNumber)
-	numbers := make([]string, n+1)
-	for i := range numbers {
-		numbers[i] = strconv.Itoa(i)
-	}
 	return renderer{
 		style:      style,
 		resetUnix:  resetUnix,
@@ -123,8 +120,18 @@ func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
 		limit:      strconv.FormatInt(p.Limit, 10),
 		name:       name,
 		policyItem: policyItem(name, p),
-		numbers:    numbers,
 	}
+}
+
+// withNumbers fills the table of the decimal strings of the numbers the
+// policy's headers carry.
+func (rd renderer) withNumbers() renderer {
+	n := min(max(rd.policy.Limit, ceilSeconds(rd.policy.Window)), maxCachedNumber)
+	rd.numbers = make([]string, n+1)
+	for i := range rd.numbers {
+		rd.numbers[i] = strconv.Itoa(i)
+	}
+	return rd
 }
 
 // value is one header value being rendered: a ready string, or the span

@@ -69,7 +69,7 @@ func NewEngine(lim core.Limiter, opts ...Option) (*Engine, error) {
 	if err := checkPolicyName(p.Name); err != nil {
 		return nil, err
 	}
-	e.render = newRenderer(p, e.cfg.style, e.cfg.resetUnix)
+	e.render = newRenderer(p, e.cfg.style, e.cfg.resetUnix).withNumbers()
 	return e, nil
 }
 

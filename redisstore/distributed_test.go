@@ -68,9 +68,36 @@ func TestDistributedExactness(t *testing.T) {
 // go-redis's defaults (retries, 3s socket timeouts, context deadlines not
 // applied to the socket): the limiter's timeout holds regardless.
 func TestRedisDown(t *testing.T) {
+	forClients(t, testRedisDown)
+}
+
+// forClients runs test with a client that has go-redis's defaults (calls
+// go through the batcher's goroutine, the caller waiting with its own
+// timer) and with one that applies context deadlines to its sockets (a
+// lone call goes out on the caller's goroutine).
+func forClients(t *testing.T, test func(t *testing.T, newClient func(addr string) *redis.Client)) {
+	for _, tc := range []struct {
+		name string
+		opts func(addr string) *redis.Options
+	}{
+		{"with go-redis defaults", func(addr string) *redis.Options { return &redis.Options{Addr: addr} }},
+		{"with ContextTimeoutEnabled", func(addr string) *redis.Options {
+			return &redis.Options{Addr: addr, ContextTimeoutEnabled: true}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			test(t, func(addr string) *redis.Client {
+				c := redis.NewClient(tc.opts(addr))
+				t.Cleanup(func() { _ = c.Close() })
+				return c
+			})
+		})
+	}
+}
+
+func testRedisDown(t *testing.T, newClient func(string) *redis.Client) {
 	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := newClient(srv.Addr)
 	const timeout = 100 * time.Millisecond
 	lim := newLimiter(t, rdb, core.TokenBucket(1000, time.Second), WithTimeout(timeout))
 	ctx := context.Background()
@@ -114,9 +141,12 @@ func TestRedisDown(t *testing.T) {
 // timeout (plus scheduling), concurrent ones too, and the limiter recovers
 // when the delay goes.
 func TestSlowRedis(t *testing.T) {
+	forClients(t, testSlowRedis)
+}
+
+func testSlowRedis(t *testing.T, newClient func(string) *redis.Client) {
 	proxy := startProxy(t, redistest.Addr(t))
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := newClient(proxy.addr())
 	const timeout = 50 * time.Millisecond
 	lim := newLimiter(t, rdb, core.SlidingWindow(1000, time.Second), WithTimeout(timeout))
 	ctx := context.Background()
@@ -125,6 +155,10 @@ func TestSlowRedis(t *testing.T) {
 	require.NoError(t, err)
 
 	proxy.delay.Store(int64(time.Second))
+	start := time.Now()
+	_, err = lim.Allow(ctx, "k") // alone: direct when the client allows
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*timeout)
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {

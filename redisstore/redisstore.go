@@ -28,6 +28,8 @@ type Limiter struct {
 	local   func() int64     // the deny cache's clock, ns
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
 	b       *batcher
+	direct  bool         // the client applies context deadlines to its sockets
+	busy    atomic.Int32 // calls in progress: the first of a quiet spell goes direct
 	closed  atomic.Bool
 	once    sync.Once
 }
@@ -142,6 +144,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		l.deny = newDenyCache(c.denySize)
 	}
 	l.b = newBatcher(rdb, c.timeout, c.maxBatch)
+	l.direct = honoursDeadlines(rdb)
 	return l, nil
 }
 
@@ -263,7 +266,14 @@ func (l *Limiter) do(ctx context.Context, op, key string, n int64, consume bool)
 	}
 	c.cmd, c.script, c.src = redis.NewCmd(ctx, args...), true, l.script.src
 	c.cmd.SetFirstKeyPos(3)
-	if err := l.wait(ctx, op, c); err != nil {
+	var err error
+	if l.busy.Add(1) == 1 && l.direct {
+		err = l.sendDirect(ctx, op, c)
+	} else {
+		err = l.wait(ctx, op, c)
+	}
+	l.busy.Add(-1)
+	if err != nil {
 		return core.Decision{}, err
 	}
 	d, err := c.res, c.err
@@ -273,6 +283,26 @@ func (l *Limiter) do(ctx context.Context, op, key string, n int64, consume bool)
 	}
 	d.Limit, d.Policy = l.policy.Limit, l.policy
 	return d, nil
+}
+
+// sendDirect sends c from the caller's goroutine, bounded by a context
+// deadline, which the client honours (see New).
+func (l *Limiter) sendDirect(ctx context.Context, op string, c *call) error {
+	limit := l.timeout
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(dl))
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	c.state.Store(callSent)
+	l.b.exec(ctx, []*call{c})
+	if c.err != nil && ctx.Err() != nil {
+		if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+			return l.gaveUp(op, c, limit, cause)
+		}
+		return l.gaveUp(op, c, limit, nil)
+	}
+	return nil
 }
 
 // wait queues c for the batcher and waits for its answer, the timeout or
@@ -317,6 +347,19 @@ func (l *Limiter) gaveUp(op string, c *call, limit time.Duration, ctxErr error) 
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
 	}
 	return fmt.Errorf("redisstore: %s: no answer from Redis within %v: %w", op, limit, context.DeadlineExceeded)
+}
+
+// honoursDeadlines reports whether the client bounds its socket reads and
+// writes by a context's deadline, so that a call made on the caller's own
+// goroutine cannot outlive its timeout.
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 func capacityText(p core.Policy) string {

@@ -317,3 +317,23 @@ func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		return next(ctx, cmds)
 	}
 }
+
+// TestDirectSend: a lone call goes out on the caller's goroutine only
+// when the client bounds its sockets by the context's deadline; otherwise
+// the batcher's goroutine sends it and the caller waits with a timer.
+func TestDirectSend(t *testing.T) {
+	p := core.TokenBucket(1, time.Second)
+	for _, tc := range []struct {
+		rdb    redis.UniversalClient
+		direct bool
+	}{
+		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), true},
+		{redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), true},
+		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), false},
+		{redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), false},
+	} {
+		t.Cleanup(func() { _ = tc.rdb.Close() })
+		lim := newLimiter(t, tc.rdb, p)
+		assert.Equal(t, tc.direct, lim.direct, "%T", tc.rdb)
+	}
+}

@@ -168,69 +168,74 @@ func (rd *renderer) write(h http.Header, d core.Decision, retry bool) {
 		x = moreRestrictive(h, d.Remaining, reset)
 	}
 
-	// Values not in a cache are appended to one buffer, made into one
-	// string at the end, of which they are substrings.
-	var buf [128]byte
+	// First every value that is not cached goes into one buffer, which
+	// becomes one string whose substrings are those values; then one slice
+	// backs all the values, each header a one-element window of it.
+	var buf [96]byte
 	b := buf[:0]
-	var keys [6]string
-	var vals [6]value
+	var limit, remaining, resetV, retryV, rateLimit value
 	n := 0
-	rl, oldRL := -1, []string(nil) // the RateLimit value, and an outer limit's
-	add := func(key string, v value) {
-		keys[n], vals[n] = key, v
-		n++
-	}
-	var v value
 	if x {
+		n += 3
 		if d.Limit == rd.policy.Limit {
-			v = value{s: rd.limit}
+			limit = value{s: rd.limit}
 		} else {
-			b, v = rd.number(b, d.Limit)
+			b, limit = rd.number(b, d.Limit)
 		}
-		add(keyLimit, v)
-		b, v = rd.number(b, d.Remaining)
-		add(keyRemaining, v)
-		b, v = rd.number(b, reset)
-		add(keyReset, v)
+		b, remaining = rd.number(b, d.Remaining)
+		b, resetV = rd.number(b, reset)
 	}
 	if retry {
-		b, v = rd.number(b, max(ceilSeconds(d.RetryAfter), 1))
-		add(keyRetryAfter, v)
+		n++
+		b, retryV = rd.number(b, max(ceilSeconds(d.RetryAfter), 1))
 	}
+	item, name := rd.policyItem, rd.name
 	if ietf {
-		item, name := rd.policyItem, rd.name
+		n += 2
 		if !ours {
 			name = sfString(PolicyName(d.Policy))
 			item = policyItem(name, d.Policy)
 		}
-		add(keyPolicy, value{s: appendMember(h[keyPolicy], item)})
 		i := len(b)
 		b = append(b, name...)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, d.Remaining, 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
-		rl, oldRL = n, h[keyRateLimit]
-		add(keyRateLimit, value{i: i, j: len(b)})
+		rateLimit = value{i: i, j: len(b)}
 	}
-
 	var s string
 	if len(b) > 0 {
 		s = string(b)
 	}
-	// One slice backs every value: h[key] is a one-element window of it.
+
 	all := make([]string, n)
-	for k := range n {
-		v := vals[k].s
-		if v == "" {
-			v = s[vals[k].i:vals[k].j]
-		}
-		if k == rl && len(oldRL) > 0 {
-			v = appendMember(oldRL, v)
-		}
-		all[k] = v
-		h[keys[k]] = all[k : k+1 : k+1]
+	n = 0
+	put := func(key, v string) {
+		all[n] = v
+		h[key] = all[n : n+1 : n+1]
+		n++
 	}
+	if x {
+		put(keyLimit, limit.in(s))
+		put(keyRemaining, remaining.in(s))
+		put(keyReset, resetV.in(s))
+	}
+	if retry {
+		put(keyRetryAfter, retryV.in(s))
+	}
+	if ietf {
+		put(keyPolicy, appendMember(h[keyPolicy], item))
+		put(keyRateLimit, appendMember(h[keyRateLimit], rateLimit.in(s)))
+	}
+}
+
+// in returns the value, taking it from the rendered buffer s if it is there.
+func (v value) in(s string) string {
+	if v.s != "" {
+		return v.s
+	}
+	return s[v.i:v.j]
 }
 
 // moreRestrictive reports whether a decision with remaining and reset should

@@ -33,7 +33,7 @@ func (s *fixedState) current(r *rule, word, now int64) (window, count int64) {
 	case ahead > 0:
 		return window, 0
 	case ahead < 0:
-		window += int64(ahead)
+		window -= int64(ahead) // the stored window, later than now's
 	}
 	return window, int64(uint32(word))
 }

@@ -224,6 +224,30 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 	}
 }
 
+// TestFixedWindowClockStepsBackIntoTheStoredWindow: a request whose clock
+// is in an earlier window counts in the window already stored, so its
+// ResetAfter and RetryAfter run to that window's end and nothing reopens.
+func TestFixedWindowClockStepsBackIntoTheStoredWindow(t *testing.T) {
+	r, err := compile(FixedWindow(2, time.Second))
+	require.NoError(t, err)
+	var s fixedState
+	at := epoch.Add(5*time.Second + 100*time.Millisecond).UnixNano()
+	end := epoch.Add(6 * time.Second).UnixNano()
+	v, _ := s.decide(&r, at, 1, true)
+	require.True(t, v.allowed)
+	back := at - int64(1500*time.Millisecond) // two windows earlier
+	v, _ = s.decide(&r, back, 1, true)
+	assert.True(t, v.allowed, "the stored window still has room for one")
+	assert.Equal(t, time.Duration(end-back), v.reset, "counted in the stored window")
+	v, _ = s.decide(&r, back, 1, true)
+	assert.False(t, v.allowed, "the stored window is full")
+	assert.Equal(t, time.Duration(end-back), v.retry)
+	v, _ = s.decide(&r, at, 1, true)
+	assert.False(t, v.allowed, "back at the original time: still full")
+	v, _ = s.decide(&r, end, 1, true)
+	assert.True(t, v.allowed, "the next window opens on time")
+}
+
 func TestCloseStopsTheJanitorAndRefusesCalls(t *testing.T) {
 	l, err := New(TokenBucket(1, time.Second))
 	require.NoError(t, err)

@@ -98,6 +98,20 @@
 // denied requests are served without Retry-After, delays are skipped, and
 // key, cost and limiter errors only reach the error hook.
 //
+// # Performance
+//
+// On the admitted path the engine itself allocates once: the slice backing
+// the header values. The policy's name, quota and IETF member are rendered
+// once at construction, and so are the decimal strings of the numbers its
+// headers carry (up to 1024), so Remaining and Reset are looked up, not
+// formatted; larger numbers and the IETF RateLimit member share one more
+// allocation. Headers are set by canonical key, without http.Header.Set's
+// canonicalisation, and no fmt runs per request. With the default IP key
+// (one allocation, in keyfunc) and the in-memory limiter (none), a request
+// costs 2 allocations in X-RateLimit style. BenchmarkMiddleware compares the
+// middleware with a bare handler in the same run; BenchmarkEngine isolates
+// the engine from the key function and the limiter.
+//
 // # Adapters
 //
 // Engine is the middleware without its net/http shape: Check decides a

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/textproto"
 	"slices"
+	"strings"
 )
 
 // The forwarding headers read from trusted proxies by default, in order of
@@ -187,7 +188,14 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 	// allocation (Prefix.String would add one for IPv6).
 	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128")]byte
 	if a.Is4() {
-		return string(a.AppendTo(buf[:0])), nil
+		text := a.AppendTo(buf[:0])
+		// The common case: an IPv4 peer, whose RemoteAddr already spells
+		// the canonical text. The key is then a substring of RemoteAddr and
+		// costs no allocation (the comparison does not allocate either).
+		if host := remoteHost(r.RemoteAddr); string(text) == host {
+			return host, nil
+		}
+		return string(text), nil
 	}
 	return string(netip.PrefixFrom(a, c.ipv6Bits).Masked().AppendTo(buf[:0])), nil
 }
@@ -231,6 +239,14 @@ func peerAddr(remote string) (netip.Addr, error) {
 		return canonicalAddr(a), nil
 	}
 	return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q is not an IP address", ErrNoKey, remote)
+}
+
+// remoteHost returns RemoteAddr without its port, or "" when it has none.
+func remoteHost(remote string) string {
+	if i := strings.LastIndexByte(remote, ':'); i >= 0 {
+		return remote[:i]
+	}
+	return ""
 }
 
 // canonicalAddr folds IPv4-mapped IPv6 to IPv4 and drops the zone, so that

@@ -2,6 +2,8 @@ package keyfunc_test
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -406,4 +408,26 @@ func TestIPUntrustedPeer(t *testing.T) {
 		r := request("[fd00::1%eth0]:1", "X-Forwarded-For", client)
 		assert.Equal(t, client, mustKey(t, ip, r))
 	})
+}
+
+// TestIPv4PeerKeyAllocatesNothing: the common key, a plain IPv4 peer, is a
+// substring of RemoteAddr; other spellings of the same address still give
+// the canonical text.
+func TestIPv4PeerKeyAllocatesNothing(t *testing.T) {
+	ip := keyfunc.MustIP()
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "192.0.2.7:51234"
+	allocs := testing.AllocsPerRun(100, func() {
+		k, err := ip(r)
+		if err != nil || k != "192.0.2.7" {
+			t.Fatalf("key %q, %v", k, err)
+		}
+	})
+	assert.Zero(t, allocs)
+	for _, remote := range []string{"[::ffff:192.0.2.7]:1", "[::ffff:c000:207]:1", "192.0.2.7"} {
+		r.RemoteAddr = remote
+		k, err := ip(r)
+		require.NoError(t, err)
+		assert.Equal(t, "192.0.2.7", k, remote)
+	}
 }

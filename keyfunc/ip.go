@@ -143,8 +143,9 @@ func FromHeaders(names ...string) IPOption {
 // ("2001:db8:1:2::/64"), zones removed. A RemoteAddr that is not an IP
 // address (empty, or "@" for a Unix socket) gives an error wrapping ErrNoKey.
 //
-// IP returns an error naming every bad option value. For a plain IPv4 peer
-// the returned Func allocates once: the key string.
+// IP returns an error naming every bad option value. The returned Func
+// allocates at most once, for the key string, and not at all for a plain
+// IPv4 peer, whose key is part of RemoteAddr.
 func IP(opts ...IPOption) (Func, error) {
 	c := &ipConfig{
 		ipv6Bits: DefaultIPv6Prefix,

@@ -13,8 +13,8 @@ import (
 )
 
 // RedisLib is one Redis-backed limiter as scenario 6 sees it. Every one
-// gets its own client built the same way (go-redis defaults: a pool of
-// 10 connections per CPU), against the same server.
+// gets its own client built the same way (go-redis defaults, a pool of 10
+// connections per CPU, plus ContextTimeoutEnabled), against the same server.
 type RedisLib struct {
 	Name string
 	// Denies is false for the bare EVALSHA ceiling, which decides nothing.

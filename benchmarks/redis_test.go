@@ -80,9 +80,13 @@ func startRedis() {
 }
 
 // newRedisLib builds lib on a fresh client of its own, on an empty database.
+// Every client gets the same options: go-redis's defaults plus
+// ContextTimeoutEnabled, which redisstore's docs ask for (its calls carry a
+// deadline, and with it a lone call skips the batcher); the peers' calls
+// carry no deadline, so it changes nothing for them.
 func newRedisLib(tb testing.TB, lib RedisLib, l Limit) Limiter {
 	tb.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr(tb)})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr(tb), ContextTimeoutEnabled: true})
 	tb.Cleanup(func() { rdb.Close() })
 	require.NoError(tb, rdb.FlushDB(context.Background()).Err())
 	lim, err := lib.New(rdb, l)

@@ -50,6 +50,13 @@ func (c *Clock) Now() time.Time {
 	return c.t
 }
 
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
 // Advance moves the clock by d (backwards when d < 0).
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()

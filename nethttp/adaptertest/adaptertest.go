@@ -30,6 +30,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
@@ -51,23 +52,6 @@ type Adapter struct {
 // t0 starts a minute-long fixed window (windows are aligned to the Unix
 // epoch): t0+54s is 6 s before the reset.
 var t0 = time.Unix(1_699_999_980, 0)
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 type failingLimiter struct{ err error }
 
@@ -113,8 +97,8 @@ func Run(t *testing.T, a Adapter) {
 	t.Run("admits exactly the limit to concurrent clients over loopback", s.loopback)
 }
 
-func (s suite) limiter(t *testing.T, p core.Policy) (*core.MemoryLimiter, *clock) {
-	clk := &clock{now: t0}
+func (s suite) limiter(t *testing.T, p core.Policy) (*core.MemoryLimiter, *coretest.Clock) {
+	clk := coretest.NewClock(t0)
 	lim, err := core.New(p, core.WithClock(clk.Now))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = lim.Close() })

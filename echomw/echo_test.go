@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/echomw"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
@@ -131,7 +132,7 @@ func TestErrorHandling(t *testing.T) {
 		e := echo.New()
 		e.Debug = true
 		secret := errors.New("secret-store-detail")
-		e.GET("/", ok, limit(t, brokenLimiter{secret}, nethttp.WithFailClosed()))
+		e.GET("/", ok, limit(t, coretest.Failing{Err: secret, P: core.FixedWindow(1, time.Second)}, nethttp.WithFailClosed()))
 		w := send(e, http.MethodGet, "/")
 		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 		assert.NotContains(t, w.Body.String(), "secret")
@@ -143,7 +144,7 @@ func TestErrorHandling(t *testing.T) {
 		secret := errors.New("secret-store-detail")
 		var got error
 		e.HTTPErrorHandler = func(err error, _ echo.Context) { got = err }
-		e.GET("/", ok, limit(t, brokenLimiter{secret}, nethttp.WithFailClosed()))
+		e.GET("/", ok, limit(t, coretest.Failing{Err: secret, P: core.FixedWindow(1, time.Second)}, nethttp.WithFailClosed()))
 		send(e, http.MethodGet, "/")
 		assert.ErrorIs(t, got, secret)
 	})

@@ -1,7 +1,6 @@
 package nethttp_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,23 +47,6 @@ func newLimiter(t testing.TB, p core.Policy, clk *clock) *core.MemoryLimiter {
 	t.Cleanup(func() { _ = lim.Close() })
 	return lim
 }
-
-// failingLimiter fails every call, like a store that cannot be reached.
-type failingLimiter struct {
-	err    error
-	policy core.Policy
-}
-
-func (f failingLimiter) AllowN(context.Context, string, int64) (core.Decision, error) {
-	return core.Decision{}, f.err
-}
-
-func (f failingLimiter) Peek(context.Context, string) (core.Decision, error) {
-	return core.Decision{}, f.err
-}
-
-func (f failingLimiter) Reset(context.Context, string) error { return f.err }
-func (f failingLimiter) Policy() core.Policy                 { return f.policy }
 
 // ok is the protected handler: 200 "ok".
 var ok = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

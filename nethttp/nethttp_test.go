@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
@@ -262,7 +263,7 @@ func TestMiddlewareDryRun(t *testing.T) {
 	})
 	t.Run("serves requests when the limiter fails, even fail-closed", func(t *testing.T) {
 		errs = nil
-		h := wrap(t, failingLimiter{err: errors.New("boom")}, append(opts, nethttp.WithFailClosed())...)
+		h := wrap(t, coretest.Failing{Err: errors.New("boom")}, append(opts, nethttp.WithFailClosed())...)
 		assert.Equal(t, http.StatusOK, get(h, "").Code)
 		assert.Len(t, errs, 1)
 	})
@@ -283,7 +284,7 @@ func TestMiddlewareDryRun(t *testing.T) {
 
 func TestMiddlewareFailurePolicy(t *testing.T) {
 	secret := errors.New("dial tcp 10.1.2.3:6379: connection refused (secret-detail)")
-	broken := failingLimiter{err: secret, policy: core.FixedWindow(10, time.Second)}
+	broken := coretest.Failing{Err: secret, P: core.FixedWindow(10, time.Second)}
 
 	t.Run("fails open by default, without rate headers", func(t *testing.T) {
 		var errs []error
@@ -582,7 +583,7 @@ func TestMiddlewareConstructorErrors(t *testing.T) {
 		{"a nil decision hook", lim, nethttp.WithDecisionHook(nil), "nethttp: WithDecisionHook needs a non-nil function"},
 		{"a nil deny handler", lim, nethttp.WithDenyHandler(nil), "nethttp: WithDenyHandler needs a non-nil function"},
 		{"an unknown header style", lim, nethttp.WithHeaderStyle(9), "nethttp: unknown header style HeaderStyle(9)"},
-		{"a policy name that is not printable ASCII", failingLimiter{policy: core.FixedWindow(1, time.Second).WithName("pér\n")}, nil,
+		{"a policy name that is not printable ASCII", coretest.Failing{P: core.FixedWindow(1, time.Second).WithName("pér\n")}, nil,
 			`nethttp: policy name "pér\n" cannot be sent in a header: use printable ASCII only`},
 	} {
 		t.Run("rejects "+tc.name, func(t *testing.T) {

@@ -528,3 +528,29 @@ func (s Suite) reference(t *testing.T) {
 		})
 	}
 }
+
+// Failing is a core.Limiter whose every call fails with Err, like a store
+// that cannot be reached: for testing what callers do on failure. Its
+// Policy is P.
+type Failing struct {
+	Err error
+	P   core.Policy
+}
+
+var _ core.Limiter = Failing{}
+
+// AllowN returns Err.
+func (f Failing) AllowN(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision{}, f.Err
+}
+
+// Peek returns Err.
+func (f Failing) Peek(context.Context, string) (core.Decision, error) {
+	return core.Decision{}, f.Err
+}
+
+// Reset returns Err.
+func (f Failing) Reset(context.Context, string) error { return f.Err }
+
+// Policy returns P.
+func (f Failing) Policy() core.Policy { return f.P }

@@ -16,7 +16,6 @@
 package adaptertest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -52,17 +51,6 @@ type Adapter struct {
 // t0 starts a minute-long fixed window (windows are aligned to the Unix
 // epoch): t0+54s is 6 s before the reset.
 var t0 = time.Unix(1_699_999_980, 0)
-
-type failingLimiter struct{ err error }
-
-func (f failingLimiter) AllowN(context.Context, string, int64) (core.Decision, error) {
-	return core.Decision{}, f.err
-}
-func (f failingLimiter) Peek(context.Context, string) (core.Decision, error) {
-	return core.Decision{}, f.err
-}
-func (f failingLimiter) Reset(context.Context, string) error { return f.err }
-func (f failingLimiter) Policy() core.Policy                 { return core.FixedWindow(1, time.Second) }
 
 // PlainBody is nethttp's default answer to a rejection of status.
 func PlainBody(status int) (body, contentType string) {
@@ -256,12 +244,12 @@ func (s suite) failure(t *testing.T) {
 	var errs []error
 	hook := nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) })
 
-	w := get(s.Mount(t, failingLimiter{secret}, hook), "/items/1")
+	w := get(s.Mount(t, coretest.Failing{Err: secret, P: core.FixedWindow(1, time.Second)}, hook), "/items/1")
 	assert.Equal(t, http.StatusOK, w.Code)
 	assert.Equal(t, "ok", w.Body.String())
 	assert.Empty(t, rateHeaders(w))
 
-	w = get(s.Mount(t, failingLimiter{secret}, hook, nethttp.WithFailClosed()), "/items/1")
+	w = get(s.Mount(t, coretest.Failing{Err: secret, P: core.FixedWindow(1, time.Second)}, hook, nethttp.WithFailClosed()), "/items/1")
 	s.assertRejected(t, w, http.StatusServiceUnavailable)
 	assert.NotContains(t, w.Body.String(), "secret")
 	assert.NotContains(t, fmt.Sprint(w.Header()), "secret")

@@ -4,13 +4,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -18,29 +18,12 @@ import (
 // epoch), so that t0+54s is 6 s before the window resets.
 var t0 = time.Unix(1_699_999_980, 0)
 
-// clock is a settable clock for core.WithClock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock(t time.Time) *clock { return &clock{now: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
+// newClock returns a settable clock for core.WithClock.
+func newClock(t time.Time) *coretest.Clock { return coretest.NewClock(t) }
 
 // newLimiter returns an in-memory limiter on clk, closed at the end of the
 // test.
-func newLimiter(t testing.TB, p core.Policy, clk *clock) *core.MemoryLimiter {
+func newLimiter(t testing.TB, p core.Policy, clk *coretest.Clock) *core.MemoryLimiter {
 	t.Helper()
 	lim, err := core.New(p, core.WithClock(clk.Now))
 	require.NoError(t, err)

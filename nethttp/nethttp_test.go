@@ -466,7 +466,7 @@ func TestMiddlewareLeakyBucketDelay(t *testing.T) {
 func TestMiddlewareStacking(t *testing.T) {
 	// Per-IP 5 per second outside, per-API-key quota per day inside, as
 	// one would mount them on one route.
-	stack := func(t *testing.T, clk *clock, perKeyDay int64, style nethttp.HeaderStyle) http.Handler {
+	stack := func(t *testing.T, clk *coretest.Clock, perKeyDay int64, style nethttp.HeaderStyle) http.Handler {
 		perIP, err := nethttp.Middleware(
 			newLimiter(t, core.FixedWindow(5, time.Second).WithName("per-ip"), clk),
 			nethttp.WithHeaderStyle(style))

@@ -26,10 +26,11 @@ import (
 // in doc.go). More than one sending goroutine measured no better: the
 // batches get smaller.
 //
-// A call that finds no other in progress skips the batcher when the client
-// honours context deadlines (Limiter.sendDirect): the two goroutine
-// hand-offs cost little on an idle machine but up to tens of microseconds
-// on a busy one, when the batcher wakes on the other core.
+// A call that finds fewer than maxDirect others in progress skips the
+// batcher when the client honours context deadlines (Limiter.sendDirect):
+// the two goroutine hand-offs cost little on an idle machine but up to tens
+// of microseconds on a busy one, when the batcher wakes on the other core,
+// and a pipeline of one or two saves nothing.
 type batcher struct {
 	rdb      redis.UniversalClient
 	timeout  time.Duration

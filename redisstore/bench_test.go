@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func BenchmarkRedis(b *testing.B) {
 	}
 }
 
-// run measures op sequentially and with 64 concurrent callers.
+// run measures op sequentially and with 2 and 64 concurrent callers.
 func run(b *testing.B, op func(i int) error) {
 	b.Run("callers=1", func(b *testing.B) {
 		b.ReportAllocs()
@@ -92,18 +93,20 @@ func run(b *testing.B, op func(i int) error) {
 			i++
 		}
 	})
-	b.Run("callers=64", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(32) // 64 goroutines on 2 cores
-		b.RunParallel(func(pb *testing.PB) {
-			i := 0
-			for pb.Next() {
-				if err := op(i); err != nil {
-					b.Error(err)
-					return
+	for _, callers := range []int{2, 64} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0))) // exact on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					if err := op(i); err != nil {
+						b.Error(err)
+						return
+					}
+					i += 7
 				}
-				i += 7
-			}
+			})
 		})
-	})
+	}
 }

@@ -3,6 +3,7 @@ package keyfunc_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -270,6 +271,46 @@ func FuzzJoin(f *testing.F) {
 			assert.LessOrEqual(t, len(key), keyfunc.MaxKeyLen)
 			raw := len(v) <= keyfunc.MaxKeyLen && !strings.HasPrefix(v, keyfunc.HashedKeyPrefix)
 			assert.Equal(t, raw, key == v, fmt.Sprintf("value %q, key %q", v, key))
+		}
+	})
+}
+
+// FuzzRemoteAddr checks IP's fast path for plain IPv4 peers against the
+// general one: for any RemoteAddr, the key (or the error) is what parsing
+// with netip.ParseAddrPort / ParseAddr and formatting canonically gives.
+func FuzzRemoteAddr(f *testing.F) {
+	for _, s := range []string{
+		"192.0.2.1:1234", "192.0.2.1", "192.0.2.1:", "192.0.2.1:65535", "192.0.2.1:65536",
+		"192.0.2.1:0080", "192.0.2.1:x", "010.0.2.1:80", "1.2.3:80", "[::ffff:192.0.2.1]:80",
+		"[2001:db8::1]:443", "2001:db8::1", ":80", "", "@", "256.0.0.1:1",
+	} {
+		f.Add(s)
+	}
+	key := keyfunc.MustIP()
+	f.Fuzz(func(t *testing.T, remote string) {
+		r := &http.Request{RemoteAddr: remote, Header: http.Header{}}
+		got, err := key(r)
+		var a netip.Addr
+		if ap, perr := netip.ParseAddrPort(remote); perr == nil {
+			a = ap.Addr()
+		} else if pa, perr := netip.ParseAddr(remote); perr == nil {
+			a = pa
+		} else {
+			if err == nil {
+				t.Fatalf("RemoteAddr %q: key %q, want an error", remote, got)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("RemoteAddr %q: %v", remote, err)
+		}
+		a = a.Unmap().WithZone("")
+		want := a.String()
+		if !a.Is4() {
+			want = netip.PrefixFrom(a, keyfunc.DefaultIPv6Prefix).Masked().String()
+		}
+		if got != want {
+			t.Fatalf("RemoteAddr %q: key %q, want %q", remote, got, want)
 		}
 	})
 }

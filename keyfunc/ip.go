@@ -181,6 +181,15 @@ func MustIP(opts ...IPOption) Func {
 }
 
 func (c *ipConfig) key(r *http.Request) (string, error) {
+	// The common case first: an IPv4 peer that is not a trusted proxy. netip
+	// accepts only the canonical dotted quad for IPv4 (no leading zeros, no
+	// short forms), so the host part of RemoteAddr is the key as it stands:
+	// no formatting and no allocation.
+	if host, ok := splitIPv4Port(r.RemoteAddr); ok {
+		if a, err := netip.ParseAddr(host); err == nil && a.Is4() && !c.isTrusted(a) {
+			return host, nil
+		}
+	}
 	a, err := c.clientAddr(r)
 	if err != nil {
 		return "", err
@@ -189,14 +198,7 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 	// allocation (Prefix.String would add one for IPv6).
 	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128")]byte
 	if a.Is4() {
-		text := a.AppendTo(buf[:0])
-		// The common case: an IPv4 peer, whose RemoteAddr already spells
-		// the canonical text. The key is then a substring of RemoteAddr and
-		// costs no allocation (the comparison does not allocate either).
-		if host := remoteHost(r.RemoteAddr); string(text) == host {
-			return host, nil
-		}
-		return string(text), nil
+		return string(a.AppendTo(buf[:0])), nil
 	}
 	return string(netip.PrefixFrom(a, c.ipv6Bits).Masked().AppendTo(buf[:0])), nil
 }
@@ -242,12 +244,25 @@ func peerAddr(remote string) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q is not an IP address", ErrNoKey, remote)
 }
 
-// remoteHost returns RemoteAddr without its port, or "" when it has none.
-func remoteHost(remote string) string {
-	if i := strings.LastIndexByte(remote, ':'); i >= 0 {
-		return remote[:i]
+// splitIPv4Port returns the host of a "host:port" RemoteAddr whose host
+// has no colon (so it is not IPv6) and whose port is a number netip accepts
+// (decimal, at most 65535), so that the fast path of key accepts exactly
+// what netip.ParseAddrPort does.
+func splitIPv4Port(remote string) (string, bool) {
+	i := strings.LastIndexByte(remote, ':')
+	if i <= 0 || i == len(remote)-1 || strings.IndexByte(remote[:i], ':') >= 0 {
+		return "", false
 	}
-	return ""
+	port := 0
+	for _, ch := range []byte(remote[i+1:]) {
+		if ch < '0' || ch > '9' {
+			return "", false
+		}
+		if port = port*10 + int(ch-'0'); port > 65535 {
+			return "", false
+		}
+	}
+	return remote[:i], true
 }
 
 // canonicalAddr folds IPv4-mapped IPv6 to IPv4 and drops the zone, so that

@@ -252,9 +252,9 @@ func (r *report) memory() {
 // callers, against the bare EVALSHA.
 func (r *report) redis() {
 	type row struct {
-		lib                          string
-		seq, tp2, tp64, allocs       float64
-		hasSeq, hasTp2, hasTp64, any bool
+		lib                     string
+		seq, tp2, tp64, allocs  float64
+		hasSeq, hasTp2, hasTp64 bool
 	}
 	var rows []row
 	var bare row

@@ -267,17 +267,24 @@ func (h *httprateLimiter) Close() {}
 // counts the requests beyond the first). Its compare-and-swap retry limit is
 // raised from the default 10, which on a hot key (scenario 2) makes some
 // requests fail with an error instead of a decision.
-func newThrottled(l Limit, c Config) (Limiter, error) {
-	store, err := throttledmem.NewCtx(c.MaxKeys)
-	if err != nil {
-		return nil, err
-	}
+// newThrottledGCRA is throttled's GCRA limiter over store, as every
+// throttled wrapper here uses it: the CAS retry limit raised from its
+// default 10, which on a hot key returned errors instead of decisions.
+func newThrottledGCRA(store throttled.GCRAStoreCtx, l Limit) (*throttledLimiter, error) {
 	gcra, err := throttled.NewGCRARateLimiterCtx(store, throttledQuota(l))
 	if err != nil {
 		return nil, err
 	}
 	gcra.SetMaxCASAttemptsLimit(1 << 20)
 	return &throttledLimiter{gcra}, nil
+}
+
+func newThrottled(l Limit, c Config) (Limiter, error) {
+	store, err := throttledmem.NewCtx(c.MaxKeys)
+	if err != nil {
+		return nil, err
+	}
+	return newThrottledGCRA(store, l)
 }
 
 func throttledQuota(l Limit) throttled.RateQuota {

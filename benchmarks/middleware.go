@@ -68,11 +68,11 @@ func throttledStack(l Limit) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	gcra, err := throttled.NewGCRARateLimiterCtx(store, throttledQuota(l))
+	lim, err := newThrottledGCRA(store, l)
 	if err != nil {
 		return nil, err
 	}
-	gcra.SetMaxCASAttemptsLimit(1 << 20)
+	gcra := lim.gcra
 	mw := &throttled.HTTPRateLimiterCtx{RateLimiter: gcra, VaryBy: &throttled.VaryBy{RemoteAddr: true}}
 	return mw.RateLimit(okHandler), nil
 }

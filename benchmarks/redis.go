@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
-	"github.com/throttled/throttled/v2"
 	throttledredis "github.com/throttled/throttled/v2/store/goredisstore.v9"
 	ulule "github.com/ulule/limiter/v3"
 	uluredis "github.com/ulule/limiter/v3/drivers/store/redis"
@@ -91,12 +90,7 @@ func newThrottledRedis(rdb *redis.Client, l Limit) (Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	gcra, err := throttled.NewGCRARateLimiterCtx(store, throttledQuota(l))
-	if err != nil {
-		return nil, err
-	}
-	gcra.SetMaxCASAttemptsLimit(1 << 20)
-	return &throttledLimiter{gcra}, nil
+	return newThrottledGCRA(store, l)
 }
 
 // newRedisRate is go-redis/redis_rate: GCRA in one Lua script (EVALSHA,

@@ -47,6 +47,10 @@ const (
 	// MaxWindowLimit is the largest Limit of a fixed or sliding window: a
 	// fixed-window key packs its count into 32 bits of one atomic word.
 	MaxWindowLimit = math.MaxUint32
+	// MaxBuckets is the largest Buckets of a sliding window, in every store:
+	// each key holds Buckets+1 counters, and the Redis script unpacks them
+	// onto Lua's stack.
+	MaxBuckets = 4096
 	// maxSpan bounds every duration the algorithms add to a Unix-nanosecond
 	// instant (about 73 years), so now+span never overflows int64 before the
 	// year 2200.
@@ -128,8 +132,9 @@ func (p Policy) AsMeter() Policy { p.Meter = true; return p }
 
 // Interval is the time one unit of capacity takes to come back (Window/Limit,
 // truncated to the nanosecond) for the bucket algorithms, and the bucket
-// width (Window/Buckets) for the sliding window. It is 0 for a fixed window or
-// an invalid policy.
+// width (Window/Buckets, truncated likewise) for the sliding window. It is 0
+// for a fixed window or an invalid policy. Validate rejects a bucket policy
+// whose truncation changes the rate by more than 0.1%.
 func (p Policy) Interval() time.Duration {
 	switch p.Algorithm {
 	case AlgTokenBucket, AlgLeakyBucket:
@@ -151,6 +156,34 @@ func (p Policy) Capacity() int64 {
 		return p.Burst
 	}
 	return p.Limit
+}
+
+// MaxInWindow is the most unit-cost requests the policy admits in any
+// interval of length Window (its start and end included), whatever the
+// traffic and its phase. It is the exact bound every store keeps:
+//
+//   - FixedWindow: 2*Limit (Limit at the end of one window, Limit at the
+//     start of the next).
+//   - SlidingWindow: Limit + ceil(Limit/Buckets). An interval of one Window
+//     meets at most Buckets+1 buckets, and the algorithm admits at most that
+//     many in any Buckets+1 consecutive buckets (see SlidingWindow).
+//   - TokenBucket and LeakyBucket: Burst + Window/Interval, which is
+//     Burst + Limit when Window is a multiple of Limit nanoseconds, and at
+//     most 0.1% more than that otherwise. A leaky bucket's admitted requests
+//     are served at most Window/Interval + 1 per Window, one Interval apart.
+//
+// It is 0 for an invalid policy.
+func (p Policy) MaxInWindow() int64 {
+	if p.Validate() != nil {
+		return 0
+	}
+	switch p.Algorithm {
+	case AlgFixedWindow:
+		return 2 * p.Limit
+	case AlgSlidingWindow:
+		return p.Limit + ceilDiv(p.Limit, p.Buckets)
+	}
+	return p.Burst + int64(p.Window/p.Interval())
 }
 
 // Recovery is the longest time a key needs to return to full quota after any
@@ -198,6 +231,14 @@ func (p Policy) Validate() error {
 		if p.Buckets <= 0 {
 			return fmt.Errorf("core: SlidingWindow buckets must be > 0, got %d", p.Buckets)
 		}
+		if p.Buckets > MaxBuckets {
+			return fmt.Errorf("core: SlidingWindow buckets must be <= %d, got %d", MaxBuckets, p.Buckets)
+		}
+		if p.Window%time.Duration(p.Buckets) != 0 {
+			// Otherwise Buckets buckets are shorter than Window, and an
+			// interval of one Window can meet Buckets+2 of them.
+			return fmt.Errorf("core: SlidingWindow window %v must be a whole number of nanoseconds per bucket (%d buckets)", p.Window, p.Buckets)
+		}
 		if p.Window/time.Duration(p.Buckets) < MinBucket {
 			return fmt.Errorf("core: SlidingWindow bucket (window/buckets = %v/%d) must be >= %v", p.Window, p.Buckets, MinBucket)
 		}
@@ -210,6 +251,13 @@ func (p Policy) Validate() error {
 		}
 		if p.Window < time.Duration(p.Limit) {
 			return fmt.Errorf("core: %v rate %d per %v is above one request per nanosecond", a, p.Limit, p.Window)
+		}
+		// Interval is Window/Limit truncated to the nanosecond, which
+		// speeds the rate up by (Window mod Limit)/Window: accept at most
+		// 0.1%, so that TokenBucket(600_000_000, time.Second) is an error
+		// rather than about a billion per second.
+		if rem := int64(p.Window) % p.Limit; rem > int64(p.Window)/1000 {
+			return fmt.Errorf("core: %v rate %d per %v cannot be kept within 0.1%%: its interval (window/limit) rounds to %v; use a longer window or a limit that divides it", a, p.Limit, p.Window, p.Interval())
 		}
 		hi, lo := bits.Mul64(uint64(p.Burst), uint64(p.Interval()))
 		if hi != 0 || lo > uint64(maxSpan) {
@@ -250,7 +298,7 @@ type rule struct {
 	tau      int64 // ns: Burst*interval, the bucket algorithms' tolerance
 	buckets  int64 // sliding: B
 	ring     int64 // sliding: B+1 counters are kept
-	cap2     int64 // sliding: admitted in any B+1 consecutive buckets, Limit + Limit/B
+	cap2     int64 // sliding: admitted in any B+1 consecutive buckets, Limit + ceil(Limit/B)
 	capacity int64 // the largest cost ever admitted: Policy.Capacity
 	delay    bool  // leaky bucket that delays (not a meter)
 }
@@ -273,7 +321,7 @@ func compile(p Policy) (rule, error) {
 		r.tau = p.Burst * r.interval
 	case AlgSlidingWindow:
 		r.ring = p.Buckets + 1
-		r.cap2 = p.Limit + p.Limit/p.Buckets
+		r.cap2 = p.MaxInWindow()
 	}
 	return r, nil
 }
@@ -287,6 +335,9 @@ func (r *rule) decision(v verdict) Decision {
 		ResetAfter: v.reset, RetryAfter: v.retry, Delay: v.delay, Policy: r.policy,
 	}
 }
+
+// ceilDiv divides positive numbers rounding up.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // floorDiv divides rounding toward minus infinity, so that instants before
 // the Unix epoch (a test clock) still fall into the right window.

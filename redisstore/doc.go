@@ -69,8 +69,9 @@
 // resolution: TIME has microseconds, so in production a Decision's
 // durations are as if now were truncated to the microsecond. For the same
 // reason New rejects a policy whose Recovery time exceeds 2^52 ns (about
-// 52 days: the scripts add up to two such spans), and a sliding window of
-// more than MaxBuckets buckets.
+// 52 days: the scripts add up to two such spans). core.MaxBuckets, which
+// core.Policy.Validate enforces for every store, keeps a sliding window's
+// ring within what the script can unpack onto Lua's stack.
 //
 // # Key layout
 //

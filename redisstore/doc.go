@@ -130,6 +130,11 @@
 // abusive client from becoming a Redis load problem. Other costs and Peek
 // always ask Redis.
 //
+// Reset clears this process's cache for the key once Redis has answered
+// its DEL, and a denial Redis produced before the DEL that this process
+// receives only afterwards is not cached: after Reset returns, the next
+// unit-cost call asks Redis (TestResetUndoneByAnInFlightDenial).
+//
 // It holds at most WithDenyCacheSize keys (default 65536, a few MB) in 64
 // shards; a full shard drops its expired entries, and if none has expired
 // the new denial is simply not cached: the cache never blocks or fails a

@@ -180,15 +180,18 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 		return d, fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(l.policy))
 	}
 	var sent int64
+	var gen uint64
 	if l.deny != nil && n == 1 {
 		sent = l.local()
-		if e, ok := l.deny.get(key, sent); ok {
+		e, g, ok := l.deny.get(key, sent)
+		if ok {
 			return l.cachedDenial(e, sent), nil
 		}
+		gen = g // before the call is sent: see Reset
 	}
 	d, err := l.do(ctx, "AllowN", key, n, true)
 	if err == nil && l.deny != nil && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 {
-		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter)}, sent)
+		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter)}, sent, gen)
 	}
 	return d, err
 }
@@ -214,14 +217,23 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 }
 
 // Reset forgets key in Redis, for every process, and in this process's
-// deny cache. Other processes' deny caches keep a denial they hold until
-// its RetryAfter passes.
+// deny cache: once it returns without an error, this process's next
+// unit-cost call for key asks Redis, even if a denial Redis produced before
+// the reset is answered only afterwards. Other processes' deny caches keep
+// a denial they hold until its RetryAfter passes. A Reset that returns an
+// error may or may not have deleted the key.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.closed.Load() {
 		return fmt.Errorf("redisstore: Reset: %w", core.ErrClosed)
 	}
 	if l.deny != nil {
-		l.deny.forget(key)
+		// After the DEL, whatever its outcome: a denial cached before
+		// the DEL was answered (say, one Redis produced before the DEL
+		// but this process received while it was in flight) is dropped,
+		// and forget turns away every denial whose call was sent before
+		// now (put's gen), so one still in flight cannot cache itself.
+		// A call sent after this is decided by Redis after the DEL.
+		defer l.deny.forget(key)
 	}
 	c := getCall()
 	c.cmd = redis.NewCmd(ctx, "del", l.keys.key(key))

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
@@ -76,4 +78,137 @@ func TestMaxBucketsFitLua(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, got, "step %d, cost %d", i, n)
 	}
+}
+
+// hookFunc is a go-redis hook running f around each single command sent
+// (the connection's handshake included); pipelines pass through untouched.
+type hookFunc func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error
+
+func (f hookFunc) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f hookFunc) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { return f(ctx, cmd, next) }
+}
+
+func (f hookFunc) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// isDenial reports whether cmd is a script call that Redis answered with a
+// denial.
+func isDenial(cmd redis.Cmder) bool {
+	c, ok := cmd.(*redis.Cmd)
+	if !ok || !isScriptCall(cmd) {
+		return false
+	}
+	v, ok := c.Val().([]any)
+	return ok && len(v) == 5 && v[0] == int64(0)
+}
+
+// TestResetUndoneByAnInFlightDenial is defect 5: Reset cleared the deny
+// cache and then sent DEL, so a unit-cost denial that Redis produced before
+// the DEL but whose reply had not been handled yet cached itself after the
+// clear, and the key stayed denied in this process for its RetryAfter
+// after the Reset. Both orders: the denial's reply handled after Reset has
+// returned, and while its DEL is in flight.
+func TestResetUndoneByAnInFlightDenial(t *testing.T) {
+	addr := redistest.Addr(t)
+	ctx := context.Background()
+	p := core.TokenBucket(1, time.Minute) // after one request, denied for a minute
+
+	// setup returns a limiter with the deny cache whose client runs hook,
+	// on a frozen test clock, with the key "k" used up.
+	setup := func(t *testing.T, hook hookFunc) *Limiter {
+		rdb := newClient(t, addr) // ContextTimeoutEnabled: a lone call goes out on its caller's goroutine
+		rdb.AddHook(hook)
+		clock := coretest.NewClock(coretest.Epoch)
+		lim := newLimiter(t, rdb, p, withClock(clock.Now), WithTimeout(time.Minute))
+		require.True(t, lim.direct)
+		d, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		return lim
+	}
+
+	t.Run("the denial's reply is handled after Reset returned", func(t *testing.T) {
+		answered := make(chan struct{}) // Redis has denied the held call
+		release := make(chan struct{})  // let its reply through
+		armed := make(chan struct{}, 1)
+		lim := setup(t, func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+			err := next(ctx, cmd)
+			if isDenial(cmd) {
+				select {
+				case <-armed:
+					close(answered)
+					<-release
+				default:
+				}
+			}
+			return err
+		})
+		armed <- struct{}{}
+		held := make(chan core.Decision, 1)
+		go func() {
+			d, err := lim.Allow(ctx, "k")
+			assert.NoError(t, err)
+			held <- d
+		}()
+		<-answered
+		require.NoError(t, lim.Reset(ctx, "k"))
+		close(release)
+		assert.False(t, (<-held).Allowed, "Redis denied it before the DEL")
+
+		d, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		assert.True(t, d.Allowed, "the next call after Reset is admitted")
+	})
+
+	t.Run("the denial's reply is handled while the DEL is in flight", func(t *testing.T) {
+		delSent := make(chan struct{})
+		proceed := make(chan struct{})
+		lim := setup(t, func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+			if cmd.Name() == "del" {
+				close(delSent)
+				<-proceed
+			}
+			return next(ctx, cmd)
+		})
+		reset := make(chan error, 1)
+		go func() { reset <- lim.Reset(ctx, "k") }()
+		<-delSent // Reset has begun, its DEL not yet at Redis
+		d, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		require.False(t, d.Allowed, "Redis has not seen the DEL yet")
+		close(proceed)
+		require.NoError(t, <-reset)
+
+		d, err = lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		assert.True(t, d.Allowed, "the next call after Reset is admitted")
+	})
+
+	t.Run("a denial Redis produces after the DEL is cached", func(t *testing.T) {
+		var sent int
+		lim := setup(t, func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+			if isScriptCall(cmd) {
+				sent++ // calls are sequential here
+			}
+			return next(ctx, cmd)
+		})
+		d, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		require.False(t, d.Allowed)
+		require.NoError(t, lim.Reset(ctx, "k"))
+		d, err = lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		d, err = lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		require.False(t, d.Allowed)
+		before := sent
+		d, err = lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		assert.False(t, d.Allowed)
+		assert.Equal(t, before, sent, "answered from the deny cache")
+	})
 }

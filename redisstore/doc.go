@@ -28,10 +28,10 @@
 // clients, 100 goroutines each, on one key, admit exactly the policy's
 // capacity under every algorithm (TestDistributedExactness).
 //
-// A call that times out may still have been counted by Redis, unless it
-// timed out before it was sent (then it is dropped unsent). Reset deletes
-// the key for every server, but another process's deny cache keeps a
-// denial it already holds until that denial's RetryAfter passes.
+// A call that times out may still have been counted by Redis (see
+// "Timeouts and errors"). Reset deletes the key for every server, but
+// another process's deny cache keeps a denial it already holds until that
+// denial's RetryAfter passes.
 //
 // # Failover
 //
@@ -156,6 +156,18 @@
 // ReadTimeout, and calls that do not overlap much skip the batcher. A stopped Redis shows as
 // errors within the timeout; once it is back, decisions resume with the
 // same Limiter.
+//
+// What an error says about counting: a call that returns an error
+// wrapping context.DeadlineExceeded or context.Canceled had no reply from
+// Redis by then (a reply there when the deadline passes, even at the same
+// instant, is returned instead: TestReplyAndDeadlineArrivingTogether).
+// Redis did not count it if the context had ended before the call (nothing
+// is sent: TestAnEndedContextSendsNothing) or if it was still queued for
+// the batcher (it is withdrawn). Otherwise it had been written to Redis,
+// which may have counted it: the reply came too late, or was lost
+// (TestATimedOutCallMayHaveBeenCounted). A limiter cannot tell the two
+// apart without waiting past its timeout; over-counting is the safe side
+// for a limiter, and never more than the failed call's cost.
 //
 // The adapters apply the failure policy (nethttp fails open by default, or
 // closed with WithFailClosed) and never send the error text to a client.

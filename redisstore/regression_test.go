@@ -212,3 +212,137 @@ func TestResetUndoneByAnInFlightDenial(t *testing.T) {
 		assert.Equal(t, before, sent, "answered from the deny cache")
 	})
 }
+
+// TestReplyAndDeadlineArrivingTogether is the suspected defect of issue 8:
+// a caller waiting for the batcher's answer saw a timeout for a call Redis
+// had answered (and counted) when the answer and the deadline were both
+// there when it looked, because select picks among ready cases at random.
+// The answer must win, every time. The call here has its answer ready and
+// its timer expired (or its context ended, or the limiter closed) before
+// await looks: each round was a coin toss before.
+func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
+	answered := func() *call {
+		c := getCall()
+		c.state.Store(callSent)
+		c.res = core.Decision{Allowed: true, Remaining: 7}
+		c.done <- struct{}{}
+		return c
+	}
+	check := func(t *testing.T, l *Limiter, ctx context.Context, c *call) {
+		err := l.await(ctx, "AllowN", c, time.Second)
+		require.NoError(t, err, "the answer is there: it wins")
+		assert.Equal(t, core.Decision{Allowed: true, Remaining: 7}, c.res)
+		putCall(c)
+	}
+	t.Run("the timer fired", func(t *testing.T) {
+		l := &Limiter{b: &batcher{done: make(chan struct{})}}
+		for range 100 {
+			c := answered()
+			c.timer.Reset(0) // expired when await receives from it
+			check(t, l, context.Background(), c)
+		}
+	})
+	t.Run("the context ended", func(t *testing.T) {
+		l := &Limiter{b: &batcher{done: make(chan struct{})}}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for range 100 {
+			c := answered()
+			c.timer.Reset(time.Hour)
+			check(t, l, ctx, c)
+		}
+	})
+	t.Run("the limiter closed", func(t *testing.T) {
+		l := &Limiter{b: &batcher{done: make(chan struct{})}}
+		close(l.b.done)
+		for range 100 {
+			c := answered()
+			c.timer.Reset(time.Hour)
+			check(t, l, context.Background(), c)
+		}
+	})
+	t.Run("without an answer it is a timeout", func(t *testing.T) {
+		l := &Limiter{b: &batcher{done: make(chan struct{})}}
+		c := getCall()
+		c.timer.Reset(0)
+		err := l.await(context.Background(), "AllowN", c, time.Second)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, int32(callAbandoned), c.state.Load(), "not sent yet: the batcher skips it")
+	})
+}
+
+// TestATimedOutCallMayHaveBeenCounted shows what a caller can observe when
+// the answer comes after the deadline: an error, for a request that Redis
+// counted. Nothing can tell the caller otherwise without waiting past its
+// timeout; the package docs say so ("Timeouts and errors").
+func TestATimedOutCallMayHaveBeenCounted(t *testing.T) {
+	addr := redistest.Addr(t)
+	ctx := context.Background()
+	p := core.TokenBucket(10, time.Minute)
+	timedOut := make(chan struct{})
+	armed := make(chan struct{}, 1)
+	// go-redis's defaults: the batcher sends, the caller waits with its
+	// timer, so holding the reply back cannot hold the caller.
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	rdb.AddHook(hookFunc(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		err := next(ctx, cmd)
+		if isScriptCall(cmd) && err == nil { // Redis has counted it
+			select {
+			case <-armed:
+				<-timedOut // hold the reply until the caller gave up
+			default:
+			}
+		}
+		return err
+	}))
+	clock := coretest.NewClock(coretest.Epoch)
+	lim := newLimiter(t, rdb, p, withClock(clock.Now), WithTimeout(20*time.Millisecond))
+	require.False(t, lim.direct)
+	d, err := lim.Peek(ctx, "k") // loads the script: the call below is one EVALSHA
+	require.NoError(t, err)
+	require.Equal(t, int64(10), d.Remaining)
+
+	armed <- struct{}{}
+	_, err = lim.Allow(ctx, "k")
+	close(timedOut)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	d, err = lim.Peek(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(9), d.Remaining, "Redis counted the call that timed out")
+}
+
+// TestAnEndedContextSendsNothing: a call whose context has already ended
+// returns its error without handing anything to the client, so Redis never
+// counts a request whose caller was told it failed. Before, such a call
+// went to the client (which happened to drop it) on the caller's
+// goroutine, and through the batcher it was queued half the time, where
+// the batcher could take it before the caller withdrew it.
+func TestAnEndedContextSendsNothing(t *testing.T) {
+	forClients(t, func(t *testing.T, newClient func(string) *redis.Client) {
+		rdb := newClient(redistest.Addr(t))
+		rec := &recorder{}
+		rdb.AddHook(rec)
+		p := core.TokenBucket(100, time.Minute)
+		clock := coretest.NewClock(coretest.Epoch)
+		lim := newLimiter(t, rdb, p, withClock(clock.Now))
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		defer cancel2()
+		for range 20 {
+			_, err := lim.Allow(cancelled, "k")
+			require.ErrorIs(t, err, context.Canceled)
+			_, err = lim.Allow(expired, "k")
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			_, err = lim.Peek(cancelled, "k")
+			require.ErrorIs(t, err, context.Canceled)
+			require.ErrorIs(t, lim.Reset(cancelled, "k"), context.Canceled)
+		}
+		assert.Zero(t, rec.commands.Load(), "no script call sent")
+		d, err := lim.Peek(context.Background(), "k")
+		require.NoError(t, err)
+		assert.Equal(t, p.Burst, d.Remaining, "nothing counted")
+	})
+}

@@ -300,7 +300,10 @@ type rule struct {
 	ring     int64 // sliding: B+1 counters are kept
 	cap2     int64 // sliding: admitted in any B+1 consecutive buckets, Limit + ceil(Limit/B)
 	capacity int64 // the largest cost ever admitted: Policy.Capacity
-	delay    bool  // leaky bucket that delays (not a meter)
+	// fixed window: the count's bits in the packed word (fixedwindow.go)
+	countBits uint
+	countMask int64
+	delay     bool // leaky bucket that delays (not a meter)
 }
 
 func compile(p Policy) (rule, error) {
@@ -322,6 +325,9 @@ func compile(p Policy) (rule, error) {
 	case AlgSlidingWindow:
 		r.ring = p.Buckets + 1
 		r.cap2 = p.MaxInWindow()
+	case AlgFixedWindow:
+		r.countBits = uint(bits.Len64(uint64(p.Limit)))
+		r.countMask = 1<<r.countBits - 1
 	}
 	return r, nil
 }

@@ -145,7 +145,7 @@ func (s *slidingState) isIdle(r *rule, now int64) bool {
 	return !s.dead && (s.head == 0 || floorDiv(now, r.interval)-s.head >= r.ring)
 }
 
-func (s *slidingState) retire(r *rule, now int64, mode retireMode) bool {
+func (s *slidingState) retire(r *rule, now int64, mode retireMode, into *slidingState) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
@@ -162,5 +162,38 @@ func (s *slidingState) retire(r *rule, now int64, mode retireMode) bool {
 		}
 	}
 	s.dead = true
+	if into != nil {
+		into.absorbLocked(r, now, s)
+	}
 	return true
+}
+
+func (s *slidingState) absorb(r *rule, now int64, src *slidingState) {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if !src.dead {
+		s.absorbLocked(r, now, src)
+	}
+}
+
+// absorbLocked makes s at least as used as src, bucket by bucket, from the
+// later of the two heads and now's bucket on; the caller holds src.mu. Only
+// states no lock-free reader can reach absorb, under the shard's mutex.
+func (s *slidingState) absorbLocked(r *rule, now int64, src *slidingState) {
+	if src.head == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := max(floorDiv(now, r.interval), s.head, src.head)
+	s.advance(r, k)
+	for b := k - r.buckets; b <= k; b++ {
+		if b > src.head || src.head-b >= r.ring {
+			continue // src holds nothing for bucket b
+		}
+		if c := src.counts[b%r.ring]; c > s.counts[b%r.ring] {
+			s.total += int64(c - s.counts[b%r.ring])
+			s.counts[b%r.ring] = c
+		}
+	}
 }

@@ -33,12 +33,12 @@ type MemoryLimiter struct {
 	// it lets a test hold a request between its clock reading and its
 	// decision.
 	testPause func()
-	base    time.Time    // the real clock: monotonic time since base ...
-	baseNs  int64        // ... plus base's Unix time
-	closed  atomic.Bool
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	base      time.Time // the real clock: monotonic time since base ...
+	baseNs    int64     // ... plus base's Unix time
+	closed    atomic.Bool
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
 }
 
 var _ Limiter = (*MemoryLimiter)(nil)

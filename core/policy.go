@@ -98,6 +98,10 @@ func FixedWindow(limit int64, window time.Duration) Policy {
 
 // SlidingWindow returns a policy admitting at most limit requests in the
 // trailing window, counted in DefaultBuckets buckets (see WithBuckets).
+// Buckets drop out whole, so any interval of one window admits at most
+// limit + ceil(limit/buckets) (see Policy.MaxInWindow), and a client sending
+// steadily at limit per window is always admitted. The window must be a
+// whole number of nanoseconds per bucket.
 func SlidingWindow(limit int64, window time.Duration) Policy {
 	return Policy{Algorithm: AlgSlidingWindow, Limit: limit, Window: window, Buckets: DefaultBuckets}
 }

@@ -12,15 +12,16 @@ import (
 //
 // A request in bucket k is admitted when both of these stay true:
 //
-//	the B buckets k-B+1..k hold at most Limit            (the trailing window)
-//	the B+1 buckets k-B..k hold at most Limit + Limit/B  (the bucket before it too)
+//	the B buckets k-B+1..k hold at most Limit                  (the trailing window)
+//	the B+1 buckets k-B..k hold at most Limit + ceil(Limit/B)  (the bucket before it too)
 //
 // The first is the usual bucketed sliding window; alone it admits up to
 // 2*Limit in an interval of one Window (Limit at the very end of one bucket,
 // Limit again when that bucket drops out B-1 buckets later). The second
 // closes that gap: any interval of length Window meets at most B+1 buckets,
-// so it holds at most Limit*(1+1/B). A client sending steadily at exactly
-// Limit per Window satisfies both.
+// so it holds at most Limit + ceil(Limit/B) (Policy.MaxInWindow). A client
+// sending steadily at exactly Limit per Window satisfies both: B+1 buckets
+// span Window*(1+1/B), in which it sends at most Limit + ceil(Limit/B).
 //
 // The counters are several words that must be read and written together, so
 // unlike the one-word algorithms each key has a small mutex; see "Design

@@ -148,6 +148,17 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	return l, nil
 }
 
+// MustNew is New for policies and options written in the program: it panics
+// with New's error when they are invalid. Use New for policies read from
+// configuration.
+func MustNew(p Policy, opts ...Option) *MemoryLimiter {
+	l, err := New(p, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
 // clock returns now in Unix nanoseconds. The real clock reads only the
 // monotonic clock (one vDSO call, where time.Now makes two), inline rather
 // than through a function value: it is a large share of a decision's time.

@@ -87,3 +87,11 @@ func TestPolicyBuilders(t *testing.T) {
 	assert.Equal(t, "LeakyBucket 10 per 1s burst 50 (meter)", core.LeakyBucket(10, time.Second).WithBurst(50).AsMeter().String())
 	assert.Equal(t, "Algorithm(9)", core.Algorithm(9).String())
 }
+
+func TestMustNewPanicsWithTheError(t *testing.T) {
+	assert.PanicsWithError(t, "core: FixedWindow limit must be > 0, got 0", func() {
+		core.MustNew(core.FixedWindow(0, time.Second))
+	})
+	lim := core.MustNew(core.FixedWindow(1, time.Second))
+	assert.NoError(t, lim.Close())
+}

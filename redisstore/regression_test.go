@@ -272,45 +272,54 @@ func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 }
 
 // TestATimedOutCallMayHaveBeenCounted shows what a caller can observe when
-// the answer comes after the deadline: an error, for a request that Redis
-// counted. Nothing can tell the caller otherwise without waiting past its
-// timeout; the package docs say so ("Timeouts and errors").
+// its call has been written to Redis but the answer comes after the caller
+// gave up (its deadline passed or, here, its context was cancelled: await
+// treats both alike): an error, for a request that Redis counted. Nothing
+// can tell the caller otherwise without waiting past its timeout; the
+// package docs say so ("Timeouts and errors").
 func TestATimedOutCallMayHaveBeenCounted(t *testing.T) {
 	addr := redistest.Addr(t)
 	ctx := context.Background()
 	p := core.TokenBucket(10, time.Minute)
-	timedOut := make(chan struct{})
 	armed := make(chan struct{}, 1)
-	// go-redis's defaults: the batcher sends, the caller waits with its
-	// timer, so holding the reply back cannot hold the caller.
+	counted := make(chan struct{}) // Redis has answered the held call
+	gaveUp := make(chan struct{})  // its caller has returned
+	// go-redis's defaults: the batcher sends, the caller waits, so holding
+	// the reply back does not hold the caller.
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = rdb.Close() })
 	rdb.AddHook(hookFunc(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 		err := next(ctx, cmd)
-		if isScriptCall(cmd) && err == nil { // Redis has counted it
+		if isScriptCall(cmd) && err == nil {
 			select {
 			case <-armed:
-				<-timedOut // hold the reply until the caller gave up
+				close(counted)
+				<-gaveUp
 			default:
 			}
 		}
 		return err
 	}))
 	clock := coretest.NewClock(coretest.Epoch)
-	lim := newLimiter(t, rdb, p, withClock(clock.Now), WithTimeout(20*time.Millisecond))
+	lim := newLimiter(t, rdb, p, withClock(clock.Now), WithTimeout(time.Minute))
 	require.False(t, lim.direct)
 	d, err := lim.Peek(ctx, "k") // loads the script: the call below is one EVALSHA
 	require.NoError(t, err)
 	require.Equal(t, int64(10), d.Remaining)
 
 	armed <- struct{}{}
-	_, err = lim.Allow(ctx, "k")
-	close(timedOut)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	callCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		<-counted
+		cancel()
+	}()
+	_, err = lim.Allow(callCtx, "k")
+	close(gaveUp)
+	require.ErrorIs(t, err, context.Canceled)
 
 	d, err = lim.Peek(ctx, "k")
 	require.NoError(t, err)
-	assert.Equal(t, int64(9), d.Remaining, "Redis counted the call that timed out")
+	assert.Equal(t, int64(9), d.Remaining, "Redis counted the call whose caller got an error")
 }
 
 // TestAnEndedContextSendsNothing: a call whose context has already ended

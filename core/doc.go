@@ -34,19 +34,25 @@
 //	lim, err := core.New(core.TokenBucket(100, time.Minute))
 //	d, err := lim.Allow(ctx, key)
 //
-// Keys live in up to 256 shards, each an open-addressing hash table that
-// requests search without locking (registry.go says why and how). A request
-// for a key already present hashes the key once and updates its state with
-// one CompareAndSwap (the sliding window, whose state is several words, takes
-// a small per-key mutex instead); it allocates nothing. Only a new key,
-// eviction and Reset take the shard's mutex.
+// A request for a key already present takes no shared lock and allocates
+// nothing. Idle keys are dropped by a background goroutine (Close stops it):
+// a key idle for longer than Policy.Recovery is indistinguishable from a key
+// never seen, so dropping it is lossless. WithMaxKeys bounds the keys held;
+// when a flood fills the limiter, keys are evicted without ever handing
+// quota back (see WithMaxKeys).
 //
-// Idle keys are dropped by a background goroutine (Close stops it). A key idle
-// for longer than Policy.Recovery is indistinguishable from a key never seen,
-// so eviction never changes a decision; the janitor sweeps one shard at a time
-// and rebuilds shard maps that have shrunk, so their memory returns to the
-// runtime (Go maps never shrink by themselves). WithMaxKeys bounds the keys
-// held: see it for what happens when a flood fills the limiter.
+// # What is promised
+//
+// For every algorithm and every store (this one and the Redis store): a
+// client sending steadily at exactly Limit per Window is never denied (a
+// leaky bucket never overflows), except that a key arriving while a flood
+// of other keys fills WithMaxKeys may start with part of its quota spent;
+// no interval of one Window
+// admits more than Policy.MaxInWindow; a denied client that waits exactly
+// RetryAfter and retries the same cost is admitted, absent other traffic;
+// eviction, Reset and a full limiter never admit more than that bound; and
+// at one instant Peek's Allowed is what the next unit AllowN gets. Package
+// coretest checks each of these against a slow reference model.
 //
 // Time comes from the process's monotonic clock, or from WithClock in tests.
 // A clock that steps backwards never adds capacity, and a forward jump

@@ -172,3 +172,19 @@ func ExampleMemoryLimiter_Wait() {
 	fmt.Println("sent 3")
 	// Output: sent 3
 }
+
+// MustNew serves policies written in the program: an invalid one is a
+// programmer error, reported by a panic at startup.
+func ExampleMustNew() {
+	lim := core.MustNew(core.FixedWindow(2, time.Minute))
+	defer lim.Close()
+	ctx := context.Background()
+	for range 3 {
+		d, _ := lim.Allow(ctx, "203.0.113.7")
+		fmt.Println(d.Allowed, d.Remaining)
+	}
+	// Output:
+	// true 1
+	// true 0
+	// false 0
+}

@@ -3,21 +3,23 @@ package core
 import "sync/atomic"
 
 // fixedState is the per-key state of a fixed window, packed into one word
-// so that an admission is one CompareAndSwap: the high 32 bits hold the low
-// 32 bits of the window number (Unix time / Window, so windows are aligned to
-// the epoch and every process agrees on the boundaries), the low 32 bits the
-// count admitted in it (hence Limit <= MaxWindowLimit).
+// so that an admission is one CompareAndSwap: the low bits hold the count
+// admitted in the window (rule.countBits bits, just enough for Limit), the
+// high bits the low bits of the window number (Unix time / Window, so windows
+// are aligned to the epoch and every process agrees on the boundaries).
 //
-// Truncating the window number means a key idle for exactly a multiple of
-// 2^32 windows (49 days of 1 ms windows, 136 years of 1 s windows) would see
-// its old count again; the registry evicts a key one window after its last
-// use, long before. The zero value is a key never seen.
+// The window number is compared modulo 2^(64-countBits): at least 2^31
+// windows either way (Limit near MaxWindowLimit), 2^56 for a Limit of 100.
+// A key idle that long is swept long before (one sweep interval after its
+// window ends), so only a clock that leapt forward by that many windows
+// without a sweep could see an old count again. The zero value is a key
+// never seen; a stored count is never 0.
 type fixedState struct {
 	w atomic.Int64
 }
 
-func packFixed(window, count int64) int64 {
-	return int64(uint64(uint32(window))<<32 | uint64(uint32(count)))
+func (r *rule) packFixed(window, count int64) int64 {
+	return window<<r.countBits | count
 }
 
 // current returns the window a request at now counts in and the count
@@ -28,14 +30,16 @@ func (s *fixedState) current(r *rule, word, now int64) (window, count int64) {
 	if word == 0 {
 		return window, 0
 	}
-	ahead := int32(uint32(window) - uint32(word>>32))
+	// The stored window's distance behind now's, sign-extended from the
+	// bits the word keeps of it.
+	behind := (window<<r.countBits - word&^r.countMask) >> r.countBits
 	switch {
-	case ahead > 0:
+	case behind > 0:
 		return window, 0
-	case ahead < 0:
-		window -= int64(ahead) // the stored window, later than now's
+	case behind < 0:
+		window -= behind // the stored window, later than now's
 	}
-	return window, int64(uint32(word))
+	return window, word & r.countMask
 }
 
 func (s *fixedState) init(*rule) {}
@@ -65,7 +69,7 @@ func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, bool)
 			}
 			return d, true
 		}
-		if s.w.CompareAndSwap(word, packFixed(window, count+n)) {
+		if s.w.CompareAndSwap(word, r.packFixed(window, count+n)) {
 			d.remaining = r.limit - count - n
 			d.reset = untilEnd
 			return d, true
@@ -78,23 +82,48 @@ func (s *fixedState) idle(r *rule, now int64) bool {
 	if word == retired {
 		return false
 	}
-	if word == 0 {
-		return true
-	}
-	window := floorDiv(now, r.window)
-	return int32(uint32(window)-uint32(word>>32)) > 0
+	_, count := s.current(r, word, now)
+	return count == 0
 }
 
-func (s *fixedState) retire(r *rule, now int64, mode retireMode) bool {
-	word := s.w.Load()
-	if word == retired {
-		return false
-	}
-	if mode != retireAlways {
-		_, count := s.current(r, word, now)
-		if count > 0 && (mode == retireIdle || count+1 > r.limit) {
+func (s *fixedState) retire(r *rule, now int64, mode retireMode, into *fixedState) bool {
+	for {
+		word := s.w.Load()
+		if word == retired {
 			return false
 		}
+		if mode != retireAlways {
+			_, count := s.current(r, word, now)
+			if count > 0 && (mode == retireIdle || count+1 > r.limit) {
+				return false
+			}
+		}
+		if s.w.CompareAndSwap(word, retired) {
+			if into != nil {
+				into.raise(r, now, word)
+			}
+			return true
+		}
 	}
-	return s.w.CompareAndSwap(word, retired)
+}
+
+func (s *fixedState) absorb(r *rule, now int64, src *fixedState) {
+	if word := src.w.Load(); word != retired {
+		s.raise(r, now, word)
+	}
+}
+
+// raise makes s at least as used as the state word, seen at now: the later
+// window wins, and in the same window the larger count. A count in a window
+// before now's is no use to anyone. Only states no lock-free reader can
+// reach are raised, under the shard's mutex.
+func (s *fixedState) raise(r *rule, now, word int64) {
+	w2, c2 := s.current(r, word, now)
+	if c2 == 0 {
+		return
+	}
+	w1, c1 := s.current(r, s.w.Load(), now)
+	if c1 == 0 || w2 > w1 || (w2 == w1 && c2 > c1) {
+		s.w.Store(r.packFixed(w2, c2))
+	}
 }

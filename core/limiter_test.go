@@ -108,16 +108,17 @@ func TestSlidingWindowBound(t *testing.T) {
 				}
 			}
 		}
-		bound := float64(limit) * (1 + 1/float64(buckets))
+		bound := limit + (limit+buckets-1)/buckets
+		require.Equal(rt, bound, p.MaxInWindow())
 		most, lo := 0, 0
 		for hi := range admitted {
-			for admitted[hi]-admitted[lo] >= window {
+			for admitted[hi]-admitted[lo] > window { // closed intervals [a, a+window]
 				lo++
 			}
 			most = max(most, hi-lo+1)
 		}
-		if float64(most) > bound {
-			rt.Fatalf("%d admitted within one window %v, bound %.2f", most, window, bound)
+		if int64(most) > bound {
+			rt.Fatalf("%d admitted within one window %v, bound %d", most, window, bound)
 		}
 	})
 }

@@ -29,12 +29,16 @@ type MemoryLimiter struct {
 	sliding *registry[slidingState, *slidingState]
 	rule    rule
 	testNow func() int64 // WithClock, made monotonic; nil for the real clock
-	base    time.Time    // the real clock: monotonic time since base ...
-	baseNs  int64        // ... plus base's Unix time
-	closed  atomic.Bool
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	// testPause, when set (tests only), runs after a test clock is read:
+	// it lets a test hold a request between its clock reading and its
+	// decision.
+	testPause func()
+	base      time.Time // the real clock: monotonic time since base ...
+	baseNs    int64     // ... plus base's Unix time
+	closed    atomic.Bool
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
 }
 
 var _ Limiter = (*MemoryLimiter)(nil)
@@ -53,13 +57,18 @@ type config struct {
 //
 // When a new key arrives and its shard is full, the limiter first evicts idle
 // keys (lossless), then the least-used key that is not currently limited
-// (the one closest to its full quota: that client may get some of its quota
-// back early, never less). A key that is currently limited is never evicted,
-// so flooding keys cannot free an abuser. Only if every sampled key is
-// limited does the new key share an overflow state with the other keys that
-// found no room in its shard: such keys are limited together, as one key, by
-// the same policy, until room appears. The bound is enforced per shard (1/256
-// of n each, for n >= 16384), so eviction starts slightly before n keys.
+// (the most Remaining among a sample of 32). A key that is currently limited
+// is never evicted, so flooding keys cannot free an abuser. Eviction never
+// hands quota back: what an evicted key had used is inherited by every key
+// that arrives in its shard afterwards (the shard keeps one state at least
+// as used as every key it evicted), until that usage has recovered. So under
+// a flood a newcomer may start with a little of its quota spent, the usage
+// of the least-used key evicted, and no key, evicted or not, is ever admitted
+// beyond its policy. If every sampled key is limited, the new key shares that
+// inherited state with the other keys that found no room: they are limited
+// together, as one key, by the same policy, until room appears. The bound is
+// enforced per shard (1/256 of n each, for n >= 16384), so eviction starts
+// slightly before n keys.
 //
 // The default is 1,000,000 keys for the token bucket, leaky bucket and fixed
 // window (about 70 MB), and for the sliding window as many as fit in 256 MiB
@@ -139,12 +148,27 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	return l, nil
 }
 
+// MustNew is New for policies and options written in the program: it panics
+// with New's error when they are invalid. Use New for policies read from
+// configuration.
+func MustNew(p Policy, opts ...Option) *MemoryLimiter {
+	l, err := New(p, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
 // clock returns now in Unix nanoseconds. The real clock reads only the
 // monotonic clock (one vDSO call, where time.Now makes two), inline rather
 // than through a function value: it is a large share of a decision's time.
 func (l *MemoryLimiter) clock() int64 {
 	if l.testNow != nil {
-		return l.testNow()
+		now := l.testNow()
+		if l.testPause != nil {
+			l.testPause()
+		}
+		return now
 	}
 	return l.baseNs + int64(time.Since(l.base))
 }
@@ -194,7 +218,8 @@ func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (Decision
 }
 
 // Peek reports what a unit-cost request for key would be told now, without
-// consuming anything. A key never seen is reported full and is not stored.
+// consuming anything: at one instant, Peek's Allowed is what the next AllowN
+// of cost 1 gets. A key not held is not stored.
 func (l *MemoryLimiter) Peek(_ context.Context, key string) (Decision, error) {
 	if l.closed.Load() {
 		return Decision{}, ErrClosed
@@ -202,18 +227,21 @@ func (l *MemoryLimiter) Peek(_ context.Context, key string) (Decision, error) {
 	return l.rule.decision(l.decide(key, l.clock(), 1, false)), nil
 }
 
-// Reset forgets key, so that its next request is treated as its first.
+// Reset forgets key, so that its next request is treated as its first, with
+// the full quota, even in a shard that a flood of keys has filled (see
+// WithMaxKeys).
 func (l *MemoryLimiter) Reset(_ context.Context, key string) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
+	now := l.clock()
 	switch {
 	case l.gcra != nil:
-		l.gcra.reset(key)
+		l.gcra.reset(key, now)
 	case l.fixed != nil:
-		l.fixed.reset(key)
+		l.fixed.reset(key, now)
 	default:
-		l.sliding.reset(key)
+		l.sliding.reset(key, now)
 	}
 	return nil
 }

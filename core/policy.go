@@ -98,6 +98,10 @@ func FixedWindow(limit int64, window time.Duration) Policy {
 
 // SlidingWindow returns a policy admitting at most limit requests in the
 // trailing window, counted in DefaultBuckets buckets (see WithBuckets).
+// Buckets drop out whole, so any interval of one window admits at most
+// limit + ceil(limit/buckets) (see Policy.MaxInWindow), and a client sending
+// steadily at limit per window is always admitted. The window must be a
+// whole number of nanoseconds per bucket.
 func SlidingWindow(limit int64, window time.Duration) Policy {
 	return Policy{Algorithm: AlgSlidingWindow, Limit: limit, Window: window, Buckets: DefaultBuckets}
 }
@@ -300,7 +304,10 @@ type rule struct {
 	ring     int64 // sliding: B+1 counters are kept
 	cap2     int64 // sliding: admitted in any B+1 consecutive buckets, Limit + ceil(Limit/B)
 	capacity int64 // the largest cost ever admitted: Policy.Capacity
-	delay    bool  // leaky bucket that delays (not a meter)
+	// fixed window: the count's bits in the packed word (fixedwindow.go)
+	countBits uint
+	countMask int64
+	delay     bool // leaky bucket that delays (not a meter)
 }
 
 func compile(p Policy) (rule, error) {
@@ -322,6 +329,9 @@ func compile(p Policy) (rule, error) {
 	case AlgSlidingWindow:
 		r.ring = p.Buckets + 1
 		r.cap2 = p.MaxInWindow()
+	case AlgFixedWindow:
+		r.countBits = uint(bits.Len64(uint64(p.Limit)))
+		r.countMask = 1<<r.countBits - 1
 	}
 	return r, nil
 }

@@ -35,6 +35,10 @@ func TestPolicyValidation(t *testing.T) {
 		{"burst refill overflows", core.TokenBucket(1, time.Hour).WithBurst(math.MaxInt64), "core: TokenBucket burst 9223372036854775807 at 1 per 1h0m0s takes longer than 640511h56m49.213693952s to refill"},
 		{"burst refill far too long", core.LeakyBucket(1, 24*time.Hour).WithBurst(1 << 20), "core: LeakyBucket burst 1048576 at 1 per 24h0m0s takes longer than 640511h56m49.213693952s to refill"},
 		{"meter on a window", core.Policy{Algorithm: core.AlgFixedWindow, Limit: 1, Window: time.Second, Meter: true}, "core: meter mode applies to LeakyBucket only, not FixedWindow"},
+		{"rate not kept within 0.1%", core.TokenBucket(600_000_000, time.Second), "core: TokenBucket rate 600000000 per 1s cannot be kept within 0.1%: its interval (window/limit) rounds to 1ns; use a longer window or a limit that divides it"},
+		{"leaky rate not kept within 0.1%", core.LeakyBucket(1_000_000, 500700*time.Microsecond), "core: LeakyBucket rate 1000000 per 500.7ms cannot be kept within 0.1%: its interval (window/limit) rounds to 500ns; use a longer window or a limit that divides it"},
+		{"sliding buckets above MaxBuckets", core.SlidingWindow(100, time.Hour).WithBuckets(3_600_000), "core: SlidingWindow buckets must be <= 4096, got 3600000"},
+		{"sliding window not a multiple of its buckets", core.SlidingWindow(5, time.Second).WithBuckets(3), "core: SlidingWindow window 1s must be a whole number of nanoseconds per bucket (3 buckets)"},
 		{"literal token bucket without burst", core.Policy{Algorithm: core.AlgTokenBucket, Limit: 1, Window: time.Second}, "core: TokenBucket burst must be > 0, got 0"},
 	}
 	for _, tc := range cases {
@@ -54,7 +58,9 @@ func TestPolicyValidExtremes(t *testing.T) {
 		core.SlidingWindow(math.MaxUint32, time.Hour).WithBuckets(3600),
 		core.TokenBucket(1_000_000_000, time.Second),
 		core.TokenBucket(1, 50*365*24*time.Hour),
-		core.LeakyBucket(1<<40, 24*time.Hour).WithBurst(1 << 40),
+		core.LeakyBucket(1<<40, (1<<40)*time.Microsecond).WithBurst(1 << 40),
+		core.TokenBucket(3, time.Second),                          // an interval of 333,333,333ns: 1ns short of a third
+		core.TokenBucket(1_000_000, time.Second+time.Millisecond), // 1001ns: 0.0999% fast
 	} {
 		t.Run("accepts "+p.String(), func(t *testing.T) {
 			require.NoError(t, p.Validate())
@@ -80,4 +86,12 @@ func TestPolicyBuilders(t *testing.T) {
 	assert.Equal(t, time.Minute, core.FixedWindow(5, time.Minute).Recovery())
 	assert.Equal(t, "LeakyBucket 10 per 1s burst 50 (meter)", core.LeakyBucket(10, time.Second).WithBurst(50).AsMeter().String())
 	assert.Equal(t, "Algorithm(9)", core.Algorithm(9).String())
+}
+
+func TestMustNewPanicsWithTheError(t *testing.T) {
+	assert.PanicsWithError(t, "core: FixedWindow limit must be > 0, got 0", func() {
+		core.MustNew(core.FixedWindow(0, time.Second))
+	})
+	lim := core.MustNew(core.FixedWindow(1, time.Second))
+	assert.NoError(t, lim.Close())
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // The registry holds the keys of one limiter: a hash table split into
@@ -41,8 +40,12 @@ type stateOf[S any] interface {
 	// idle reports whether the state equals a new key's at now.
 	idle(r *rule, now int64) bool
 	// retire marks the state so that no later decide accepts it, if the
-	// condition of mode holds; it reports whether it did.
-	retire(r *rule, now int64, mode retireMode) bool
+	// condition of mode holds; it reports whether it did. When into is not
+	// nil, into absorbs what the retired state had used.
+	retire(r *rule, now int64, mode retireMode, into *S) bool
+	// absorb makes the state at least as used as src, at now and after:
+	// whatever it then admits, src would have admitted too.
+	absorb(r *rule, now int64, src *S)
 }
 
 type retireMode uint8
@@ -76,12 +79,27 @@ type table[S any] struct {
 const minTable = 16
 
 type shard[S any] struct {
-	mu       sync.Mutex
-	table    atomic.Pointer[table[S]]
-	live     int       // entries present; under mu
-	used     int       // live entries plus tombstones; under mu
-	overflow *entry[S] // shared by new keys that found the shard full of limited keys; under mu
-	_        [24]byte  // one shard per 64-byte cache line
+	mu    sync.Mutex
+	table atomic.Pointer[table[S]]
+	live  int // entries present; under mu
+	used  int // live entries plus tombstones; under mu
+	// latest is the latest instant the shard's writers have acted at; under
+	// mu. Writers act at max(now, latest), so that a request holding a clock
+	// reading older than an eviction cannot decide on a fresh state at a
+	// time when its key was not yet idle.
+	latest int64
+	// inherited, when not nil, is at least as used as every key of the
+	// shard that is not in its table: keys evicted while still in use
+	// (makeRoom) and keys that found no room. A new key starts from a copy
+	// of it, so eviction never hands back quota. Under mu.
+	inherited *S
+	_         [16]byte // one shard per 64-byte cache line
+}
+
+// at returns the instant a writer acts at, holding sh.mu.
+func (sh *shard[S]) at(now int64) int64 {
+	sh.latest = max(sh.latest, now)
+	return sh.latest
 }
 
 type registry[S any, P stateOf[S]] struct {
@@ -148,36 +166,62 @@ func (g *registry[S, P]) decide(key string, now, n int64, consume bool) verdict 
 			return d
 		}
 	}
-	if !consume {
-		// Peek at a key not held: a fresh state, not stored.
-		var fresh S
-		P(&fresh).init(g.rule)
-		d, _ := P(&fresh).decide(g.rule, now, n, false)
-		return d
-	}
+	return g.decideLocked(sh, h, key, now, n, consume)
+}
+
+// decideLocked is decide's slow path, for a key not in the table (or just
+// retired): under the shard's mutex it inserts the key, as a copy of the
+// shard's inherited state, or, when consume is false, reports what such a
+// copy would answer without storing anything.
+func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, key string, now, n int64, consume bool) verdict {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now = sh.at(now)
 	// Entries are retired and removed in one critical section, so one
 	// found under the lock is alive.
 	if _, e := lookup(sh.table.Load(), h, key); e != nil {
-		d, _ := P(&e.state).decide(g.rule, now, n, true)
+		d, _ := P(&e.state).decide(g.rule, now, n, consume)
 		return d
 	}
-	if sh.live >= g.perShard && !g.makeRoom(sh, h, now) {
-		if sh.overflow == nil {
-			sh.overflow = &entry[S]{}
-			P(&sh.overflow.state).init(g.rule)
+	var victim *S
+	if sh.live >= g.perShard {
+		var room bool
+		if room, victim = g.makeRoom(sh, h, now, consume); !room {
+			// Every key looked at is limited: the newcomer shares the
+			// inherited state with the others that found no room.
+			d, _ := P(g.inherited(sh)).decide(g.rule, now, n, consume)
+			return d
 		}
-		d, _ := P(&sh.overflow.state).decide(g.rule, now, n, true)
+	}
+	e := &entry[S]{}
+	P(&e.state).init(g.rule)
+	if sh.inherited != nil {
+		P(&e.state).absorb(g.rule, now, sh.inherited)
+	}
+	if !consume {
+		// Peek: what AllowN would be told, the victim makeRoom would evict
+		// included, so that the two agree at one instant.
+		if victim != nil {
+			P(&e.state).absorb(g.rule, now, victim)
+		}
+		d, _ := P(&e.state).decide(g.rule, now, n, false)
 		return d
 	}
 	// Clone: the key may point into a larger buffer (a header line) that
 	// the table must not keep alive.
-	e := &entry[S]{key: strings.Clone(key)}
-	P(&e.state).init(g.rule)
+	e.key = strings.Clone(key)
 	g.insert(sh, h, e)
 	d, _ := P(&e.state).decide(g.rule, now, n, true)
 	return d
+}
+
+// inherited returns the shard's inherited state, creating it, holding sh.mu.
+func (g *registry[S, P]) inherited(sh *shard[S]) *S {
+	if sh.inherited == nil {
+		sh.inherited = new(S)
+		P(sh.inherited).init(g.rule)
+	}
+	return sh.inherited
 }
 
 // insert adds e, holding sh.mu. The entry is stored before the hash, so a
@@ -233,53 +277,101 @@ func (sh *shard[S]) remove(s *slot[S]) {
 
 // makeRoom evicts from a full shard, holding sh.mu. It looks at up to
 // evictSample entries from a pseudo-random place and retires every idle one
-// (lossless); if none is idle, it retires the key that is not currently
-// limited and is nearest its full quota. It reports whether room was made:
-// false when every key looked at is limited.
-func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64) bool {
-	t := sh.table.Load()
-	var (
-		victim   *slot[S]
-		best     time.Duration
-		freed    bool
-		examined int
-	)
-	start := (h >> 20) & t.mask
-	for k := uint64(0); k <= t.mask && examined < evictSample; k++ {
-		s := &t.slots[(start+k)&t.mask]
-		e := s.entry.Load()
-		if e == nil {
-			continue
+// (lossless); if none is idle, it retires the least-used key that is not
+// limited (the most Remaining), and the shard's inherited state absorbs what
+// that key had used, so that neither it nor any other newcomer gets quota
+// back by eviction. It reports whether room was made: false when every key
+// looked at is limited. With apply false it changes nothing and returns the
+// key it would have evicted (nil when an idle key would do).
+func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool) (room bool, victim *S) {
+	// A retire loses only to a concurrent decision that changed the key
+	// (a CompareAndSwap); look again rather than give up.
+	for range 4 {
+		t := sh.table.Load()
+		var (
+			best     *slot[S]
+			most     int64
+			freed    bool
+			examined int
+		)
+		start := (h >> 20) & t.mask
+		for k := uint64(0); k <= t.mask && examined < evictSample; k++ {
+			s := &t.slots[(start+k)&t.mask]
+			e := s.entry.Load()
+			if e == nil {
+				continue
+			}
+			examined++
+			st := P(&e.state)
+			if st.idle(g.rule, now) {
+				if !apply {
+					return true, nil
+				}
+				if st.retire(g.rule, now, retireIdle, nil) {
+					sh.remove(s)
+					freed = true
+					continue
+				}
+			}
+			if d, ok := st.decide(g.rule, now, 1, false); ok && d.allowed && (best == nil || d.remaining > most) {
+				best, most = s, d.remaining
+			}
 		}
-		examined++
-		st := P(&e.state)
-		if st.idle(g.rule, now) && st.retire(g.rule, now, retireIdle) {
-			sh.remove(s)
-			freed = true
-			continue
+		if freed {
+			return true, nil
 		}
-		if d, ok := st.decide(g.rule, now, 1, false); ok && d.allowed && (victim == nil || d.reset < best) {
-			victim, best = s, d.reset
+		if best == nil {
+			return false, nil
+		}
+		e := best.entry.Load()
+		if !apply {
+			return true, &e.state
+		}
+		if P(&e.state).retire(g.rule, now, retireUnlimited, g.inherited(sh)) {
+			sh.remove(best)
+			return true, nil
 		}
 	}
-	if freed {
-		return true
-	}
-	if victim != nil && P(&victim.entry.Load().state).retire(g.rule, now, retireUnlimited) {
-		sh.remove(victim)
-		return true
-	}
-	return false
+	return false, nil
 }
 
-func (g *registry[S, P]) reset(key string) {
+// reset forgets key. In a shard whose inherited state is in use, the key
+// is put back as a new key of its own, so that its next request starts
+// from a full quota rather than from the inherited one.
+func (g *registry[S, P]) reset(key string, now int64) {
 	h := g.hash(key)
 	sh := &g.shards[h>>g.shift]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now = sh.at(now)
 	if s, e := lookup(sh.table.Load(), h, key); e != nil {
-		P(&e.state).retire(g.rule, 0, retireAlways)
+		P(&e.state).retire(g.rule, now, retireAlways, nil)
 		sh.remove(s)
+	}
+	if sh.inherited == nil || P(sh.inherited).idle(g.rule, now) {
+		return
+	}
+	if sh.live >= g.perShard {
+		if room, _ := g.makeRoom(sh, h, now, true); !room {
+			g.evictAny(sh, now)
+		}
+	}
+	e := &entry[S]{key: strings.Clone(key)}
+	P(&e.state).init(g.rule)
+	g.insert(sh, h, e)
+}
+
+// evictAny evicts the first entry of a full shard whatever its state,
+// holding sh.mu; the inherited state absorbs it. Only Reset needs it, when
+// every key looked at is limited.
+func (g *registry[S, P]) evictAny(sh *shard[S], now int64) {
+	t := sh.table.Load()
+	for i := range t.slots {
+		s := &t.slots[i]
+		if e := s.entry.Load(); e != nil && P(&e.state).retire(g.rule, now, retireAlways, g.inherited(sh)) {
+			sh.remove(s)
+			return
+		}
 	}
 }
 
@@ -298,19 +390,25 @@ func (g *registry[S, P]) len() int {
 // writer waits at most for one shard's sweep (maxKeys/256 entries) and
 // readers never wait. A shard whose table has become mostly empty (or full
 // of tombstones) is rebuilt smaller, so its memory returns to the runtime.
+// While a shard's inherited state is still in use its idle keys stay: a key
+// evicted then would come back as a copy of that state, more used than it
+// is.
 func (g *registry[S, P]) sweep(now int64) {
 	for i := range g.shards {
 		sh := &g.shards[i]
 		sh.mu.Lock()
-		t := sh.table.Load()
-		for j := range t.slots {
-			s := &t.slots[j]
-			if e := s.entry.Load(); e != nil && P(&e.state).idle(g.rule, now) && P(&e.state).retire(g.rule, now, retireIdle) {
-				sh.remove(s)
-			}
+		at := sh.at(now)
+		if sh.inherited != nil && P(sh.inherited).idle(g.rule, at) {
+			sh.inherited = nil
 		}
-		if sh.overflow != nil && P(&sh.overflow.state).idle(g.rule, now) {
-			sh.overflow = nil
+		t := sh.table.Load()
+		if sh.inherited == nil {
+			for j := range t.slots {
+				s := &t.slots[j]
+				if e := s.entry.Load(); e != nil && P(&e.state).idle(g.rule, at) && P(&e.state).retire(g.rule, at, retireIdle, nil) {
+					sh.remove(s)
+				}
+			}
 		}
 		if size := len(t.slots); size > minTable && (sh.live*8 < size || (sh.used-sh.live)*4 > size) {
 			g.rebuild(sh, sh.live*2)

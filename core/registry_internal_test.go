@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,8 +78,11 @@ func TestEvictionIsLossless(t *testing.T) {
 }
 
 // TestKeyFloodIsBounded floods a limiter bounded to 100,000 keys with
-// 1,000,000 distinct keys: memory stays bounded, and keys that were limited
-// before the flood are still limited after it.
+// 1,000,000 distinct keys, a thousand new ones a second: memory stays
+// bounded, keys that were limited before the flood are still limited after
+// it, and the flood's own keys (each a first request) are all admitted,
+// because the usage the evicted keys leave behind recovers faster than the
+// flood turns the table over.
 func TestKeyFloodIsBounded(t *testing.T) {
 	flood := 1_000_000
 	if raceEnabled || testing.Short() {
@@ -97,15 +102,26 @@ func TestKeyFloodIsBounded(t *testing.T) {
 		require.True(t, d.Allowed)
 	}
 	for i := range flood {
+		clock.advance(time.Millisecond)
 		d, err := l.Allow(ctx, "flood-"+strconv.Itoa(i))
 		require.NoError(t, err)
 		require.True(t, d.Allowed, "a flood of fresh keys is still admitted (key %d)", i)
+		if i%1000 == 0 {
+			// The abusers keep hammering through the flood (a request a
+			// second each, six times their rate).
+			for _, k := range abusers {
+				_, err := l.Allow(ctx, k)
+				require.NoError(t, err)
+			}
+		}
 	}
 	grown := heapInUse() - before
 	t.Logf("heap after %d keys bounded to 100,000: +%.1f MiB, %d keys held", flood, float64(grown)/(1<<20), l.Len())
 	assert.LessOrEqual(t, l.Len(), 100_000)
 	assert.Less(t, grown, int64(32<<20), "heap increase")
 	for _, k := range abusers {
+		_, err := l.Allow(ctx, k) // takes the token that may have come back since the last round
+		require.NoError(t, err)
 		d, err := l.Allow(ctx, k)
 		require.NoError(t, err)
 		assert.False(t, d.Allowed, "limited key %s must survive the flood", k)
@@ -160,7 +176,8 @@ func TestFullRegistryOfLimitedKeys(t *testing.T) {
 }
 
 // TestFullRegistryEvictsTheLeastUsedUnlimitedKey: with room needed and no
-// idle key, the key nearest its full quota goes, never a limited one.
+// idle key, the key nearest its full quota goes, never a limited one, and
+// what it had used stays counted: the newcomer inherits it.
 func TestFullRegistryEvictsTheLeastUsedUnlimitedKey(t *testing.T) {
 	clock := &fakeClock{t: epoch}
 	p := TokenBucket(10, time.Minute)
@@ -177,16 +194,187 @@ func TestFullRegistryEvictsTheLeastUsedUnlimitedKey(t *testing.T) {
 	d, err := l.Allow(ctx, "newcomer")
 	require.NoError(t, err)
 	assert.True(t, d.Allowed)
-	assert.Equal(t, int64(9), d.Remaining, "the newcomer has its own state")
+	assert.Equal(t, int64(8), d.Remaining, "the newcomer starts from the evicted key's usage (1)")
 	assert.Equal(t, 32, l.Len())
 	for i := range 31 {
 		d, err := l.Peek(ctx, "limited-"+strconv.Itoa(i))
 		require.NoError(t, err)
 		assert.False(t, d.Allowed, "limited-%d kept", i)
 	}
-	d, err = l.Peek(ctx, "light")
+	admitted := 1 // light's first request
+	for range 20 {
+		d, err := l.Allow(ctx, "light")
+		require.NoError(t, err)
+		if d.Allowed {
+			admitted++
+		}
+	}
+	assert.LessOrEqual(t, admitted, 10, "the evicted key never gets more than its limit")
+}
+
+// TestEvictedKeyIsNotAdmittedBeyondItsLimit is defect 2 of the review: a
+// fixed-window key that used 9 of 10 was evicted to make room, instead of
+// one that used 1, and then got 10 more in the same window.
+func TestEvictedKeyIsNotAdmittedBeyondItsLimit(t *testing.T) {
+	for trial := range 40 {
+		clock := &fakeClock{t: epoch}
+		l := newTestLimiter(t, FixedWindow(10, time.Minute), clock, WithMaxKeys(2))
+		ctx := context.Background()
+		_, err := l.AllowN(ctx, "heavy", 9)
+		require.NoError(t, err)
+		_, err = l.AllowN(ctx, "light", 1)
+		require.NoError(t, err)
+		d, err := l.Allow(ctx, "newcomer-"+strconv.Itoa(trial))
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		h, err := l.Peek(ctx, "heavy")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), h.Remaining, "trial %d: the heavy key was kept, the light one evicted", trial)
+		admitted := int64(9)
+		for range 20 {
+			d, err := l.Allow(ctx, "heavy")
+			require.NoError(t, err)
+			if d.Allowed {
+				admitted++
+			}
+		}
+		assert.Equal(t, int64(10), admitted, "trial %d: heavy gets exactly its limit in the window", trial)
+		clock.advance(time.Second)
+		admitted = 1
+		for range 20 {
+			d, err := l.Allow(ctx, "light")
+			require.NoError(t, err)
+			if d.Allowed {
+				admitted++
+			}
+		}
+		assert.LessOrEqual(t, admitted, int64(10), "trial %d: the evicted light key never exceeds its limit", trial)
+	}
+}
+
+// TestOverflowKeysPeekAndReset is defect 3 of the review: keys sharing the
+// overflow state were told Allowed by Peek while the next AllowN at the
+// same instant was denied, and Reset did nothing for them.
+func TestOverflowKeysPeekAndReset(t *testing.T) {
+	for _, p := range allPolicies() {
+		t.Run(p.Algorithm.String(), func(t *testing.T) {
+			clock := &fakeClock{t: epoch}
+			l := newTestLimiter(t, p, clock, WithMaxKeys(4))
+			ctx := context.Background()
+			for i := range 4 {
+				d, err := l.AllowN(ctx, "held-"+strconv.Itoa(i), p.Capacity())
+				require.NoError(t, err)
+				require.True(t, d.Allowed)
+			}
+			for i := range 3 * int(p.Capacity()) {
+				key := "new-" + strconv.Itoa(i%3)
+				peek, err := l.Peek(ctx, key)
+				require.NoError(t, err)
+				d, err := l.Allow(ctx, key)
+				require.NoError(t, err)
+				require.Equal(t, peek.Allowed, d.Allowed, "request %d: Peek agrees with the next Allow", i)
+				if peek.Allowed {
+					require.Equal(t, peek.Remaining-1, d.Remaining, "request %d", i)
+				}
+			}
+			d, err := l.Allow(ctx, "new-1")
+			require.NoError(t, err)
+			require.False(t, d.Allowed, "the newcomers share one used-up state")
+			require.NoError(t, l.Reset(ctx, "new-1"))
+			peek, err := l.Peek(ctx, "new-1")
+			require.NoError(t, err)
+			assert.True(t, peek.Allowed)
+			assert.Equal(t, p.Capacity(), peek.Remaining, "Peek after Reset: a full quota")
+			d, err = l.Allow(ctx, "new-1")
+			require.NoError(t, err)
+			assert.True(t, d.Allowed, "Reset gives an overflowed key its first request back")
+			d, err = l.Allow(ctx, "new-2")
+			require.NoError(t, err)
+			assert.False(t, d.Allowed, "the others stay limited")
+		})
+	}
+}
+
+// TestEvictionRacingAnOlderClockReading is defect 4 of the review: a
+// request reads the clock, is descheduled, the janitor evicts its key at a
+// later instant, and the request then decided on a fresh state at its
+// older instant, getting quota the key did not have then.
+func TestEvictionRacingAnOlderClockReading(t *testing.T) {
+	for _, tc := range []struct {
+		p       Policy
+		reading time.Duration // the paused request's clock, after the key used its capacity at epoch
+		sweep   time.Duration // when the janitor evicts the key (idle by then)
+	}{
+		{FixedWindow(10, time.Minute), 30 * time.Second, 61 * time.Second},
+		{TokenBucket(10, time.Minute), 30 * time.Second, 61 * time.Second},
+		{LeakyBucket(10, time.Minute).AsMeter(), 30 * time.Second, 61 * time.Second},
+		{SlidingWindow(10, time.Minute), 30 * time.Second, 2 * time.Minute},
+	} {
+		t.Run(tc.p.Algorithm.String(), func(t *testing.T) {
+			clock := &fakeClock{t: epoch}
+			var mu sync.Mutex
+			l := newTestLimiter(t, tc.p, &fakeClock{t: epoch}, WithClock(func() time.Time {
+				mu.Lock()
+				defer mu.Unlock()
+				return clock.t
+			}))
+			ctx := context.Background()
+			d, err := l.AllowN(ctx, "k", 10)
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+
+			paused, resume := make(chan struct{}), make(chan struct{})
+			var armed atomic.Bool
+			armed.Store(true)
+			l.testPause = func() {
+				if armed.CompareAndSwap(true, false) { // the first reading only
+					close(paused)
+					<-resume
+				}
+			}
+			mu.Lock()
+			clock.t = epoch.Add(tc.reading)
+			mu.Unlock()
+			got := make(chan Decision)
+			go func() {
+				d, _ := l.Allow(ctx, "k")
+				got <- d
+			}()
+			<-paused // the request holds the reading epoch+reading
+			mu.Lock()
+			clock.t = epoch.Add(tc.sweep)
+			mu.Unlock()
+			l.sweep()
+			require.Zero(t, l.Len(), "the janitor evicted the idle key")
+			close(resume)
+			d = <-got
+			require.True(t, d.Allowed, "idle at the sweep's instant, so admitted")
+
+			// The request was decided at the sweep's instant, not at its
+			// older reading: at that instant the key has used exactly 1.
+			peek, err := l.Peek(ctx, "k")
+			require.NoError(t, err)
+			assert.Equal(t, int64(9), peek.Remaining)
+		})
+	}
+}
+
+// TestFixedWindowKeyUnsweptForBillionsOfWindows: a key's window number is
+// kept in 64-bits-of-count bits, so a key last used 2^31+ windows ago (a
+// clock that leapt, with no sweep between) is not mistaken for the future.
+func TestFixedWindowKeyUnsweptForBillionsOfWindows(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	l := newTestLimiter(t, FixedWindow(100, time.Millisecond), clock)
+	ctx := context.Background()
+	d, err := l.AllowN(ctx, "k", 100)
 	require.NoError(t, err)
-	assert.Equal(t, int64(10), d.Remaining, "the lightly used key was the one evicted")
+	require.True(t, d.Allowed)
+	for _, leap := range []int64{1 << 31, 1<<31 + 1, 1 << 32, 1<<33 + 7} {
+		clock.advance(time.Duration(leap) * time.Millisecond)
+		d, err := l.AllowN(ctx, "k", 100)
+		require.NoError(t, err)
+		assert.True(t, d.Allowed, "%d windows later the key has its full quota", leap)
+	}
 }
 
 // TestBackwardClockAtTheAlgorithm bypasses the limiter's monotonic guard to

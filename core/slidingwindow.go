@@ -12,15 +12,16 @@ import (
 //
 // A request in bucket k is admitted when both of these stay true:
 //
-//	the B buckets k-B+1..k hold at most Limit            (the trailing window)
-//	the B+1 buckets k-B..k hold at most Limit + Limit/B  (the bucket before it too)
+//	the B buckets k-B+1..k hold at most Limit                  (the trailing window)
+//	the B+1 buckets k-B..k hold at most Limit + ceil(Limit/B)  (the bucket before it too)
 //
 // The first is the usual bucketed sliding window; alone it admits up to
 // 2*Limit in an interval of one Window (Limit at the very end of one bucket,
 // Limit again when that bucket drops out B-1 buckets later). The second
 // closes that gap: any interval of length Window meets at most B+1 buckets,
-// so it holds at most Limit*(1+1/B). A client sending steadily at exactly
-// Limit per Window satisfies both.
+// so it holds at most Limit + ceil(Limit/B) (Policy.MaxInWindow). A client
+// sending steadily at exactly Limit per Window satisfies both: B+1 buckets
+// span Window*(1+1/B), in which it sends at most Limit + ceil(Limit/B).
 //
 // The counters are several words that must be read and written together, so
 // unlike the one-word algorithms each key has a small mutex; see "Design
@@ -145,7 +146,7 @@ func (s *slidingState) isIdle(r *rule, now int64) bool {
 	return !s.dead && (s.head == 0 || floorDiv(now, r.interval)-s.head >= r.ring)
 }
 
-func (s *slidingState) retire(r *rule, now int64, mode retireMode) bool {
+func (s *slidingState) retire(r *rule, now int64, mode retireMode, into *slidingState) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
@@ -162,5 +163,38 @@ func (s *slidingState) retire(r *rule, now int64, mode retireMode) bool {
 		}
 	}
 	s.dead = true
+	if into != nil {
+		into.absorbLocked(r, now, s)
+	}
 	return true
+}
+
+func (s *slidingState) absorb(r *rule, now int64, src *slidingState) {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if !src.dead {
+		s.absorbLocked(r, now, src)
+	}
+}
+
+// absorbLocked makes s at least as used as src, bucket by bucket, from the
+// later of the two heads and now's bucket on; the caller holds src.mu. Only
+// states no lock-free reader can reach absorb, under the shard's mutex.
+func (s *slidingState) absorbLocked(r *rule, now int64, src *slidingState) {
+	if src.head == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := max(floorDiv(now, r.interval), s.head, src.head)
+	s.advance(r, k)
+	for b := k - r.buckets; b <= k; b++ {
+		if b > src.head || src.head-b >= r.ring {
+			continue // src holds nothing for bucket b
+		}
+		if c := src.counts[b%r.ring]; c > s.counts[b%r.ring] {
+			s.total += int64(c - s.counts[b%r.ring])
+			s.counts[b%r.ring] = c
+		}
+	}
 }

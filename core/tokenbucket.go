@@ -68,15 +68,42 @@ func (s *gcraState) idle(_ *rule, now int64) bool {
 	return tat != retired && tat <= now
 }
 
-func (s *gcraState) retire(r *rule, now int64, mode retireMode) bool {
-	tat := s.tat.Load()
-	switch {
-	case tat == retired:
-		return false
-	case mode == retireIdle && tat > now:
-		return false
-	case mode == retireUnlimited && max(tat, now)+r.interval-now > r.tau:
-		return false
+// retire marks the state retired if mode allows it at now, retrying when a
+// concurrent decision changes it first; into, when not nil, absorbs what the
+// state had used.
+func (s *gcraState) retire(r *rule, now int64, mode retireMode, into *gcraState) bool {
+	for {
+		tat := s.tat.Load()
+		switch {
+		case tat == retired:
+			return false
+		case mode == retireIdle && tat > now:
+			return false
+		case mode == retireUnlimited && max(tat, now)+r.interval-now > r.tau:
+			return false
+		}
+		if s.tat.CompareAndSwap(tat, retired) {
+			if into != nil {
+				into.raise(tat)
+			}
+			return true
+		}
 	}
-	return s.tat.CompareAndSwap(tat, retired)
+}
+
+// absorb makes s at least as used as src: a TAT is a deadline, so the later
+// of the two is the more used state at every instant.
+func (s *gcraState) absorb(_ *rule, _ int64, src *gcraState) {
+	if tat := src.tat.Load(); tat != retired {
+		s.raise(tat)
+	}
+}
+
+// raise moves s's TAT to tat if that is later. Only states that no
+// lock-free reader can reach are raised (a shard's inherited state, a new
+// entry), under the shard's mutex.
+func (s *gcraState) raise(tat int64) {
+	if tat > s.tat.Load() {
+		s.tat.Store(tat)
+	}
 }

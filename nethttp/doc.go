@@ -25,11 +25,12 @@
 //
 // # Denied requests
 //
-// 429 Too Many Requests, with the same X-RateLimit-* fields and Retry-After in
-// whole seconds, rounded up and at least 1, so that a client waiting exactly
-// that long succeeds. The body is "Too Many Requests" as text/plain; pass
-// WithDenyHandler(ProblemJSON) for RFC 9457 problem details, or any handler,
-// which receives the core.Decision.
+// 429 Too Many Requests, with the same X-RateLimit-* fields (those of the
+// limit that denied the request, when several are stacked) and Retry-After
+// in whole seconds, rounded up and at least 1, so that a client waiting
+// exactly that long succeeds. The body is "Too Many Requests" as
+// text/plain; pass WithDenyHandler(ProblemJSON) for RFC 9457 problem
+// details, or any handler, which receives the core.Decision.
 //
 // A request whose cost is more than the policy can ever admit
 // (core.ErrCostExceedsCapacity) is denied with 429 and no Retry-After, since
@@ -54,16 +55,24 @@
 // are several middlewares, one inside the other. Each renders its decision
 // into the response headers the outer ones already set, so the response
 // describes them together:
-//   - X-RateLimit-* describe the most restrictive decision: the lowest
-//     Remaining, and on a tie the later reset. A middleware compares its
-//     numbers with the fields already present and replaces them only if it
-//     is more restrictive. The state lives in the response headers
-//     themselves: no context value, no allocation.
-//   - The IETF fields list every policy, in order from the outermost: each
-//     middleware appends its member to the lists.
-//   - Retry-After comes from the middleware that denied. An outer limit has
-//     already counted a request that an inner one denies, so put the limit
-//     most likely to deny outermost.
+//   - On a 429 the X-RateLimit-* fields describe the limit that denied the
+//     request, together with its Retry-After (none for a cost above its
+//     capacity), whatever the limits outside it that admitted the request
+//     show: a request of cost 5 denied with 2 remaining reports that limit
+//     with Remaining 2, even if an outer one has fewer left. Only one limit
+//     can deny a request: the first middleware that denies answers, and the
+//     ones inside it are neither consulted nor charged. A dry-run denial is
+//     not a denial here: it is served, and counts as an admission.
+//   - On an admitted request they describe the most restrictive decision:
+//     the lowest Remaining, and on a tie the later reset. A middleware
+//     compares its numbers with the fields already present and replaces them
+//     only if it is more restrictive. The state lives in the response
+//     headers themselves: no context value, no allocation.
+//   - The IETF fields list every policy consulted, in order from the
+//     outermost: each middleware appends its member to the lists, so a 429
+//     still shows the state of the limits outside the one that denied.
+//   - An outer limit has already counted a request that an inner one
+//     denies, so put the limit most likely to deny outermost.
 //
 // Stacked middlewares should use the same header style and reset format.
 //

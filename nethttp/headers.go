@@ -80,10 +80,14 @@ func (s HeaderStyle) ietf() bool  { return s == HeadersIETF || s == HeadersBoth 
 //
 // It is the renderer every adapter of this module uses, exported for
 // handlers that call a core.Limiter themselves. When h already holds
-// X-RateLimit-* fields from another limit on the same request, they are
-// replaced only if d is more restrictive (fewer requests remaining; on a tie,
-// a later reset), and IETF fields are appended to, so stacked limits report
-// the tightest quota and list every policy. See the package documentation.
+// X-RateLimit-* fields from another limit on the same request, a denial
+// always replaces them (a 429 describes the limit that denied it, and
+// Retry-After is its own, removed when waiting cannot help), while an
+// admission replaces them only if it is more restrictive (fewer requests
+// remaining; on a tie, a later reset). IETF fields are appended to, so
+// stacked limits report the tightest quota and list every policy. A handler
+// that checks several limits itself writes the decision it answers with
+// last. See the package documentation.
 func WriteHeaders(h http.Header, d core.Decision, style HeaderStyle, resetUnix bool) {
 	rd := newRenderer(d.Policy, style, resetUnix)
 	rd.write(h, d, !d.Allowed)
@@ -152,11 +156,17 @@ func (rd *renderer) number(b []byte, n int64) ([]byte, value) {
 	return b, value{i: i, j: len(b)}
 }
 
-// write sets the header fields for d. retry says whether to write
-// Retry-After: the caller passes false for a dry-run denial, which is served
-// and so must not tell the client to come back later.
-func (rd *renderer) write(h http.Header, d core.Decision, retry bool) {
-	retry = retry && d.RetryAfter > 0
+// write sets the header fields for d. deny says whether d is the denial the
+// request is answered with: the caller passes false for an admission and for
+// a dry-run denial, which is served, and so must neither tell the client to
+// come back later nor take the X-RateLimit-* fields from a tighter limit.
+func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
+	retry := deny && d.RetryAfter > 0
+	if deny && !retry {
+		// Waiting cannot end this denial (a cost above capacity): no
+		// Retry-After, whatever an earlier writer left.
+		delete(h, keyRetryAfter)
+	}
 	x, ietf := rd.style.x(), rd.style.ietf()
 	if !x && !ietf && !retry {
 		return
@@ -165,7 +175,11 @@ func (rd *renderer) write(h http.Header, d core.Decision, retry bool) {
 	var reset int64
 	if x {
 		reset = rd.resetValue(d.ResetAfter)
-		x = moreRestrictive(h, d.Remaining, reset)
+		// The limit that denies is the one the 429 is about, even if an
+		// outer limit that admitted shows fewer requests remaining (its
+		// Remaining counts unit requests; this denial may be for a cost
+		// above its own Remaining) or the same number with a later reset.
+		x = deny || moreRestrictive(h, d.Remaining, reset)
 	}
 
 	// First every value that is not cached goes into one buffer, which
@@ -238,10 +252,11 @@ func (v value) in(s string) string {
 	return s[v.i:v.j]
 }
 
-// moreRestrictive reports whether a decision with remaining and reset should
-// replace the X-RateLimit-* fields already in h (set by an outer limit on the
-// same request): fewer requests remaining wins, and on a tie the later reset.
-// Fields that are absent or not numbers are replaced.
+// moreRestrictive reports whether an admission (or dry-run denial) with
+// remaining and reset should replace the X-RateLimit-* fields already in h
+// (set by an outer limit on the same request): fewer requests remaining
+// wins, and on a tie the later reset. Fields that are absent or not numbers
+// are replaced. A denial does not ask: it always replaces them.
 func moreRestrictive(h http.Header, remaining, reset int64) bool {
 	oldRem, ok := headerInt(h, keyRemaining)
 	if !ok {

@@ -45,9 +45,10 @@ func TestMatchesMemory(t *testing.T) {
 		core.LeakyBucket(1000, 333*time.Millisecond).AsMeter(),      // 333µs
 		core.FixedWindow(5, 1500*time.Microsecond+7),                // a window of 1500007ns
 		core.FixedWindow(4, time.Second),                            //
-		core.SlidingWindow(9, time.Second).WithBuckets(7),           // buckets of 142857142ns
-		core.SlidingWindow(20, 10*time.Millisecond).WithBuckets(3),  // 3333333ns
-		core.SlidingWindow(1, 5*time.Second).WithBuckets(5),         // Limit/B = 0
+		core.SlidingWindow(9, 7*142857142).WithBuckets(7),           // buckets of 142857142ns
+		core.SlidingWindow(20, 3*3333333).WithBuckets(3),            // 3333333ns
+		core.SlidingWindow(1, 5*time.Second).WithBuckets(5),         // Limit < B
+		core.SlidingWindow(23, 6*time.Second).WithBuckets(6),        // B does not divide Limit
 		core.SlidingWindow(1000, 24*time.Hour).WithBuckets(24),      // long spans
 		core.TokenBucket(1, 50*24*time.Hour),                        // close to the 2^52 ns bound
 		core.TokenBucket(1_000_000, time.Second).WithBurst(100_000), // 1µs interval

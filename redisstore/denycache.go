@@ -21,6 +21,16 @@ import (
 // can see Remaining grow before it fits, and a different cost has a
 // different RetryAfter.
 //
+// Reset must not be undone by a denial Redis produced before its DEL but
+// answered after: each shard counts its forgets (gen), a caller reads the
+// count before it sends its call (get) and hands it back to put, and put
+// drops the denial when a forget came in between. Reset forgets the key
+// once its DEL has been answered, so a denial produced before the DEL is
+// either cached already (and forgotten) or dropped; a call sent after the
+// forget is decided after the DEL, and its denial stands. A forget also
+// drops the in-flight denials of the shard's other keys, which then cost
+// one more round trip: Reset is an admin call, rare next to decisions.
+//
 // Memory is bounded: each shard holds at most perShard entries. A full
 // shard first drops its expired entries; if none has expired, the new
 // denial is simply not cached. The cache never blocks on Redis and never
@@ -34,9 +44,10 @@ type denyCache struct {
 const denyShards = 64
 
 type denyShard struct {
-	mu sync.RWMutex
-	m  map[string]denyEntry
-	_  [32]byte // keep neighbouring shards' locks off one cache line
+	mu  sync.RWMutex
+	gen uint64 // forgets so far
+	m   map[string]denyEntry
+	_   [24]byte // keep neighbouring shards' locks off one cache line
 }
 
 // denyEntry is a cached unit-cost denial, in the limiter's local clock
@@ -58,21 +69,27 @@ func (c *denyCache) shard(key string) *denyShard {
 	return &c.shards[maphash.String(c.seed, key)%denyShards]
 }
 
-// get returns the cached denial of key if it is still in force at now.
-func (c *denyCache) get(key string, now int64) (denyEntry, bool) {
+// get returns the cached denial of key if it is still in force at now, and
+// the generation to pass to put for a denial of a call sent after get.
+func (c *denyCache) get(key string, now int64) (denyEntry, uint64, bool) {
 	sh := c.shard(key)
 	sh.mu.RLock()
 	e, ok := sh.m[key]
+	gen := sh.gen
 	sh.mu.RUnlock()
-	return e, ok && now < e.until
+	return e, gen, ok && now < e.until
 }
 
-// put caches a denial; it does nothing when the shard is full of entries
-// still in force.
-func (c *denyCache) put(key string, e denyEntry, now int64) {
+// put caches a denial of a call sent after the get that returned gen; it
+// does nothing when key's shard forgot a key since that get, or when the
+// shard is full of entries still in force.
+func (c *denyCache) put(key string, e denyEntry, now int64, gen uint64) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if sh.gen != gen {
+		return
+	}
 	if _, ok := sh.m[key]; !ok && len(sh.m) >= c.perShard {
 		for k, old := range sh.m {
 			if now >= old.until {
@@ -88,9 +105,12 @@ func (c *denyCache) put(key string, e denyEntry, now int64) {
 	sh.m[strings.Clone(key)] = e
 }
 
+// forget drops key's denial and turns away the denials of calls sent
+// before it (see put).
 func (c *denyCache) forget(key string) {
 	sh := c.shard(key)
 	sh.mu.Lock()
+	sh.gen++
 	delete(sh.m, key)
 	sh.mu.Unlock()
 }

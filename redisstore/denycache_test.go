@@ -132,7 +132,7 @@ func TestDenyCache(t *testing.T) {
 
 func TestDenyCacheEviction(t *testing.T) {
 	c := newDenyCache(denyShards) // one entry per shard
-	c.put("a", denyEntry{until: 100}, 0)
+	c.put("a", denyEntry{until: 100}, 0, 0)
 	sh := c.shard("a")
 	other := ""
 	for i := 0; other == ""; i++ {
@@ -141,22 +141,22 @@ func TestDenyCacheEviction(t *testing.T) {
 		}
 	}
 	t.Run("a full shard drops a new denial", func(t *testing.T) {
-		c.put(other, denyEntry{until: 100}, 50)
-		_, ok := c.get(other, 50)
+		c.put(other, denyEntry{until: 100}, 50, 0)
+		_, _, ok := c.get(other, 50)
 		assert.False(t, ok)
-		_, ok = c.get("a", 50)
+		_, _, ok = c.get("a", 50)
 		assert.True(t, ok)
 	})
 	t.Run("a full shard makes room by dropping expired entries", func(t *testing.T) {
-		c.put(other, denyEntry{until: 300}, 200)
-		_, ok := c.get(other, 200)
+		c.put(other, denyEntry{until: 300}, 200, 0)
+		_, _, ok := c.get(other, 200)
 		assert.True(t, ok)
 		assert.Equal(t, 1, len(sh.m))
 	})
 	t.Run("an entry answers until its time", func(t *testing.T) {
-		_, ok := c.get(other, 299)
+		_, _, ok := c.get(other, 299)
 		assert.True(t, ok)
-		_, ok = c.get(other, 300)
+		_, _, ok = c.get(other, 300)
 		assert.False(t, ok)
 	})
 }

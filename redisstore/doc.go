@@ -28,10 +28,10 @@
 // clients, 100 goroutines each, on one key, admit exactly the policy's
 // capacity under every algorithm (TestDistributedExactness).
 //
-// A call that times out may still have been counted by Redis, unless it
-// timed out before it was sent (then it is dropped unsent). Reset deletes
-// the key for every server, but another process's deny cache keeps a
-// denial it already holds until that denial's RetryAfter passes.
+// A call that times out may still have been counted by Redis (see
+// "Timeouts and errors"). Reset deletes the key for every server, but
+// another process's deny cache keeps a denial it already holds until that
+// denial's RetryAfter passes.
 //
 // # Failover
 //
@@ -69,8 +69,9 @@
 // resolution: TIME has microseconds, so in production a Decision's
 // durations are as if now were truncated to the microsecond. For the same
 // reason New rejects a policy whose Recovery time exceeds 2^52 ns (about
-// 52 days: the scripts add up to two such spans), and a sliding window of
-// more than MaxBuckets buckets.
+// 52 days: the scripts add up to two such spans). core.MaxBuckets, which
+// core.Policy.Validate enforces for every store, keeps a sliding window's
+// ring within what the script can unpack onto Lua's stack.
 //
 // # Key layout
 //
@@ -129,6 +130,11 @@
 // abusive client from becoming a Redis load problem. Other costs and Peek
 // always ask Redis.
 //
+// Reset clears this process's cache for the key once Redis has answered
+// its DEL, and a denial Redis produced before the DEL that this process
+// receives only afterwards is not cached: after Reset returns, the next
+// unit-cost call asks Redis (TestResetUndoneByAnInFlightDenial).
+//
 // It holds at most WithDenyCacheSize keys (default 65536, a few MB) in 64
 // shards; a full shard drops its expired entries, and if none has expired
 // the new denial is simply not cached: the cache never blocks or fails a
@@ -150,6 +156,18 @@
 // ReadTimeout, and calls that do not overlap much skip the batcher. A stopped Redis shows as
 // errors within the timeout; once it is back, decisions resume with the
 // same Limiter.
+//
+// What an error says about counting: a call that returns an error
+// wrapping context.DeadlineExceeded or context.Canceled had no reply from
+// Redis by then (a reply there when the deadline passes, even at the same
+// instant, is returned instead: TestReplyAndDeadlineArrivingTogether).
+// Redis did not count it if the context had ended before the call (nothing
+// is sent: TestAnEndedContextSendsNothing) or if it was still queued for
+// the batcher (it is withdrawn). Otherwise it had been written to Redis,
+// which may have counted it: the reply came too late, or was lost
+// (TestATimedOutCallMayHaveBeenCounted). A limiter cannot tell the two
+// apart without waiting past its timeout; over-counting is the safe side
+// for a limiter, and never more than the failed call's cost.
 //
 // The adapters apply the failure policy (nethttp fails open by default, or
 // closed with WithFailClosed) and never send the error text to a client.

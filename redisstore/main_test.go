@@ -61,9 +61,17 @@ func testPrefix() string {
 	return fmt.Sprintf("rstest%d-%d", time.Now().UnixNano(), prefixSeq.Add(1))
 }
 
+// testTimeout is the timeout of the limiters newLimiter builds unless a
+// test sets its own: the tests that are not about timeouts must not fail
+// because a loaded CI machine (the race detector, other packages' tests on
+// the same cores) took longer than DefaultTimeout for a round trip.
+const testTimeout = 10 * time.Second
+
+// newLimiter builds a limiter with a prefix of its own and testTimeout;
+// opts come after both and may replace them.
 func newLimiter(t testing.TB, rdb redis.UniversalClient, p core.Policy, opts ...Option) *Limiter {
 	t.Helper()
-	l, err := New(rdb, p, append([]Option{WithPrefix(testPrefix())}, opts...)...)
+	l, err := New(rdb, p, append([]Option{WithPrefix(testPrefix()), WithTimeout(testTimeout)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l

@@ -160,8 +160,8 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // so, consumes n, in one round trip to Redis (none when the deny cache
 // answers). Besides the core errors (ErrInvalidCost; a denial with
 // ErrCostExceedsCapacity; ErrClosed) it returns an error when Redis fails
-// or does not answer within the timeout; a call that timed out may still
-// have been counted by Redis, unless it timed out before it was sent.
+// or does not answer within the timeout. See "Timeouts and errors" in the
+// package docs for when a call that returned an error was counted.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	switch {
 	case l.closed.Load():
@@ -180,15 +180,18 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 		return d, fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(l.policy))
 	}
 	var sent int64
+	var gen uint64
 	if l.deny != nil && n == 1 {
 		sent = l.local()
-		if e, ok := l.deny.get(key, sent); ok {
+		e, g, ok := l.deny.get(key, sent)
+		if ok {
 			return l.cachedDenial(e, sent), nil
 		}
+		gen = g // before the call is sent: see Reset
 	}
 	d, err := l.do(ctx, "AllowN", key, n, true)
 	if err == nil && l.deny != nil && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 {
-		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter)}, sent)
+		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter)}, sent, gen)
 	}
 	return d, err
 }
@@ -214,14 +217,23 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 }
 
 // Reset forgets key in Redis, for every process, and in this process's
-// deny cache. Other processes' deny caches keep a denial they hold until
-// its RetryAfter passes.
+// deny cache: once it returns without an error, this process's next
+// unit-cost call for key asks Redis, even if a denial Redis produced before
+// the reset is answered only afterwards. Other processes' deny caches keep
+// a denial they hold until its RetryAfter passes. A Reset that returns an
+// error may or may not have deleted the key.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.closed.Load() {
 		return fmt.Errorf("redisstore: Reset: %w", core.ErrClosed)
 	}
 	if l.deny != nil {
-		l.deny.forget(key)
+		// After the DEL, whatever its outcome: a denial cached before
+		// the DEL was answered (say, one Redis produced before the DEL
+		// but this process received while it was in flight) is dropped,
+		// and forget turns away every denial whose call was sent before
+		// now (put's gen), so one still in flight cannot cache itself.
+		// A call sent after this is decided by Redis after the DEL.
+		defer l.deny.forget(key)
 	}
 	c := getCall()
 	c.cmd = redis.NewCmd(ctx, "del", l.keys.key(key))
@@ -285,12 +297,26 @@ func (l *Limiter) do(ctx context.Context, op, key string, n int64, consume bool)
 	return d, nil
 }
 
-// sendDirect sends c from the caller's goroutine, bounded by a context
-// deadline, which the client honours (see New).
-func (l *Limiter) sendDirect(ctx context.Context, op string, c *call) error {
+// limit is how long a call with ctx may take: the limiter's timeout, or
+// less when ctx's deadline comes first.
+func (l *Limiter) limit(ctx context.Context) time.Duration {
 	limit := l.timeout
 	if dl, ok := ctx.Deadline(); ok {
 		limit = min(limit, time.Until(dl))
+	}
+	return limit
+}
+
+// sendDirect sends c from the caller's goroutine, bounded by a context
+// deadline, which the client honours (see New). A reply read before the
+// deadline is returned even when the deadline has passed since: only a
+// call without a reply is an error.
+func (l *Limiter) sendDirect(ctx context.Context, op string, c *call) error {
+	limit := l.limit(ctx)
+	if err := ctx.Err(); err != nil {
+		// Ended already: hand the client nothing, rather than rely on
+		// it to notice before it writes.
+		return l.gaveUp(op, c, limit, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -308,9 +334,11 @@ func (l *Limiter) sendDirect(ctx context.Context, op string, c *call) error {
 // wait queues c for the batcher and waits for its answer, the timeout or
 // the end of ctx, whichever comes first. On an error c is not recycled.
 func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
-	limit := l.timeout
-	if dl, ok := ctx.Deadline(); ok {
-		limit = min(limit, time.Until(dl))
+	limit := l.limit(ctx)
+	if err := ctx.Err(); err != nil {
+		// Ended already: do not queue a call that the batcher could take
+		// before the select below notices.
+		return l.gaveUp(op, c, limit, err)
 	}
 	c.timer.Reset(limit)
 	select {
@@ -322,21 +350,33 @@ func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
 	case <-l.b.done:
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
 	}
+	return l.await(ctx, op, c, limit)
+}
+
+// await waits for the batcher's answer to the queued call c, its timer
+// running. When the answer is there by the time the timer fires or ctx
+// ends, even at the same instant, the answer wins (select alone would pick
+// at random): an error means that no answer had arrived.
+func (l *Limiter) await(ctx context.Context, op string, c *call, limit time.Duration) error {
+	var err error
 	select {
 	case <-c.done:
 		return nil
 	case <-c.timer.C:
-		return l.gaveUp(op, c, limit, nil)
 	case <-ctx.Done():
-		return l.gaveUp(op, c, limit, ctx.Err())
+		err = ctx.Err()
 	case <-l.b.done:
-		select {
-		case <-c.done:
-			return nil
-		default:
-			return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-		}
+		err = core.ErrClosed
 	}
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	if errors.Is(err, core.ErrClosed) {
+		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
+	}
+	return l.gaveUp(op, c, limit, err)
 }
 
 // gaveUp abandons c (if it was not sent yet, Redis never sees it) and

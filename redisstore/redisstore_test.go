@@ -33,7 +33,11 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"a nil client", nil, p, nil, "redisstore: New needs a Redis client"},
 		{"an invalid policy", rdb, core.TokenBucket(0, time.Second), nil, "redisstore: core: TokenBucket limit must be > 0"},
 		{"a recovery time beyond 2^52 ns", rdb, core.TokenBucket(1, 60*24*time.Hour), nil, "exceeds 1250h"},
-		{"too many buckets", rdb, core.SlidingWindow(10, time.Minute).WithBuckets(MaxBuckets + 1), nil, "buckets must be <= 4096"},
+		{"too many buckets", rdb, core.SlidingWindow(10, time.Minute).WithBuckets(core.MaxBuckets + 1), nil, "redisstore: core: SlidingWindow buckets must be <= 4096"},
+		{"a sliding window not divisible into its buckets", rdb, core.SlidingWindow(9, time.Second).WithBuckets(7), nil, "redisstore: core: SlidingWindow window 1s must be a whole number of nanoseconds per bucket"},
+		// Its interval, 1e9/6e8 ns, would truncate to 1ns: about 1e9 per second.
+		{"a token-bucket rate its nanosecond interval misstates by more than 0.1%", rdb, core.TokenBucket(600_000_000, time.Second), nil, "redisstore: core: TokenBucket rate 600000000 per 1s cannot be kept within 0.1%"},
+		{"a leaky-bucket rate its nanosecond interval misstates by more than 0.1%", rdb, core.LeakyBucket(600_000_000, time.Second), nil, "redisstore: core: LeakyBucket rate 600000000 per 1s cannot be kept within 0.1%"},
 		{"an empty prefix", rdb, p, []Option{WithPrefix("")}, "WithPrefix needs a non-empty prefix"},
 		{"a prefix with a brace", rdb, p, []Option{WithPrefix("a{b")}, "may not contain '{' or '}'"},
 		{"a zero timeout", rdb, p, []Option{WithTimeout(0)}, "WithTimeout must be > 0"},

@@ -133,9 +133,10 @@ return {1, limit - count - n, untilEnd, 0, 0}
 // bucket written and a ring of Buckets+1 counters, the count of bucket b at
 // position b mod (B+1), stored as struct "<d" then B+1 times "I4". A
 // request in bucket k is admitted when the B buckets k-B+1..k hold at most
-// Limit and the B+1 buckets k-B..k at most Limit + Limit/B. Placeholders:
-// the span's a and b, then B, Limit, Limit + Limit/B, the expiry in ms and
-// the struct format.
+// Limit and the B+1 buckets k-B..k at most cap2 = Policy.MaxInWindow() =
+// Limit + ceil(Limit/B): a client sending steadily at Limit per Window lands
+// up to that many in B+1 consecutive buckets. Placeholders: the span's a and
+// b, then B, Limit, cap2, the expiry in ms and the struct format.
 const luaSlidingWindow = luaPrelude + luaSpan + `
 local buckets, limit, cap2, ttl, fmt = %d, %d, %d, %d, '%s'
 local ring = buckets + 1
@@ -161,8 +162,9 @@ for i = 2, ring + 1 do all = all + c[i] end
 local trailing = all - c[2 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
 
 -- ns from now until, with no further traffic, cost m is admitted and at
--- least want unit requests remain after it (core's slidingState.until).
--- Buckets only drop out at bucket boundaries.
+-- least want unit requests remain after it: after(0, limit) is core's
+-- slidingState.untilFull (ResetAfter), after(n, n) its untilAdmits
+-- (RetryAfter). Buckets only drop out at bucket boundaries.
 local function after(m, want)
   local tr, al = trailing, all
   for j = 0, ring do
@@ -196,11 +198,6 @@ end
 return {1, left, after(0, limit), 0, 0}
 `
 
-// MaxBuckets is the largest sliding-window bucket count the Redis store
-// accepts: the script unpacks the whole ring onto Lua's stack, which holds
-// 8000 values.
-const MaxBuckets = 4096
-
 // maxSpan is the longest Recovery time (and Window) the scripts compute
 // exactly: 2^52 ns, about 52 days.
 const maxSpan = time.Duration(1) << 52
@@ -218,9 +215,6 @@ func newScript(p core.Policy, ttl time.Duration) (script, error) {
 	if rec := p.Recovery(); rec > maxSpan || p.Window > maxSpan {
 		return script{}, fmt.Errorf("redisstore: %v: window %v or recovery time %v exceeds %v, the longest the scripts compute exactly in Lua's float64 numbers", p.Algorithm, p.Window, rec, maxSpan)
 	}
-	if p.Algorithm == core.AlgSlidingWindow && p.Buckets > MaxBuckets {
-		return script{}, fmt.Errorf("redisstore: SlidingWindow buckets must be <= %d, got %d (the ring is one value of Lua's stack per bucket)", MaxBuckets, p.Buckets)
-	}
 	ttlMs := int64((ttl + time.Millisecond - 1) / time.Millisecond)
 	var src string
 	switch p.Algorithm {
@@ -233,7 +227,9 @@ func newScript(p core.Policy, ttl time.Duration) (script, error) {
 		src = fmt.Sprintf(luaFixedWindow, w/1000, w%1000, p.Limit, ttlMs)
 	case core.AlgSlidingWindow:
 		w := int64(p.Interval())
-		src = fmt.Sprintf(luaSlidingWindow, w/1000, w%1000, p.Buckets, p.Limit, p.Limit+p.Limit/p.Buckets, ttlMs,
+		// core.MaxBuckets bounds the ring, which the script unpacks onto
+		// Lua's stack (8000 values): TestMaxBucketsFitLua.
+		src = fmt.Sprintf(luaSlidingWindow, w/1000, w%1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs,
 			"<d"+strings.Repeat("I4", int(p.Buckets+1)))
 	default:
 		return script{}, fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)

@@ -12,6 +12,24 @@
 //
 // Policies and steps in the suite are whole milliseconds and divide evenly,
 // so a store computing in microseconds (Redis) agrees exactly.
+//
+// Suite.RunModel and Suite.RunProperties go further, on random policies at
+// nanosecond resolution. RunModel drives the store with seeded random
+// traffic (a few hot keys and many cold ones, floods of new keys, random and
+// invalid costs, Peek, Reset, clock steps forward and back, forced sweeps)
+// and compares every Decision with Model, the slow reference model of each
+// algorithm. RunProperties checks the promises about admission one by one:
+// (a) a client at exactly Limit per Window is never denied, (b) no interval
+// of one Window admits more than Policy.MaxInWindow, (c) waiting RetryAfter
+// admits, (d) eviction, Reset and a full store never admit more than (b),
+// (e) Peek agrees with the next unit AllowN. Environment variables:
+//
+//	RATELIMIT_MODEL_DURATION=5m  how long RunModel runs per store (default
+//	                             20s); RunProperties spends half of it
+//	RATELIMIT_MODEL_SEED=1234    replay one case: the seed a failure printed
+//
+// A failure prints its seed and step, and the history of the key that
+// failed, so that it replays.
 package coretest
 
 import (
@@ -78,6 +96,25 @@ type Suite struct {
 	// Steps is the length of each random schedule compared with the
 	// in-memory reference. The default is 300.
 	Steps int
+
+	// MonotonicClock says that the store treats a clock that steps back as
+	// standing still at the latest instant it has seen (core.MemoryLimiter
+	// does). RunModel then models every decision at that instant. Without
+	// it, a decision is modelled at the instant the clock gives, which must
+	// be no earlier than the key's latest admission; see RunModel for what
+	// is checked when it is earlier.
+	MonotonicClock bool
+	// Sweep, when set, makes the store evict what it considers idle now
+	// (core.MemoryLimiter's janitor, run on demand). RunModel and
+	// RunProperties call it at random points; it must never change a
+	// decision.
+	Sweep func(core.Limiter)
+	// Inexact says that the store may limit a key earlier than the model
+	// (core.MemoryLimiter under a small WithMaxKeys, when its keys do not
+	// fit): RunModel then checks that it never admits what the model, fed
+	// with the requests the store admitted, denies, instead of comparing
+	// every field.
+	Inexact bool
 }
 
 // Run runs the whole suite against newLimiter with the defaults.

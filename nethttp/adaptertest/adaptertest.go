@@ -78,6 +78,7 @@ func Run(t *testing.T, a Adapter) {
 	t.Run("writes each header style", s.styles)
 	t.Run("skips requests", s.skip)
 	t.Run("charges costs", s.cost)
+	t.Run("describes the stacked limit that denied", s.stacked)
 	t.Run("never blocks in dry-run mode", s.dryRun)
 	t.Run("fails open by default and closed on request", s.failure)
 	t.Run("applies the key-error policy", s.keyErrors)
@@ -220,6 +221,46 @@ func (s suite) cost(t *testing.T) {
 
 	w = get(h, "/items/1", "X-Cost", "x")
 	s.assertRejected(t, w, http.StatusInternalServerError)
+}
+
+// stacked puts the adapter's middleware (a per-key quota charging X-Cost)
+// inside a net/http one (per IP, unit cost) that admits with fewer requests
+// remaining: the 429 describes the per-key limit that denied it, with its
+// Retry-After, and the IETF fields list both.
+func (s suite) stacked(t *testing.T) {
+	clk := coretest.NewClock(t0)
+	limiter := func(p core.Policy) core.Limiter {
+		lim, err := core.New(p, core.WithClock(clk.Now))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = lim.Close() })
+		return lim
+	}
+	apiKey, err := keyfunc.Header("X-API-Key")
+	require.NoError(t, err)
+	perIP, err := nethttp.Middleware(limiter(core.FixedWindow(3, time.Second).WithName("per-ip")),
+		nethttp.WithHeaderStyle(nethttp.HeadersBoth))
+	require.NoError(t, err)
+	h := perIP(s.Mount(t, limiter(core.FixedWindow(10, time.Minute).WithName("per-key")),
+		nethttp.WithHeaderStyle(nethttp.HeadersBoth), nethttp.WithKeyFunc(apiKey),
+		nethttp.WithCostFunc(func(r *http.Request) (int64, error) {
+			return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64)
+		})))
+
+	require.Equal(t, http.StatusOK, get(h, "/items/1", "X-API-Key", "k", "X-Cost", "4").Code)
+	require.Equal(t, http.StatusOK, get(h, "/items/1", "X-API-Key", "k", "X-Cost", "4").Code)
+	w := get(h, "/items/1", "X-API-Key", "k", "X-Cost", "5")
+	s.assertRejected(t, w, http.StatusTooManyRequests)
+	assert.Equal(t, x("10", "2", "60", "Retry-After", "60",
+		"RateLimit-Policy", `"per-ip";q=3;w=1, "per-key";q=10;w=60`,
+		"RateLimit", `"per-ip";r=0;t=1, "per-key";r=2;t=60`), rateHeaders(w),
+		"per-key denied a cost of 5 with 2 remaining; per-ip admitted with 0")
+
+	clk.Set(t0.Add(time.Second))
+	w = get(h, "/items/1", "X-API-Key", "k", "X-Cost", "11")
+	assert.Equal(t, http.StatusTooManyRequests, w.Code, "a cost above the per-key capacity")
+	assert.Equal(t, x("10", "2", "59",
+		"RateLimit-Policy", `"per-ip";q=3;w=1, "per-key";q=10;w=60`,
+		"RateLimit", `"per-ip";r=2;t=1, "per-key";r=2;t=59`), rateHeaders(w), "no Retry-After")
 }
 
 func (s suite) dryRun(t *testing.T) {

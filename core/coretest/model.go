@@ -1,0 +1,392 @@
+package coretest
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// Model is the reference model of one policy: what a store enforcing it
+// must answer, computed slowly and plainly from the definitions in the
+// package docs of core, never from the fast code. Each key keeps the
+// requests it admitted, or the textbook state of its algorithm:
+//
+//   - FixedWindow: the admitted (instant, cost) pairs. Windows are
+//     [kW, (k+1)W) from the Unix epoch; n is admitted when the cost already
+//     admitted in now's window plus n is at most Limit.
+//   - SlidingWindow: the admitted (instant, cost) pairs. Buckets are
+//     [kI, (k+1)I) with I = Window/Buckets; n is admitted in bucket k when
+//     buckets k-B+1..k hold at most Limit-n and buckets k-B..k at most
+//     Limit+ceil(Limit/B)-n. Buckets drop out only at bucket boundaries.
+//   - TokenBucket, and LeakyBucket as a meter: a level of tokens that
+//     refills continuously by one token per Interval up to Burst, kept
+//     exactly in nanoseconds of refill (Burst tokens are Burst*Interval);
+//     n is admitted when at least n tokens are there.
+//   - LeakyBucket: a queue served one unit per Interval, in order; n joins
+//     when the units in it (waiting, or being served now) plus n are at most
+//     Burst, and Delay is the time until its first unit starts being served.
+//
+// The fields of every Decision follow core.Decision: Remaining is how many
+// unit requests would pass right now after this one (for Peek, which
+// consumes nothing, right now), ResetAfter the time until a unit Peek would
+// report Remaining equal to the capacity (0 if it already does),
+// RetryAfter, for a denial, the time until the same cost would pass with no
+// other traffic, Delay the leaky-bucket wait of an admitted request (0 for
+// Peek, a denial and every other algorithm).
+//
+// The model has no clock of its own: each call says when it happens. Times
+// for one key must not go back before that key's latest admission (a store
+// that makes its clock monotonic, like core.MemoryLimiter, is modelled by
+// passing the latest instant it has seen). A Model is not safe for
+// concurrent use.
+type Model struct {
+	p    core.Policy
+	keys map[string]keyModel
+}
+
+// NewModel returns the model of p, with every key new. It returns p's
+// validation error when p is invalid.
+func NewModel(p core.Policy) (*Model, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &Model{p: p, keys: map[string]keyModel{}}, nil
+}
+
+// Policy returns the modelled policy.
+func (m *Model) Policy() core.Policy { return m.p }
+
+// AllowN is what a store must answer to AllowN(key, n) at now: the same
+// Decision, and an error wrapping core.ErrInvalidCost for n <= 0 or
+// core.ErrCostExceedsCapacity (with a denial reporting the key's state and
+// no RetryAfter) for n above the capacity.
+func (m *Model) AllowN(key string, now time.Time, n int64) (core.Decision, error) {
+	return m.allowN(key, now.UnixNano(), n)
+}
+
+// Peek is what a store must answer to Peek(key) at now.
+func (m *Model) Peek(key string, now time.Time) core.Decision {
+	return m.peek(key, now.UnixNano())
+}
+
+// Reset forgets key.
+func (m *Model) Reset(key string) { delete(m.keys, key) }
+
+func (m *Model) allowN(key string, now, n int64) (core.Decision, error) {
+	switch {
+	case n <= 0:
+		return core.Decision{}, fmt.Errorf("%w, got %d", core.ErrInvalidCost, n)
+	case n > m.p.Capacity():
+		d := m.peek(key, now)
+		d.Allowed, d.RetryAfter = false, 0
+		return d, fmt.Errorf("%w: n=%d", core.ErrCostExceedsCapacity, n)
+	}
+	k := m.key(key)
+	return m.decision(k.decide(now, n, true)), nil
+}
+
+func (m *Model) peek(key string, now int64) core.Decision {
+	k, ok := m.keys[key]
+	if !ok {
+		k = newKeyModel(m.p) // a key never seen: not stored
+	}
+	return m.decision(k.decide(now, 1, false))
+}
+
+func (m *Model) key(key string) keyModel {
+	k, ok := m.keys[key]
+	if !ok {
+		k = newKeyModel(m.p)
+		m.keys[key] = k
+	}
+	return k
+}
+
+func (m *Model) decision(v verdict) core.Decision {
+	return core.Decision{
+		Allowed: v.allowed, Limit: m.p.Limit, Remaining: v.remaining,
+		ResetAfter: time.Duration(v.reset), RetryAfter: time.Duration(v.retry),
+		Delay: time.Duration(v.delay), Policy: m.p,
+	}
+}
+
+// verdict is a Decision without the fields every decision of a policy
+// shares; durations in ns.
+type verdict struct {
+	allowed             bool
+	remaining           int64
+	reset, retry, delay int64
+}
+
+// keyModel is the model of one key.
+type keyModel interface {
+	// decide answers a request of cost n (1 <= n <= capacity) at now,
+	// recording it if it is admitted and consume is set (consume unset is
+	// Peek, for n = 1). now must not be before lastAdmitted().
+	decide(now, n int64, consume bool) verdict
+	// lastAdmitted is the instant of the latest admission, or MinInt64.
+	lastAdmitted() int64
+}
+
+func newKeyModel(p core.Policy) keyModel {
+	switch p.Algorithm {
+	case core.AlgFixedWindow:
+		return &fixedModel{limit: p.Limit, window: int64(p.Window), last: math.MinInt64}
+	case core.AlgSlidingWindow:
+		return &slidingModel{
+			limit: p.Limit, width: int64(p.Window) / p.Buckets, buckets: p.Buckets,
+			cap2: p.Limit + (p.Limit+p.Buckets-1)/p.Buckets, last: math.MinInt64,
+		}
+	case core.AlgLeakyBucket:
+		if !p.Meter {
+			return &queueModel{q: int64(p.Interval()), burst: p.Burst, last: math.MinInt64}
+		}
+	}
+	q := int64(p.Interval())
+	return &tokenModel{q: q, full: p.Burst * q, last: math.MinInt64}
+}
+
+// admission is one admitted request.
+type admission struct{ at, n int64 }
+
+// floorDiv divides rounding toward minus infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func mustNotGoBack(now, last int64) {
+	if now < last {
+		panic(fmt.Sprintf("coretest: model asked at %d, before the key's latest admission at %d", now, last))
+	}
+}
+
+// fixedModel: windows [kW, (k+1)W) from the epoch, at most Limit admitted
+// in each.
+type fixedModel struct {
+	limit, window int64
+	admitted      []admission
+	last          int64
+}
+
+func (m *fixedModel) lastAdmitted() int64 { return m.last }
+
+// used is the cost admitted in window w.
+func (m *fixedModel) used(w int64) int64 {
+	var sum int64
+	for _, a := range m.admitted {
+		if floorDiv(a.at, m.window) == w {
+			sum += a.n
+		}
+	}
+	return sum
+}
+
+func (m *fixedModel) decide(now, n int64, consume bool) verdict {
+	mustNotGoBack(now, m.last)
+	w := floorDiv(now, m.window)
+	used := m.used(w)
+	untilNext := (w+1)*m.window - now // the next window starts with nothing used
+	var v verdict
+	if used+n > m.limit {
+		v.retry = untilNext
+	} else {
+		v.allowed = true
+		if consume {
+			m.admitted = append(m.admitted, admission{now, n})
+			m.last = now
+			used += n
+			// Windows before now's can never count again.
+			m.admitted = slices.DeleteFunc(m.admitted, func(a admission) bool { return floorDiv(a.at, m.window) < w })
+		}
+	}
+	v.remaining = m.limit - used
+	if used > 0 {
+		v.reset = untilNext
+	}
+	return v
+}
+
+// slidingModel: buckets [kI, (k+1)I); bucket k admits n while buckets
+// k-B+1..k hold at most Limit-n and buckets k-B..k at most cap2-n.
+type slidingModel struct {
+	limit, width, buckets, cap2 int64
+	admitted                    []admission
+	last                        int64
+}
+
+func (m *slidingModel) lastAdmitted() int64 { return m.last }
+
+// sum is the cost admitted in buckets from..to.
+func (m *slidingModel) sum(from, to int64) int64 {
+	var s int64
+	for _, a := range m.admitted {
+		if b := floorDiv(a.at, m.width); from <= b && b <= to {
+			s += a.n
+		}
+	}
+	return s
+}
+
+// room is how many unit requests bucket k admits (with no more traffic).
+func (m *slidingModel) room(k int64) int64 {
+	return max(0, min(m.limit-m.sum(k-m.buckets+1, k), m.cap2-m.sum(k-m.buckets, k)))
+}
+
+func (m *slidingModel) fits(k, n int64) bool {
+	return m.sum(k-m.buckets+1, k)+n <= m.limit && m.sum(k-m.buckets, k)+n <= m.cap2
+}
+
+// firstBucket returns the first bucket j >= from at which ok(j) holds, with
+// no more traffic. The sums change only where an admitted bucket b leaves
+// the trailing buckets (j = b+B) or the B+1 buckets (j = b+B+1), so only
+// from and those buckets need looking at; by the last of them every bucket
+// has left and anything up to Limit fits.
+func (m *slidingModel) firstBucket(from int64, ok func(j int64) bool) int64 {
+	candidates := []int64{from}
+	for _, a := range m.admitted {
+		b := floorDiv(a.at, m.width)
+		for _, j := range []int64{b + m.buckets, b + m.buckets + 1} {
+			if j > from {
+				candidates = append(candidates, j)
+			}
+		}
+	}
+	slices.Sort(candidates)
+	for _, j := range candidates {
+		if ok(j) {
+			return j
+		}
+	}
+	panic("coretest: sliding-window model found no bucket that admits")
+}
+
+func (m *slidingModel) decide(now, n int64, consume bool) verdict {
+	mustNotGoBack(now, m.last)
+	k := floorDiv(now, m.width)
+	var v verdict
+	if !m.fits(k, n) {
+		j := m.firstBucket(k+1, func(j int64) bool { return m.fits(j, n) })
+		v.retry = j*m.width - now
+	} else {
+		v.allowed = true
+		if consume {
+			m.admitted = append(m.admitted, admission{now, n})
+			m.last = now
+			// Buckets before k-B can never count again.
+			m.admitted = slices.DeleteFunc(m.admitted, func(a admission) bool { return floorDiv(a.at, m.width) < k-m.buckets })
+		}
+	}
+	v.remaining = m.room(k)
+	if j := m.firstBucket(k, func(j int64) bool { return m.room(j) == m.limit }); j > k {
+		v.reset = j*m.width - now
+	}
+	return v
+}
+
+// tokenModel: tokens refilling continuously, one per q ns, up to Burst,
+// measured in ns of refill: level is in [0, full], full = Burst*q.
+type tokenModel struct {
+	q, full int64
+	level   int64 // at the instant last
+	last    int64 // latest admission; MinInt64: never, the bucket is full
+}
+
+func (m *tokenModel) lastAdmitted() int64 { return m.last }
+
+// levelAt is the level at now >= last.
+func (m *tokenModel) levelAt(now int64) int64 {
+	if m.last == math.MinInt64 || now-m.last >= m.full-m.level {
+		return m.full
+	}
+	return m.level + (now - m.last)
+}
+
+func (m *tokenModel) decide(now, n int64, consume bool) verdict {
+	mustNotGoBack(now, m.last)
+	level := m.levelAt(now)
+	var v verdict
+	if level < n*m.q {
+		v.retry = n*m.q - level // refill until n tokens are there
+	} else {
+		v.allowed = true
+		if consume {
+			level -= n * m.q
+			m.level, m.last = level, now
+		}
+	}
+	v.remaining = level / m.q
+	v.reset = m.full - level
+	return v
+}
+
+// queueModel: a queue served one unit per q ns, in arrival order; units
+// waiting or being served are in the bucket, at most Burst of them.
+type queueModel struct {
+	q, burst int64
+	queued   []admission // admitted requests; at is when their first unit starts being served
+	last     int64
+}
+
+func (m *queueModel) lastAdmitted() int64 { return m.last }
+
+// ends lists, in order, the instants at which the units still in the
+// bucket at now finish being served (a unit being served counts until it
+// has finished).
+func (m *queueModel) ends(now int64) []int64 {
+	var out []int64
+	for _, r := range m.queued {
+		for u := int64(1); u <= r.n; u++ {
+			if end := r.at + u*m.q; end > now {
+				out = append(out, end)
+			}
+		}
+	}
+	return out
+}
+
+// free is when the server has finished every unit admitted so far.
+func (m *queueModel) free() int64 {
+	if len(m.queued) == 0 {
+		return math.MinInt64
+	}
+	r := m.queued[len(m.queued)-1]
+	return r.at + r.n*m.q
+}
+
+func (m *queueModel) decide(now, n int64, consume bool) verdict {
+	mustNotGoBack(now, m.last)
+	ends := m.ends(now)
+	in := int64(len(ends))
+	var v verdict
+	if in+n > m.burst {
+		// Wait until enough units have left: the (in+n-burst)-th to leave.
+		v.retry = ends[in+n-m.burst-1] - now
+		v.remaining = m.burst - in
+		v.reset = ends[len(ends)-1] - now
+		return v
+	}
+	v.allowed = true
+	if !consume {
+		v.remaining = m.burst - in
+		if in > 0 {
+			v.reset = ends[len(ends)-1] - now
+		}
+		return v
+	}
+	start := max(now, m.free())
+	m.queued = append(m.queued, admission{start, n})
+	m.last = now
+	// Requests served completely by now are gone for good.
+	m.queued = slices.DeleteFunc(m.queued, func(r admission) bool { return r.at+r.n*m.q <= now })
+	v.delay = start - now
+	v.remaining = m.burst - in - n
+	v.reset = start + n*m.q - now
+	return v
+}

@@ -1,0 +1,346 @@
+package coretest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// RunProperties checks the promises the package docs make about admission,
+// each as a property of limiters of random policies (RandomPolicy) at random
+// phases, for the four algorithms and the metering leaky bucket:
+//
+//	(a) a client sending at exactly Limit per Window (request i at
+//	    t0 + floor(i*Window/Limit)) is never denied;
+//	(b) no interval of one Window, ends included, admits more than
+//	    Policy.MaxInWindow, whatever the traffic;
+//	(c) a denied client that waits exactly RetryAfter and retries the same
+//	    cost is admitted (and, for a unit cost, one nanosecond earlier is
+//	    still denied);
+//	(d) floods of keys, forced sweeps, Reset and a full store never let a
+//	    key admit more than (b) allows between its Resets;
+//	(e) at one instant, Peek(key).Allowed is what the next unit AllowN(key)
+//	    gets; when denied, the two Decisions are equal, and when admitted,
+//	    the AllowN's Remaining is one less.
+//
+// The clock only moves forward here (RunModel steps it back). Each property
+// runs cases for a fifth of half of RATELIMIT_MODEL_DURATION (default 2s);
+// a failure prints the seed that replays it (RATELIMIT_MODEL_SEED).
+func (s Suite) RunProperties(t *testing.T) {
+	budget := modelDuration(t) / 2 / 5
+	for _, prop := range []struct {
+		name string
+		f    func(*propCase) bool
+	}{
+		{"a: a client at exactly Limit per Window is never denied", propSteady},
+		{"b: no Window admits more than MaxInWindow", propBound},
+		{"c: waiting RetryAfter admits", propRetry},
+		{"d: floods, sweeps, Reset and a full store never over-admit", propNoOverAdmission},
+		{"e: Peek agrees with the next unit AllowN", propPeek},
+	} {
+		t.Run(prop.name, func(t *testing.T) {
+			forEachSeed(t, budget, func(t *testing.T, seed uint64, deadline time.Time) (int, bool) {
+				c := s.newPropCase(t, seed)
+				c.deadline = deadline
+				defer closeLimiter(c.lim)
+				ok := prop.f(c)
+				if !ok {
+					t.Logf("policy %v, seed %d\nreplay: %s", c.p, seed, replayCommand(t, seed))
+				}
+				return c.calls, ok
+			}, func(string) string { return "" })
+		})
+	}
+}
+
+// propCase is one case of a property: a limiter of a random policy.
+type propCase struct {
+	t     *testing.T
+	s     Suite
+	rng   *rand.Rand
+	p     core.Policy
+	clock *Clock
+	lim   core.Limiter
+	now   int64
+	calls int
+	fresh int
+	// deadline, when not zero, cuts long cases short once they have made
+	// a few hundred calls (a replay runs the whole case).
+	deadline time.Time
+}
+
+func (c *propCase) late() bool {
+	return c.calls >= 300 && !c.deadline.IsZero() && time.Now().After(c.deadline)
+}
+
+func (s Suite) newPropCase(t *testing.T, seed uint64) *propCase {
+	rng := rand.New(rand.NewPCG(seed, 0xa11))
+	p := RandomPolicy(rng, seed)
+	now := Epoch.UnixNano() + rng.Int64N(int64(24*time.Hour)) // any phase
+	c := &propCase{t: t, s: s, rng: rng, p: p, clock: NewClock(time.Unix(0, now)), now: now}
+	c.lim = s.New(t, p, c.clock.Now)
+	return c
+}
+
+func (c *propCase) set(ns int64) {
+	c.now = ns
+	c.clock.Set(time.Unix(0, ns))
+}
+
+func (c *propCase) allow(key string, n int64) core.Decision {
+	c.calls++
+	d, err := c.lim.AllowN(context.Background(), key, n)
+	assert.NoError(c.t, err, "AllowN(%s, %d)", key, n)
+	return d
+}
+
+func (c *propCase) peek(key string) core.Decision {
+	c.calls++
+	d, err := c.lim.Peek(context.Background(), key)
+	assert.NoError(c.t, err, "Peek(%s)", key)
+	return d
+}
+
+func (c *propCase) cost() int64 {
+	if c.rng.IntN(2) == 0 {
+		return 1
+	}
+	return 1 + c.rng.Int64N(c.p.Capacity())
+}
+
+// gap is a random forward step: mostly short, sometimes to the next
+// window or bucket boundary (or a nanosecond either side), sometimes long.
+func (c *propCase) gap() int64 {
+	g := grain(c.p)
+	switch r := c.rng.IntN(20); {
+	case r < 10:
+		return c.rng.Int64N(g + 1)
+	case r < 15:
+		return c.rng.Int64N(4*g + 1)
+	case r < 18:
+		span := int64(c.p.Window)
+		if c.p.Algorithm == core.AlgSlidingWindow {
+			span = int64(c.p.Interval())
+		}
+		return max(0, (floorDiv(c.now, span)+1)*span-c.now+c.rng.Int64N(3)-1)
+	}
+	return c.rng.Int64N(int64(c.p.Window) + 1)
+}
+
+// propSteady is (a).
+func propSteady(c *propCase) bool {
+	w, l := int64(c.p.Window), c.p.Limit
+	t0 := c.now
+	n := min(3*l, 3000) // three windows (at most 3000 calls)
+	for i := range n {
+		c.set(t0 + i*w/l)
+		d := c.allow("steady", 1)
+		if !assert.True(c.t, d.Allowed, "request %d at t0+%v (t0 = Unix %d ns) of a client sending at exactly %d per %v was denied: %s",
+			i, time.Duration(i*w/l), t0, l, c.p.Window, showDecision(d)) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxClosed returns the largest total cost admitted in any closed interval
+// [a, a+w] of the admissions (sorted by instant), and where it starts.
+func maxClosed(adm []admission, w int64) (most, at int64) {
+	hi := 0
+	var sum int64
+	for lo := range adm {
+		for hi < len(adm) && adm[hi].at <= adm[lo].at+w {
+			sum += adm[hi].n
+			hi++
+		}
+		if sum > most {
+			most, at = sum, adm[lo].at
+		}
+		sum -= adm[lo].n
+	}
+	return most, at
+}
+
+// propBound is (b): unit requests in bursts, far more than the policy
+// admits, then the admitted instants are checked.
+func propBound(c *propCase) bool {
+	var adm []admission
+	end := c.now + 4*int64(c.p.Window)
+	for c.calls < 3000 && c.now < end && !c.late() {
+		for range 1 + c.rng.IntN(int(min(2*c.p.Capacity(), 200))) {
+			if d := c.allow("k", 1); d.Allowed {
+				adm = append(adm, admission{c.now, 1})
+			}
+		}
+		c.set(c.now + c.gap())
+	}
+	most, at := maxClosed(adm, int64(c.p.Window))
+	return assert.LessOrEqual(c.t, most, c.p.MaxInWindow(), "%d admitted in [Unix %d, +%v] ns, more than MaxInWindow", most, at, c.p.Window)
+}
+
+// propRetry is (c).
+func propRetry(c *propCase) bool {
+	denials := 0
+	for c.calls < 2000 && denials < 10 && !c.late() {
+		n := c.cost()
+		d := c.allow("k", n)
+		if d.Allowed {
+			if c.rng.IntN(3) == 0 {
+				c.set(c.now + c.rng.Int64N(2*grain(c.p)+1))
+			}
+			continue
+		}
+		denials++
+		if !assert.Positive(c.t, d.RetryAfter, "a denial of cost %d must say when to retry: %s", n, showDecision(d)) {
+			return false
+		}
+		at := c.now + int64(d.RetryAfter)
+		if n == 1 && d.RetryAfter > 1 {
+			c.set(at - 1)
+			early := c.peek("k")
+			if !assert.False(c.t, early.Allowed, "denied with RetryAfter %v, yet a unit request passes 1ns earlier: %s", d.RetryAfter, showDecision(early)) {
+				return false
+			}
+		}
+		c.set(at)
+		again := c.allow("k", n)
+		if !assert.True(c.t, again.Allowed, "denied cost %d with RetryAfter %v (%s); after waiting exactly that, denied again: %s", n, d.RetryAfter, showDecision(d), showDecision(again)) {
+			return false
+		}
+	}
+	return true
+}
+
+// traffic is the mixed load of (d) and (e): two hot keys, floods of keys
+// from a pool and never seen, Reset, Sweep, forward clock steps.
+type traffic struct {
+	c        *propCase
+	bound    bool                   // check (b) on every admission
+	admitted map[string][]admission // per key, since its last Reset
+}
+
+func (tr *traffic) key() string {
+	if tr.c.rng.IntN(3) > 0 {
+		return fmt.Sprintf("h%d", tr.c.rng.IntN(2))
+	}
+	return fmt.Sprintf("f%d", tr.c.rng.IntN(300))
+}
+
+// request makes one AllowN and checks the key's admissions against (b).
+func (tr *traffic) request(key string, n int64) bool {
+	c := tr.c
+	d := c.allow(key, n)
+	if !d.Allowed || !tr.bound {
+		return true
+	}
+	adm := append(tr.admitted[key], admission{c.now, n})
+	w := int64(c.p.Window)
+	adm = slices.DeleteFunc(adm, func(a admission) bool { return a.at < c.now-w })
+	tr.admitted[key] = adm
+	var sum int64
+	for _, a := range adm {
+		sum += a.n
+	}
+	return assert.LessOrEqual(c.t, sum, c.p.MaxInWindow(), "key %s admitted %d in [Unix %d, +%v] ns since its last Reset, more than MaxInWindow", key, sum, c.now-w, c.p.Window)
+}
+
+// move makes one random move other than the property's own check.
+func (tr *traffic) move() bool {
+	c := tr.c
+	switch r := c.rng.IntN(100); {
+	case r < 50:
+		return tr.request(tr.key(), c.cost())
+	case r < 55:
+		k := tr.key()
+		c.calls++
+		if !assert.NoError(c.t, c.lim.Reset(context.Background(), k)) {
+			return false
+		}
+		delete(tr.admitted, k)
+	case r < 65:
+		for range 20 + c.rng.IntN(130) {
+			k := fmt.Sprintf("f%d", c.rng.IntN(300))
+			if c.rng.IntN(2) == 0 {
+				c.fresh++
+				k = fmt.Sprintf("n%d", c.fresh)
+			}
+			for range 1 + c.rng.IntN(3) {
+				n := c.cost()
+				if c.rng.IntN(2) == 0 {
+					n = c.p.Capacity() // limited at once
+				}
+				if !tr.request(k, n) {
+					return false
+				}
+			}
+			if k[0] == 'n' {
+				delete(tr.admitted, k)
+			}
+		}
+	case r < 70:
+		if c.s.Sweep != nil {
+			c.s.Sweep(c.lim)
+		}
+	default:
+		c.set(c.now + c.gap())
+	}
+	return true
+}
+
+// propNoOverAdmission is (d).
+func propNoOverAdmission(c *propCase) bool {
+	tr := &traffic{c: c, bound: true, admitted: map[string][]admission{}}
+	for c.calls < 3000 && !c.late() {
+		if !tr.move() {
+			return false
+		}
+	}
+	return true
+}
+
+// propPeek is (e).
+func propPeek(c *propCase) bool {
+	tr := &traffic{c: c, admitted: map[string][]admission{}}
+	checked := 0
+	for c.calls < 3000 && !c.late() {
+		if c.rng.IntN(3) > 0 {
+			if !tr.move() {
+				return false
+			}
+			continue
+		}
+		checked++
+		k := tr.key()
+		if c.rng.IntN(3) == 0 {
+			if c.rng.IntN(2) == 0 {
+				// Keys that use everything at once: a store short of
+				// room then holds only limited keys.
+				for range 20 + c.rng.IntN(130) {
+					c.fresh++
+					c.allow(fmt.Sprintf("n%d", c.fresh), c.p.Capacity())
+				}
+			}
+			c.fresh++
+			k = fmt.Sprintf("n%d", c.fresh) // a key never seen
+		}
+		p := c.peek(k)
+		d := c.allow(k, 1)
+		if !assert.Equal(c.t, p.Allowed, d.Allowed, "%s: Peek says %s, the next unit AllowN at the same instant gets %s", k, showDecision(p), showDecision(d)) {
+			return false
+		}
+		if !d.Allowed && !assert.Equal(c.t, p, d, "%s: a denied Peek and the denied unit AllowN after it differ", k) {
+			return false
+		}
+		if d.Allowed && !assert.Equal(c.t, p.Remaining-1, d.Remaining, "%s: Peek says %s, the unit AllowN after it %s: Remaining must drop by one", k, showDecision(p), showDecision(d)) {
+			return false
+		}
+	}
+	return assert.Positive(c.t, checked, "no check made")
+}

@@ -46,10 +46,10 @@ func Benchmark(b *testing.B, a Adapter) {
 }
 
 // BenchmarkPolicy is the policy benchmarks of the admitted path use: a token
-// bucket refilling 1024 tokens every 50µs (20 million requests a second), so
+// bucket refilling 1000 tokens every 50µs (20 million requests a second), so
 // that no benchmark loop is ever denied, with numbers as small as a real
-// policy's (Remaining <= 1024, Reset 1 s).
-var BenchmarkPolicy = core.TokenBucket(1024, 50*time.Microsecond).WithName("bench")
+// policy.s (Remaining <= 1000, Reset 1 s).
+var BenchmarkPolicy = core.TokenBucket(1000, 50*time.Microsecond).WithName("bench")
 
 // DiscardWriter is a ResponseWriter for benchmarks: it keeps one header map,
 // cleared by Reset, so that a benchmark measures the handler, not a

@@ -6,7 +6,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -35,9 +34,10 @@ func Limit(lim core.Limiter, opts ...Option) (func(http.Handler) http.Handler, e
 	}, nil
 }
 
-// withRoute attaches chi's route pattern for keyfunc.Route. Only the engine
-// sees the copy: next gets the request as it came. A pattern chi already put
-// in Request.Pattern needs no copy.
+// withRoute sets chi's full route pattern in Request.Pattern, for
+// keyfunc.Route, on a shallow copy. Only the engine sees the copy: next gets
+// the request as it came. A pattern chi already put in Request.Pattern needs
+// no copy.
 func withRoute(r *http.Request) *http.Request {
 	rc := chi.RouteContext(r.Context())
 	if rc == nil {
@@ -47,5 +47,7 @@ func withRoute(r *http.Request) *http.Request {
 	if p == "" || p == r.Pattern {
 		return r
 	}
-	return keyfunc.WithRoute(r, p)
+	kr := r.WithContext(r.Context())
+	kr.Pattern = p
+	return kr
 }

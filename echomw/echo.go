@@ -61,10 +61,8 @@ func (e *Error) Unwrap() error { return e.rej }
 
 // engineRequest is the request the engine and the key functions see: a
 // shallow copy of c.Request() carrying the echo context (for WithSkipper) and
-// echo's route, c.Path(), in Pattern, which keyfunc.Route reads when no
-// keyfunc.WithRoute layer is present: one request copy where WithRoute
-// would add a second. The handlers after this middleware get c.Request()
-// unchanged.
+// echo's route, c.Path(), in Pattern, which keyfunc.Route reads. The
+// handlers after this middleware get c.Request() unchanged.
 func engineRequest(c echo.Context) *http.Request {
 	r := c.Request()
 	r = r.WithContext(&echoContext{Context: r.Context(), c: c})

@@ -3,7 +3,6 @@ package ginmw
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -39,10 +38,8 @@ func Limit(lim core.Limiter, opts ...Option) (gin.HandlerFunc, error) {
 
 // engineRequest is the request the engine and the key functions see: a
 // shallow copy of c.Request carrying the gin context (for ClientIP and
-// WithSkipper) and gin's route pattern. Setting Pattern on our own copy, which
-// keyfunc.Route reads when no keyfunc.WithRoute layer is present, costs one
-// request copy where WithRoute would add a second. The handlers after this
-// middleware get c.Request unchanged.
+// WithSkipper) and gin's route pattern in Pattern, which keyfunc.Route
+// reads. The handlers after this middleware get c.Request unchanged.
 func engineRequest(c *gin.Context) *http.Request {
 	r := c.Request.WithContext(&ginContext{Context: c.Request.Context(), c: c})
 	r.Pattern = c.FullPath()
@@ -82,16 +79,13 @@ var errNoGinContext = fmt.Errorf("%w: ginmw.ClientIP used outside ginmw.Limit", 
 // proxies...}) (or engine.TrustedPlatform). The default key, without this
 // option, is the TCP peer address, which no header changes.
 func ClientIP() keyfunc.Func {
-	canonical := keyfunc.MustIP()
-	return func(r *http.Request) (string, error) {
-		c, ok := fromRequest(r)
-		if !ok {
-			return "", errNoGinContext
-		}
-		// keyfunc.IP reads only RemoteAddr without TrustProxies: give it
-		// gin's answer there, on a copy, to share its canonical form.
-		peer := *r
-		peer.RemoteAddr = net.JoinHostPort(c.ClientIP(), "0")
-		return canonical(&peer)
+	return clientIP
+}
+
+func clientIP(r *http.Request) (string, error) {
+	c, ok := fromRequest(r)
+	if !ok {
+		return "", errNoGinContext
 	}
+	return keyfunc.CanonicalIP(c.ClientIP())
 }

@@ -57,11 +57,7 @@ func Example_stacked() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	apiKey, err := keyfunc.Header("X-API-Key")
-	if err != nil {
-		log.Fatal(err)
-	}
-	perKey, err := nethttp.Middleware(perKeyLim, nethttp.WithKeyFunc(apiKey),
+	perKey, err := nethttp.Middleware(perKeyLim, nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth))
 	if err != nil {
 		log.Fatal(err)

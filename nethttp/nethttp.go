@@ -53,11 +53,7 @@ func NewEngine(lim core.Limiter, opts ...Option) (*Engine, error) {
 		}
 	}
 	if e.cfg.key == nil {
-		ip, err := keyfunc.IP()
-		if err != nil {
-			return nil, fmt.Errorf("nethttp: default key function: %w", err)
-		}
-		e.cfg.key = ip
+		e.cfg.key = keyfunc.IP()
 	}
 	if e.cfg.deny != nil {
 		e.deny = e.cfg.deny

@@ -69,10 +69,6 @@ func newHandler(opts ...core.Option) (_ http.Handler, closeAll func(), err error
 		limiters = append(limiters, lim)
 		return chimw.Limit(lim, append(mwOpts, nethttp.WithHeaderStyle(nethttp.HeadersBoth))...)
 	}
-	apiKey, err := keyfunc.Header("X-API-Key")
-	if err != nil {
-		return nil, nil, err
-	}
 	perIP, err := limit(core.TokenBucket(100, time.Minute).WithName("per-ip"))
 	if err != nil {
 		return nil, nil, err
@@ -80,12 +76,12 @@ func newHandler(opts ...core.Option) (_ http.Handler, closeAll func(), err error
 	// A route key needs chi's full pattern, known once chi has routed:
 	// hence r.With on the route, not r.Use.
 	login, err := limit(core.FixedWindow(5, time.Minute).WithName("login"),
-		nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.MustIP())))
+		nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP())))
 	if err != nil {
 		return nil, nil, err
 	}
 	perKey, err := limit(core.SlidingWindow(1000, time.Hour).WithName("per-api-key"),
-		nethttp.WithKeyFunc(apiKey), nethttp.WithKeyErrorHandler(needKey))
+		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")), nethttp.WithKeyErrorHandler(needKey))
 	if err != nil {
 		return nil, nil, err
 	}

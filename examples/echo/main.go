@@ -70,21 +70,17 @@ func newHandler(opts ...core.Option) (_ http.Handler, closeAll func(), err error
 		limiters = append(limiters, lim)
 		return echomw.Limit(lim, append(mwOpts, nethttp.WithHeaderStyle(nethttp.HeadersBoth))...)
 	}
-	apiKey, err := keyfunc.Header("X-API-Key")
-	if err != nil {
-		return nil, nil, err
-	}
 	perIP, err := limit(core.TokenBucket(100, time.Minute).WithName("per-ip"))
 	if err != nil {
 		return nil, nil, err
 	}
 	login, err := limit(core.FixedWindow(5, time.Minute).WithName("login"),
-		nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.MustIP())))
+		nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP())))
 	if err != nil {
 		return nil, nil, err
 	}
 	perKey, err := limit(core.SlidingWindow(1000, time.Hour).WithName("per-api-key"),
-		nethttp.WithKeyFunc(apiKey), nethttp.WithKeyErrorHandler(needKey))
+		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")), nethttp.WithKeyErrorHandler(needKey))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -147,15 +147,16 @@
 // error wrapping context.DeadlineExceeded; Redis errors come back wrapped
 // too ("redisstore: AllowN: ..."). The bound holds whatever the client's
 // settings (TestRedisDown, TestSlowRedis: behind a proxy that delays every
-// reply by a second): a call is sent from the caller's goroutine only when
+// reply by seconds): a call is sent from the caller's goroutine only when
 // the client applies the context's deadline to its socket
-// (ContextTimeoutEnabled, on a *redis.Client or *redis.ClusterClient);
-// otherwise the batcher's goroutine sends it and the caller waits with its
-// own timer. Set ContextTimeoutEnabled: the connection of a call that timed
-// out is then also released at the deadline rather than at the client's
-// ReadTimeout, and calls that do not overlap much skip the batcher. A stopped Redis shows as
-// errors within the timeout; once it is back, decisions resume with the
-// same Limiter.
+// (ContextTimeoutEnabled on a *redis.Client or *redis.ClusterClient, and
+// neither ReadTimeout nor WriteTimeout -2, which switch socket deadlines
+// off); otherwise the batcher's goroutine sends it and the caller waits
+// with its own timer. Set ContextTimeoutEnabled: the connection of a call
+// that timed out is then also released at the deadline rather than at the
+// client's ReadTimeout, and calls that do not overlap much skip the
+// batcher. A stopped Redis shows as errors within the timeout; once it is
+// back, decisions resume with the same Limiter.
 //
 // What an error says about counting: a call that returns an error
 // wrapping context.DeadlineExceeded or context.Canceled had no reply from

@@ -228,6 +228,10 @@ func extremePolicy(rng *rand.Rand, v variant) core.Policy {
 	}
 }
 
+// maxLeapFrom is the latest instant the model test leaps forward from, so
+// that its instants stay well before the year 2200.
+var maxLeapFrom = Epoch.AddDate(60, 0, 0).UnixNano()
+
 // grain is the time the policy takes to give back about one unit.
 func grain(p core.Policy) int64 {
 	switch p.Algorithm {
@@ -256,8 +260,8 @@ func closeLimiter(lim core.Limiter) {
 // Sweep, when the suite has it; and clock moves: small and larger steps,
 // steps to the exact instant a previous answer named (ResetAfter,
 // RetryAfter, Delay, a window or bucket boundary, one nanosecond either
-// side), jumps beyond the policy's Recovery, nanosecond jitter, and steps
-// back.
+// side), jumps beyond the policy's Recovery and, rarely, leaps of 2^31 to
+// 2^33 windows (up to 40 years), nanosecond jitter, and steps back.
 //
 // What a decision is compared with:
 //
@@ -520,6 +524,11 @@ func (c *modelCase) move() {
 		to = at + c.rng.Int64N(3) - 1
 	case r < 78:
 		to += rec + c.rng.Int64N(rec+1)
+		if c.rng.IntN(20) == 0 && c.now < maxLeapFrom {
+			// A leap of 2^31 to 2^33 windows (at most 40 years): what a
+			// store that keeps window numbers in few bits gets wrong.
+			to = c.now + min(w*(1<<31+c.rng.Int64N(3<<31)), 40*365*24*int64(time.Hour))
+		}
 	case r < 88:
 		to += c.rng.Int64N(7) - 3
 	case r < 93:

@@ -170,6 +170,13 @@
 // apart without waiting past its timeout; over-counting is the safe side
 // for a limiter, and never more than the failed call's cost.
 //
+// Independently of this package, go-redis retries a command whose
+// connection broke after it was written (a *redis.Client's MaxRetries,
+// default 3; a cluster client's MaxRedirects): Redis may then run the
+// script more than once for one call and count it each time, as it would
+// any non-idempotent command. On a *redis.Client, MaxRetries: -1 rules
+// that out, trading the retry for an error.
+//
 // The adapters apply the failure policy (nethttp fails open by default, or
 // closed with WithFailClosed) and never send the error text to a client.
 // A cost above the policy's capacity is a denial with

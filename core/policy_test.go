@@ -95,3 +95,11 @@ func TestMustNewPanicsWithTheError(t *testing.T) {
 	lim := core.MustNew(core.FixedWindow(1, time.Second))
 	assert.NoError(t, lim.Close())
 }
+
+func TestSourceNames(t *testing.T) {
+	assert.Equal(t, "store", core.SourceStore.String())
+	assert.Equal(t, "deny-cache", core.SourceDenyCache.String())
+	assert.Equal(t, "fallback", core.SourceFallback.String())
+	assert.Equal(t, "Source(9)", core.Source(9).String())
+	assert.Equal(t, core.SourceStore, core.Decision{}.Source, "the zero value is the store")
+}

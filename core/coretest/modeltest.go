@@ -609,7 +609,11 @@ func (c *modelCase) reset(key string) error {
 }
 
 func showDecision(d core.Decision) string {
-	return fmt.Sprintf("{Allowed:%v Remaining:%d ResetAfter:%v RetryAfter:%v Delay:%v}", d.Allowed, d.Remaining, d.ResetAfter, d.RetryAfter, d.Delay)
+	s := fmt.Sprintf("{Allowed:%v Remaining:%d ResetAfter:%v RetryAfter:%v Delay:%v", d.Allowed, d.Remaining, d.ResetAfter, d.RetryAfter, d.Delay)
+	if d.Source != core.SourceStore {
+		s += " Source:" + d.Source.String()
+	}
+	return s + "}"
 }
 
 // failure describes a failed check on key, with what led to it.
@@ -728,6 +732,9 @@ func (c *modelCase) call(key string, n int64, peek bool) error {
 	if over {
 		want.Allowed, want.RetryAfter = false, 0
 	}
+	// Where the store decided (itself, or a cache of its denials) is not
+	// for the model to say; shape checks that a cache only denies.
+	want.Source = got.Source
 	if got != want {
 		return c.failure(key, "%s at +%v:\n   got %s\n  want %s (the model)", op, c.rel(at), showDecision(got), showDecision(want))
 	}
@@ -782,6 +789,8 @@ func shapeOf(p core.Policy, d core.Decision, n int64, peek, over, loose bool) st
 		return "a negative duration"
 	case d.Allowed && d.RetryAfter != 0:
 		return "admitted with a RetryAfter"
+	case d.Source == core.SourceDenyCache && (d.Allowed || peek):
+		return "a cache of denials admitted, or answered a Peek"
 	case over && (d.Allowed || d.RetryAfter != 0):
 		return "a cost above capacity must be denied with RetryAfter 0"
 	case !over && !d.Allowed && d.RetryAfter == 0:

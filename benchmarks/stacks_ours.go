@@ -19,33 +19,21 @@ func oursStacks() []Stack {
 			if err != nil {
 				return nil, err
 			}
-			mw, err := nethttp.Middleware(lim)
-			if err != nil {
-				return nil, err
-			}
-			return mw(okHandler), nil
+			return nethttp.Middleware(lim)(okHandler), nil
 		}},
 		{Router: "gin", Lib: "ours", SetsHeaders: true, New: func(l Limit) (http.Handler, error) {
 			lim, err := oursToken(l)
 			if err != nil {
 				return nil, err
 			}
-			mw, err := ginmw.Limit(lim)
-			if err != nil {
-				return nil, err
-			}
-			return ginStack(mw), nil
+			return ginStack(ginmw.Limit(lim)), nil
 		}},
 		{Router: "echo", Lib: "ours", SetsHeaders: true, New: func(l Limit) (http.Handler, error) {
 			lim, err := oursToken(l)
 			if err != nil {
 				return nil, err
 			}
-			mw, err := echomw.Limit(lim)
-			if err != nil {
-				return nil, err
-			}
-			return echoStack(mw), nil
+			return echoStack(echomw.Limit(lim)), nil
 		}},
 	}
 }

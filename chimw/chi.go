@@ -1,43 +1,47 @@
 package chimw
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
-// Limit returns chi middleware limiting requests with lim, for r.Use,
-// r.With or r.Group. It takes nethttp's options and behaves exactly as
-// nethttp.Middleware, with chi's route pattern (chi.RouteContext's
-// RoutePattern, "/users/{id}") available to keyfunc.Route. It returns an
-// error for a nil limiter or an invalid option.
-func Limit(lim core.Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
-	e, err := nethttp.NewEngine(lim, opts...)
-	if err != nil {
-		return nil, err
+// Limit returns chi middleware limiting requests with lim, for r.Use, r.With
+// or r.Group:
+//
+//	r.Use(chimw.Limit(lim))
+//
+// It is [nethttp.Middleware], with its options and answers, plus chi's full
+// route pattern (chi.RouteContext's RoutePattern, "/api/users/{id}") for
+// [keyfunc.Route]. It panics for a nil limiter and as nethttp.Middleware
+// does.
+func Limit(lim core.Limiter, opts ...nethttp.Option) func(http.Handler) http.Handler {
+	if lim == nil {
+		panic(errors.New("chimw: Limit: nil limiter"))
 	}
+	mw := nethttp.Middleware(lim, opts...)
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			next = http.NotFoundHandler()
 		}
+		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, callerRequest(r))
+		}))
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			kr := withRoute(r)
-			if rej := e.Check(w, kr); rej != nil {
-				e.Respond(w, kr, rej)
-				return
-			}
-			next.ServeHTTP(w, r)
+			h.ServeHTTP(w, withRoute(r))
 		})
-	}, nil
+	}
 }
 
-// withRoute attaches chi's route pattern for keyfunc.Route. Only the engine
-// sees the copy: next gets the request as it came. A pattern chi already put
-// in Request.Pattern needs no copy.
+// withRoute returns the request the middleware decides: r itself when chi
+// has already put the full pattern in Request.Pattern (or knows none yet),
+// and otherwise a shallow copy with the full pattern, which remembers r so
+// that next gets the request as it came.
 func withRoute(r *http.Request) *http.Request {
 	rc := chi.RouteContext(r.Context())
 	if rc == nil {
@@ -47,5 +51,22 @@ func withRoute(r *http.Request) *http.Request {
 	if p == "" || p == r.Pattern {
 		return r
 	}
-	return keyfunc.WithRoute(r, p)
+	kr := r.WithContext(&routeContext{Context: r.Context(), caller: r})
+	kr.Pattern = p
+	return kr
+}
+
+// callerRequest undoes withRoute.
+func callerRequest(r *http.Request) *http.Request {
+	if rc, ok := r.Context().(*routeContext); ok {
+		return rc.caller
+	}
+	return r
+}
+
+// routeContext is the context of withRoute's copy: the caller's context,
+// and the caller's request to hand on.
+type routeContext struct {
+	context.Context
+	caller *http.Request
 }

@@ -23,11 +23,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func ok(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
 
-func limit(t testing.TB, lim core.Limiter, opts ...nethttp.Option) func(http.Handler) http.Handler {
-	t.Helper()
-	mw, err := chimw.Limit(lim, opts...)
-	require.NoError(t, err)
-	return mw
+func limit(_ testing.TB, lim core.Limiter, opts ...nethttp.Option) func(http.Handler) http.Handler {
+	return chimw.Limit(lim, opts...)
 }
 
 // onWith mounts the limit on the route with r.With (none for a nil lim).
@@ -121,10 +118,37 @@ func TestRouteKeys(t *testing.T) {
 		_, err := keyfunc.Route()(req)
 		assert.ErrorIs(t, err, keyfunc.ErrNoKey, "the caller's request carries no route")
 	})
+	t.Run("passes chi's request on in a sub-router, though it decided on the full pattern", func(t *testing.T) {
+		var keys []string
+		var seen []*http.Request
+		var patterns []string
+		r := chi.NewRouter()
+		r.Route("/api", func(r chi.Router) {
+			r.With(func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					seen = append(seen, r) // what chi hands the limit
+					next.ServeHTTP(w, r)
+				})
+			}, limit(t, newLim(t), nethttp.WithKeyFunc(func(r *http.Request) (string, error) {
+				k, err := keyfunc.Route()(r)
+				keys = append(keys, k)
+				return k, err
+			}))).Get("/users/{id}", func(_ http.ResponseWriter, r *http.Request) {
+				seen = append(seen, r)
+				patterns = append(patterns, r.Pattern)
+			})
+		})
+		assert.Equal(t, http.StatusOK, get(r, "/api/users/1").Code)
+		assert.Equal(t, []string{"/api/users/{id}"}, keys)
+		require.Len(t, seen, 2)
+		assert.Same(t, seen[0], seen[1], "the handler gets the request chi gave the limit")
+		assert.Equal(t, []string{"/users/{id}"}, patterns, "chi's own Pattern, local to the sub-router")
+	})
 }
 
-func TestLimitConstructorErrors(t *testing.T) {
-	mw, err := chimw.Limit(nil)
-	assert.EqualError(t, err, "nethttp: nil limiter")
-	assert.Nil(t, mw)
+func TestLimitPanicsAtConstruction(t *testing.T) {
+	assert.PanicsWithError(t, "chimw: Limit: nil limiter", func() { chimw.Limit(nil) })
+	lim := core.MustNew(core.FixedWindow(1, time.Second))
+	defer lim.Close()
+	assert.PanicsWithError(t, "nethttp: Middleware: nil Option", func() { chimw.Limit(lim, nil) })
 }

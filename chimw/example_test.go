@@ -2,7 +2,6 @@ package chimw_test
 
 import (
 	"fmt"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -20,22 +19,15 @@ func fixedClock() time.Time { return time.Unix(1_700_000_034, 0) }
 
 // A per-IP limit for the whole router, and a stricter one per route and
 // client on the login route.
-func Example() {
-	general, _ := core.New(core.FixedWindow(100, time.Minute), core.WithClock(fixedClock))
-	defer general.Close()
-	logins, _ := core.New(core.FixedWindow(2, time.Minute), core.WithClock(fixedClock))
+func ExampleLimit() {
+	lim := core.MustNew(core.FixedWindow(100, time.Minute), core.WithClock(fixedClock))
+	defer lim.Close()
+	logins := core.MustNew(core.FixedWindow(2, time.Minute), core.WithClock(fixedClock))
 	defer logins.Close()
 
-	perIP, err := chimw.Limit(general)
-	if err != nil {
-		log.Fatal(err)
-	}
-	strict, err := chimw.Limit(logins, nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.MustIP())))
-	if err != nil {
-		log.Fatal(err)
-	}
 	r := chi.NewRouter()
-	r.Use(perIP)
+	r.Use(chimw.Limit(lim))
+	strict := chimw.Limit(logins, nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP())))
 	r.With(strict).Post("/login", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "welcome") })
 
 	for range 3 {

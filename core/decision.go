@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -32,6 +33,41 @@ type Decision struct {
 	// Policy is the policy that decided, for the IETF RateLimit-Policy
 	// header (name, quota, window).
 	Policy Policy
+	// Source says where the decision was made: the store itself (the zero
+	// value, and always for the in-memory limiter), a store's local cache of
+	// denials, or a local fallback limiter standing in for a store that is
+	// unavailable.
+	Source Source
+}
+
+// Source says where a Decision was made, so that adapters, hooks and
+// metrics can tell a store's own answers from stand-ins.
+type Source uint8
+
+// The sources of a Decision.
+const (
+	// SourceStore: the limiter's store decided (in memory, or the Redis
+	// script).
+	SourceStore Source = iota
+	// SourceDenyCache: a remote store's local cache repeated a denial it
+	// had received, without asking the store.
+	SourceDenyCache
+	// SourceFallback: a local fallback limiter decided while the store was
+	// unavailable.
+	SourceFallback
+)
+
+// String returns "store", "deny-cache" or "fallback", as metrics label it.
+func (s Source) String() string {
+	switch s {
+	case SourceStore:
+		return "store"
+	case SourceDenyCache:
+		return "deny-cache"
+	case SourceFallback:
+		return "fallback"
+	}
+	return "Source(" + strconv.Itoa(int(s)) + ")"
 }
 
 // Errors returned by limiters. Test for them with errors.Is: the returned

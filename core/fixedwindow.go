@@ -8,12 +8,11 @@ import "sync/atomic"
 // high bits the low bits of the window number (Unix time / Window, so windows
 // are aligned to the epoch and every process agrees on the boundaries).
 //
-// The window number is compared modulo 2^(64-countBits): at least 2^31
-// windows either way (Limit near MaxWindowLimit), 2^56 for a Limit of 100.
-// A key idle that long is swept long before (one sweep interval after its
-// window ends), so only a clock that leapt forward by that many windows
-// without a sweep could see an old count again. The zero value is a key
-// never seen; a stored count is never 0.
+// The window number is kept in the remaining bits, which Validate makes
+// enough for every window up to the end of int64 Unix nanoseconds and a
+// sign (fixedWindowBits), so two window numbers never alias, however long a
+// key goes unswept. The zero value is a key never seen; a stored count is
+// never 0.
 type fixedState struct {
 	w atomic.Int64
 }

@@ -231,6 +231,9 @@ func (p Policy) Validate() error {
 		if p.Limit > MaxWindowLimit {
 			return fmt.Errorf("core: FixedWindow limit must be <= %d, got %d", int64(MaxWindowLimit), p.Limit)
 		}
+		if most := maxFixedLimit(p.Window); p.Limit > most {
+			return fmt.Errorf("core: FixedWindow limit %d per %v is too large: a key packs its count and window number into one 64-bit word, which holds at most %d per %v", p.Limit, p.Window, most, p.Window)
+		}
 	case AlgSlidingWindow:
 		if p.Buckets <= 0 {
 			return fmt.Errorf("core: SlidingWindow buckets must be > 0, got %d", p.Buckets)
@@ -344,6 +347,18 @@ func (r *rule) decision(v verdict) Decision {
 		Allowed: v.allowed, Limit: r.limit, Remaining: v.remaining,
 		ResetAfter: v.reset, RetryAfter: v.retry, Delay: v.delay, Policy: r.policy,
 	}
+}
+
+// fixedWindowBits is how many bits of a fixed-window key's word hold its
+// window number: every window of every instant up to the end of int64 Unix
+// nanoseconds, plus a sign, so that two window numbers never alias.
+func fixedWindowBits(window time.Duration) uint {
+	return uint(bits.Len64(uint64(math.MaxInt64/int64(window)))) + 1
+}
+
+// maxFixedLimit is the largest count that fits beside the window number.
+func maxFixedLimit(window time.Duration) int64 {
+	return min(int64(1)<<(64-fixedWindowBits(window))-1, MaxWindowLimit)
 }
 
 // ceilDiv divides positive numbers rounding up.

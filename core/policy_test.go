@@ -35,6 +35,7 @@ func TestPolicyValidation(t *testing.T) {
 		{"burst refill overflows", core.TokenBucket(1, time.Hour).WithBurst(math.MaxInt64), "core: TokenBucket burst 9223372036854775807 at 1 per 1h0m0s takes longer than 640511h56m49.213693952s to refill"},
 		{"burst refill far too long", core.LeakyBucket(1, 24*time.Hour).WithBurst(1 << 20), "core: LeakyBucket burst 1048576 at 1 per 24h0m0s takes longer than 640511h56m49.213693952s to refill"},
 		{"meter on a window", core.Policy{Algorithm: core.AlgFixedWindow, Limit: 1, Window: time.Second, Meter: true}, "core: meter mode applies to LeakyBucket only, not FixedWindow"},
+		{"fixed-window count and window number above 64 bits", core.FixedWindow(math.MaxUint32, time.Second), "core: FixedWindow limit 4294967295 per 1s is too large: a key packs its count and window number into one 64-bit word, which holds at most 536870911 per 1s"},
 		{"rate not kept within 0.1%", core.TokenBucket(600_000_000, time.Second), "core: TokenBucket rate 600000000 per 1s cannot be kept within 0.1%: its interval (window/limit) rounds to 1ns; use a longer window or a limit that divides it"},
 		{"leaky rate not kept within 0.1%", core.LeakyBucket(1_000_000, 500700*time.Microsecond), "core: LeakyBucket rate 1000000 per 500.7ms cannot be kept within 0.1%: its interval (window/limit) rounds to 500ns; use a longer window or a limit that divides it"},
 		{"sliding buckets above MaxBuckets", core.SlidingWindow(100, time.Hour).WithBuckets(3_600_000), "core: SlidingWindow buckets must be <= 4096, got 3600000"},
@@ -55,6 +56,8 @@ func TestPolicyValidExtremes(t *testing.T) {
 	for _, p := range []core.Policy{
 		core.FixedWindow(math.MaxUint32, 70*365*24*time.Hour),
 		core.FixedWindow(1, time.Millisecond),
+		core.FixedWindow(536870911, time.Second),
+		core.FixedWindow(524287, time.Millisecond),
 		core.SlidingWindow(math.MaxUint32, time.Hour).WithBuckets(3600),
 		core.TokenBucket(1_000_000_000, time.Second),
 		core.TokenBucket(1, 50*365*24*time.Hour),
@@ -94,4 +97,12 @@ func TestMustNewPanicsWithTheError(t *testing.T) {
 	})
 	lim := core.MustNew(core.FixedWindow(1, time.Second))
 	assert.NoError(t, lim.Close())
+}
+
+func TestSourceNames(t *testing.T) {
+	assert.Equal(t, "store", core.SourceStore.String())
+	assert.Equal(t, "deny-cache", core.SourceDenyCache.String())
+	assert.Equal(t, "fallback", core.SourceFallback.String())
+	assert.Equal(t, "Source(9)", core.Source(9).String())
+	assert.Equal(t, core.SourceStore, core.Decision{}.Source, "the zero value is the store")
 }

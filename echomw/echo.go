@@ -2,6 +2,7 @@ package echomw
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -11,21 +12,30 @@ import (
 )
 
 // Limit returns echo middleware limiting requests with lim, for e.Use, a
-// group or one route (not e.Pre: see the package documentation). It takes
-// nethttp's options (and this package's WithSkipper) and decides exactly as
-// nethttp.Middleware. An admitted request gets the rate-limit headers and
+// group or one route (not e.Pre: see the package documentation):
+//
+//	e.Use(echomw.Limit(lim))
+//
+// It takes nethttp's options (and [WithSkipper]) and decides exactly as
+// [nethttp.Middleware]. An admitted request gets the rate-limit headers and
 // goes on. A rejected one gets its headers too, and Limit returns an
 // *echo.HTTPError with the status (429, or 400, 500, 503 for a key, cost or
 // fail-closed limiter error), which echo's HTTPErrorHandler renders: the
 // headers already set stay on the response. When an option supplies the
 // response (nethttp.WithDenyHandler, nethttp.WithKeyErrorHandler), it is
 // written first and echo's handler, finding the response committed, leaves
-// it alone. Limit returns an error for a nil limiter or an invalid option.
-func Limit(lim core.Limiter, opts ...Option) (echo.MiddlewareFunc, error) {
-	e, err := nethttp.NewEngine(lim, opts...)
-	if err != nil {
-		return nil, err
+// it alone. It panics for a nil limiter and as nethttp.Middleware does.
+func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
+	if lim == nil {
+		panic(errors.New("echomw: Limit: nil limiter"))
 	}
+	// Echo renders the default answers through its HTTPErrorHandler: these
+	// handlers, which write nothing, stand in for nethttp's plain-text ones,
+	// and a handler option in opts replaces them.
+	e := nethttp.NewEngine(lim, append([]nethttp.Option{
+		nethttp.WithDenyHandler(func(http.ResponseWriter, *http.Request, core.Decision) {}),
+		nethttp.WithKeyErrorHandler(func(http.ResponseWriter, *http.Request, error) {}),
+	}, opts...)...)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := engineRequest(c)
@@ -34,37 +44,31 @@ func Limit(lim core.Limiter, opts ...Option) (echo.MiddlewareFunc, error) {
 			if rej == nil {
 				return next(c)
 			}
-			if rej.UserHandler {
-				e.Respond(w, r, rej)
+			if rej.Status == http.StatusTooManyRequests || rej.Status == http.StatusBadRequest {
+				e.Respond(w, r, rej) // a handler option's answer, if there is one
 			}
-			return echo.NewHTTPError(rej.Status, http.StatusText(rej.Status)).SetInternal(&Error{rej})
+			return echo.NewHTTPError(rej.Status, http.StatusText(rej.Status)).SetInternal(&rejectionError{rej})
 		}
-	}, nil
+	}
 }
 
-// Error is the internal error of the *echo.HTTPError Limit returns. Its
-// message is the rejection's kind only, never its cause: echo's Debug mode
-// writes error messages into responses, and a limiter error must not reach
-// the client. Unwrap gives the *nethttp.Rejection, with the cause and the
-// decision, for an HTTPErrorHandler or a logger:
-//
-//	var rej *nethttp.Rejection
-//	if errors.As(err, &rej) && rej.Status == http.StatusTooManyRequests { ... rej.Decision ... }
-type Error struct{ rej *nethttp.Rejection }
+// rejectionError is the internal error of the *echo.HTTPError Limit
+// returns. Its message is the rejection's kind only, never its cause: echo's
+// Debug mode writes error messages into responses, and a limiter error must
+// not reach the client. It unwraps to the *nethttp.Rejection, with the cause
+// and the decision, for an HTTPErrorHandler or a logger (errors.As).
+type rejectionError struct{ rej *nethttp.Rejection }
 
-func (e *Error) Error() string {
+func (e *rejectionError) Error() string {
 	return "echomw: " + http.StatusText(e.rej.Status)
 }
 
-// Unwrap returns the *nethttp.Rejection.
-func (e *Error) Unwrap() error { return e.rej }
+func (e *rejectionError) Unwrap() error { return e.rej }
 
 // engineRequest is the request the engine and the key functions see: a
 // shallow copy of c.Request() carrying the echo context (for WithSkipper) and
-// echo's route, c.Path(), in Pattern, which keyfunc.Route reads when no
-// keyfunc.WithRoute layer is present: one request copy where WithRoute
-// would add a second. The handlers after this middleware get c.Request()
-// unchanged.
+// echo's route, c.Path(), in Pattern, which keyfunc.Route reads. The
+// handlers after this middleware get c.Request() unchanged.
 func engineRequest(c echo.Context) *http.Request {
 	r := c.Request()
 	r = r.WithContext(&echoContext{Context: r.Context(), c: c})

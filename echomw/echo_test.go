@@ -25,11 +25,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func ok(c echo.Context) error { return c.String(http.StatusOK, "ok") }
 
-func limit(t testing.TB, lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
-	t.Helper()
-	mw, err := echomw.Limit(lim, opts...)
-	require.NoError(t, err)
-	return mw
+func limit(_ testing.TB, lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
+	return echomw.Limit(lim, opts...)
 }
 
 // echoBody is what echo's default HTTPErrorHandler answers an HTTPError with.
@@ -201,9 +198,8 @@ func TestWithSkipper(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, send(e, http.MethodGet, "/").Code)
 }
 
-func TestLimitConstructorErrors(t *testing.T) {
-	_, err := echomw.Limit(nil)
-	assert.EqualError(t, err, "nethttp: nil limiter")
-	_, err = echomw.Limit(newLim(t, 1), echomw.WithSkipper(nil))
-	assert.EqualError(t, err, "echomw: WithSkipper needs a non-nil function")
+func TestLimitPanicsAtConstruction(t *testing.T) {
+	assert.PanicsWithError(t, "echomw: Limit: nil limiter", func() { echomw.Limit(nil) })
+	assert.PanicsWithError(t, "echomw: WithSkipper: nil function", func() { echomw.WithSkipper(nil) })
+	assert.PanicsWithError(t, "nethttp: NewEngine: nil Option", func() { echomw.Limit(newLim(t, 1), nil) })
 }

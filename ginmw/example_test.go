@@ -2,7 +2,6 @@ package ginmw_test
 
 import (
 	"fmt"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -20,23 +19,16 @@ func fixedClock() time.Time { return time.Unix(1_700_000_034, 0) }
 
 // A per-IP limit for the whole engine, and a stricter one per route and
 // client on the login route.
-func Example() {
+func ExampleLimit() {
 	gin.SetMode(gin.ReleaseMode)
-	general, _ := core.New(core.FixedWindow(100, time.Minute), core.WithClock(fixedClock))
-	defer general.Close()
-	logins, _ := core.New(core.FixedWindow(2, time.Minute), core.WithClock(fixedClock))
+	lim := core.MustNew(core.FixedWindow(100, time.Minute), core.WithClock(fixedClock))
+	defer lim.Close()
+	logins := core.MustNew(core.FixedWindow(2, time.Minute), core.WithClock(fixedClock))
 	defer logins.Close()
 
-	perIP, err := ginmw.Limit(general)
-	if err != nil {
-		log.Fatal(err)
-	}
-	strict, err := ginmw.Limit(logins, nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.MustIP())))
-	if err != nil {
-		log.Fatal(err)
-	}
 	r := gin.New()
-	r.Use(perIP)
+	r.Use(ginmw.Limit(lim))
+	strict := ginmw.Limit(logins, nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP())))
 	r.POST("/login", strict, func(c *gin.Context) { c.String(http.StatusOK, "welcome") })
 
 	for range 3 {
@@ -57,17 +49,13 @@ func Example() {
 // proxies to trust.
 func ExampleClientIP() {
 	gin.SetMode(gin.ReleaseMode)
-	lim, _ := core.New(core.FixedWindow(1, time.Minute), core.WithClock(fixedClock))
+	lim := core.MustNew(core.FixedWindow(1, time.Minute), core.WithClock(fixedClock))
 	defer lim.Close()
-	mw, err := ginmw.Limit(lim, nethttp.WithKeyFunc(ginmw.ClientIP()))
-	if err != nil {
-		log.Fatal(err)
-	}
 	r := gin.New()
 	if err := r.SetTrustedProxies([]string{"10.0.0.0/8"}); err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
-	r.GET("/", mw, func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	r.GET("/", ginmw.Limit(lim, nethttp.WithKeyFunc(ginmw.ClientIP())), func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 
 	for _, client := range []string{"203.0.113.1", "203.0.113.2", "203.0.113.1"} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)

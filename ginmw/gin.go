@@ -2,8 +2,8 @@ package ginmw
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -13,19 +13,22 @@ import (
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
-// Limit returns gin middleware limiting requests with lim. It takes
-// nethttp's options (and this package's WithSkipper) and behaves exactly as
-// nethttp.Middleware: an admitted request gets the rate-limit headers and
-// goes on (c.Next); a rejected one is answered by nethttp's engine (429 with
-// Retry-After, or the configured denial handler) and the chain is aborted
-// (c.Abort), so no later handler runs. keyfunc.Route keys on gin's route
-// (c.FullPath(), "/users/:id"). It returns an error for a nil limiter or an
-// invalid option.
-func Limit(lim core.Limiter, opts ...Option) (gin.HandlerFunc, error) {
-	e, err := nethttp.NewEngine(lim, opts...)
-	if err != nil {
-		return nil, err
+// Limit returns gin middleware limiting requests with lim, for r.Use, a
+// group or one route:
+//
+//	r.Use(ginmw.Limit(lim))
+//
+// It takes nethttp's options and behaves exactly as [nethttp.Middleware]:
+// an admitted request gets the rate-limit headers and goes on (c.Next); a
+// rejected one is answered by nethttp's engine (429 with Retry-After, or the
+// configured denial handler) and the chain is aborted (c.Abort), so no later
+// handler runs. [keyfunc.Route] keys on gin's route (c.FullPath(),
+// "/users/:id"). It panics for a nil limiter and as nethttp.Middleware does.
+func Limit(lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
+	if lim == nil {
+		panic(errors.New("ginmw: Limit: nil limiter"))
 	}
+	e := nethttp.NewEngine(lim, opts...)
 	return func(c *gin.Context) {
 		r := engineRequest(c)
 		if rej := e.Check(c.Writer, r); rej != nil {
@@ -34,15 +37,13 @@ func Limit(lim core.Limiter, opts ...Option) (gin.HandlerFunc, error) {
 			return
 		}
 		c.Next()
-	}, nil
+	}
 }
 
 // engineRequest is the request the engine and the key functions see: a
-// shallow copy of c.Request carrying the gin context (for ClientIP and
-// WithSkipper) and gin's route pattern. Setting Pattern on our own copy, which
-// keyfunc.Route reads when no keyfunc.WithRoute layer is present, costs one
-// request copy where WithRoute would add a second. The handlers after this
-// middleware get c.Request unchanged.
+// shallow copy of c.Request carrying the gin context (for ClientIP) and
+// gin's route pattern in Pattern, which keyfunc.Route reads. The handlers
+// after this middleware get c.Request unchanged.
 func engineRequest(c *gin.Context) *http.Request {
 	r := c.Request.WithContext(&ginContext{Context: c.Request.Context(), c: c})
 	r.Pattern = c.FullPath()
@@ -74,24 +75,21 @@ func fromRequest(r *http.Request) (*gin.Context, bool) {
 var errNoGinContext = fmt.Errorf("%w: ginmw.ClientIP used outside ginmw.Limit", keyfunc.ErrNoKey)
 
 // ClientIP returns a key function for nethttp.WithKeyFunc that keys on gin's
-// c.ClientIP(), in keyfunc.IP's canonical form (IPv4-mapped addresses folded,
-// IPv6 masked to /64). It is opt-in: c.ClientIP() believes X-Forwarded-For and
+// c.ClientIP(), in keyfunc.IP's canonical form ([keyfunc.CanonicalIP]:
+// IPv4-mapped addresses folded, IPv6 masked to /64). It is opt-in: c.ClientIP() believes X-Forwarded-For and
 // X-Real-IP from every peer unless the engine is told which proxies to trust,
 // and gin trusts all of them by default, so any client could then choose its
 // own key. Use it only after engine.SetTrustedProxies([]string{...your
 // proxies...}) (or engine.TrustedPlatform). The default key, without this
 // option, is the TCP peer address, which no header changes.
 func ClientIP() keyfunc.Func {
-	canonical := keyfunc.MustIP()
-	return func(r *http.Request) (string, error) {
-		c, ok := fromRequest(r)
-		if !ok {
-			return "", errNoGinContext
-		}
-		// keyfunc.IP reads only RemoteAddr without TrustProxies: give it
-		// gin's answer there, on a copy, to share its canonical form.
-		peer := *r
-		peer.RemoteAddr = net.JoinHostPort(c.ClientIP(), "0")
-		return canonical(&peer)
+	return clientIP
+}
+
+func clientIP(r *http.Request) (string, error) {
+	c, ok := fromRequest(r)
+	if !ok {
+		return "", errNoGinContext
 	}
+	return keyfunc.CanonicalIP(c.ClientIP())
 }

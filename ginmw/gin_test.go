@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/ginmw"
+	"github.com/go-ratelimit/ratelimit/internal/httpbench"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"github.com/go-ratelimit/ratelimit/nethttp/adaptertest"
@@ -26,11 +27,8 @@ func TestMain(m *testing.M) {
 
 func ok(c *gin.Context) { c.String(http.StatusOK, "ok") }
 
-func limit(t testing.TB, lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
-	t.Helper()
-	mw, err := ginmw.Limit(lim, opts...)
-	require.NoError(t, err)
-	return mw
+func limit(_ testing.TB, lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
+	return ginmw.Limit(lim, opts...)
 }
 
 // onRoute mounts the limit on the route (none for a nil lim).
@@ -45,6 +43,31 @@ func onRoute(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handle
 }
 
 func BenchmarkLimit(b *testing.B) { adaptertest.Benchmark(b, adaptertest.Adapter{Mount: onRoute}) }
+
+// BenchmarkClientIP measures the opt-in key on gin's ClientIP behind a
+// trusted proxy.
+func BenchmarkClientIP(b *testing.B) {
+	lim, err := core.New(httpbench.Policy)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = lim.Close() })
+	r := gin.New()
+	require.NoError(b, r.SetTrustedProxies([]string{"10.0.0.0/8"}))
+	r.GET("/items/:id", ginmw.Limit(lim, nethttp.WithKeyFunc(ginmw.ClientIP())), ok)
+	for _, bc := range []struct{ name, xff string }{{"client=ipv4", "203.0.113.7"}, {"client=ipv6", "2001:db8::7"}} {
+		b.Run(bc.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, "/items/1", nil)
+			req.RemoteAddr = "10.0.0.1:1234"
+			req.Header.Set("X-Forwarded-For", bc.xff)
+			w := httpbench.NewDiscardWriter()
+			b.ReportAllocs()
+			for b.Loop() {
+				w.Reset()
+				r.ServeHTTP(w, req)
+			}
+			w.Check(b)
+		})
+	}
+}
 
 func TestAdapterSuite(t *testing.T) {
 	t.Run("on the route", func(t *testing.T) {
@@ -164,10 +187,12 @@ func TestClientIP(t *testing.T) {
 	})
 }
 
-func TestWithSkipper(t *testing.T) {
+// Skipping is nethttp.WithSkip's (ginmw.WithSkipper is gone: one skip
+// option).
+func TestSkip(t *testing.T) {
 	r := gin.New()
-	r.GET("/", limit(t, newLim(t, 1), ginmw.WithSkipper(func(c *gin.Context) bool {
-		return c.GetHeader("X-Probe") == "1"
+	r.GET("/", limit(t, newLim(t, 1), nethttp.WithSkip(func(r *http.Request) bool {
+		return r.Header.Get("X-Probe") == "1"
 	})), ok)
 	for range 3 {
 		w := get(r, "/", "192.0.2.1:1", "X-Probe", "1")
@@ -178,9 +203,7 @@ func TestWithSkipper(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, get(r, "/", "192.0.2.1:1").Code)
 }
 
-func TestLimitConstructorErrors(t *testing.T) {
-	_, err := ginmw.Limit(nil)
-	assert.EqualError(t, err, "nethttp: nil limiter")
-	_, err = ginmw.Limit(newLim(t, 1), ginmw.WithSkipper(nil))
-	assert.EqualError(t, err, "ginmw: WithSkipper needs a non-nil function")
+func TestLimitPanicsAtConstruction(t *testing.T) {
+	assert.PanicsWithError(t, "ginmw: Limit: nil limiter", func() { ginmw.Limit(nil) })
+	assert.PanicsWithError(t, "nethttp: NewEngine: nil Option", func() { ginmw.Limit(newLim(t, 1), nil) })
 }

@@ -1,25 +1,30 @@
 // Package keyfunc turns an HTTP request into the key a rate limit counts it
 // under: the client's IP address, an API key, the matched route, or a
-// combination of these. It knows HTTP and nothing of limits; the adapters
-// (nethttp, chimw, ginmw, echomw) call a Func on every request and pass the
-// key to a core.Limiter.
+// combination of these. It knows HTTP and nothing of limits: the middleware
+// of package nethttp and the router adapters call a [Func] on every request
+// and pass the key to a core.Limiter.
 //
-//	perIP := keyfunc.MustIP()                          // the TCP peer, headers ignored
-//	perKey, err := keyfunc.Header("X-API-Key")         // one bucket per API key
+//	perIP := keyfunc.IP()                              // the TCP peer, headers ignored
+//	perKey := keyfunc.Header("X-API-Key")              // one bucket per API key
 //	perRouteIP := keyfunc.Join(keyfunc.Route(), perIP) // per route per client
 //
 // Every Func is safe for simultaneous use by multiple goroutines and never
-// modifies the request.
+// modifies the request. A request with nothing to count it under gives an
+// error wrapping [ErrNoKey], which the middleware answers by its key-error
+// policy, never by skipping the limit. The constructors panic on invalid
+// configuration, as a mistake in the program; proxy prefixes read from
+// configuration are parsed with [ParseTrustedProxies], which returns the
+// error instead.
 //
 // # Client IP: the peer, unless you say otherwise
 //
-// IP() keys on the TCP peer, http.Request.RemoteAddr, which a client cannot
+// [IP] keys on the TCP peer, http.Request.RemoteAddr, which a client cannot
 // choose. X-Forwarded-For, Forwarded, X-Real-IP, True-Client-IP and every
 // other header are ignored: any client can send them with any value, so a
 // limiter that believed them would give each request a fresh bucket.
 //
 // Behind a reverse proxy or load balancer every request has the proxy as its
-// peer. Name your proxies with TrustProxies, and IP reads the forwarding
+// peer. Name your proxies with [TrustProxies], and IP reads the forwarding
 // headers, but only on requests whose peer is inside one of the trusted
 // prefixes:
 //
@@ -48,14 +53,12 @@
 //  3. X-Real-IP: read like X-Forwarded-For (usually a single address).
 //
 // X-Forwarded-For comes first because practically every proxy and load
-// balancer appends to it (nginx's $proxy_add_x_forwarded_for, HAProxy,
-// Envoy, the cloud load balancers), while a header the proxy does not
-// maintain passes through from the client untouched and is entirely the
-// client's choice. For the same reason, once a header is present the others
-// are not consulted, even if it is malformed. If your proxy maintains a
-// different header and passes X-Forwarded-For through, say so with
-// FromHeaders (FromHeaders("X-Real-IP"), FromHeaders("CF-Connecting-IP")),
-// or the client's own X-Forwarded-For wins.
+// balancer appends to it, while a header the proxy does not maintain passes
+// through from the client untouched. Once a header is present the others are
+// not consulted, even if it is malformed. If your proxy maintains a different
+// header and passes X-Forwarded-For through, say so with [FromHeaders]
+// (FromHeaders("X-Real-IP"), FromHeaders("CF-Connecting-IP")), or the
+// client's own X-Forwarded-For wins.
 //
 // # Malformed headers fail closed
 //
@@ -63,11 +66,9 @@
 // garbage a client puts there does no harm. When the walk does reach an
 // entry that is not an address (an empty entry, "unknown", an obfuscated
 // "_name", an unquoted IPv6 in Forwarded, a syntax error), the key is the
-// peer address: the one answer no client chose. (The hop to the right of the
-// bad entry would be just as safe, but the peer is simpler to reason about
-// and to see in logs.) Requests with such headers then share the proxy's
-// bucket, which hurts only the clients that send them. Malformed headers
-// never produce "no key".
+// peer address: the one answer no client chose. Requests with such headers
+// then share the proxy's bucket, which hurts only the clients that send
+// them. Malformed headers never produce "no key".
 //
 // # Canonical addresses
 //
@@ -76,25 +77,27 @@
 // (fe80::1%eth0) are dropped, and the same rules apply to trusted prefixes,
 // so an alias cannot slip past the trust check. IPv4 keys are the dotted
 // quad ("192.0.2.1"); two IPv4 addresses never share a key. IPv6 keys are the
-// client's prefix ("2001:db8:1:2::/64"), because one host usually controls a
-// whole /64 and could otherwise rotate through 2^64 buckets; IPv6Prefix
-// changes the length.
+// client's /64 ("2001:db8:1:2::/64"), because one host usually controls a
+// whole /64 and could otherwise rotate through 2^64 buckets; [IPv6Prefix]
+// changes the length. [CanonicalIP] gives the same key for an address a
+// framework has already found (gin's c.ClientIP()), so adapters never
+// rebuild a request around it.
 //
 // A RemoteAddr that is not an IP address (empty in a hand-built request,
-// "@" for a Unix socket listener) gives an error wrapping ErrNoKey, and the
-// adapter applies its key-error policy: such traffic cannot be told apart by
-// address, so choose the policy (or another key function) for it
-// deliberately.
+// "@" for a Unix socket listener) gives an error wrapping ErrNoKey: such
+// traffic cannot be told apart by address, so choose the key-error policy
+// (or another key function) for it deliberately.
 //
 // # API keys, routes and combined keys
 //
-// Header keys on a request header such as X-API-Key; a missing or blank
-// header is ErrNoKey, never a silent shared bucket. Route keys on the
-// matched route pattern ("/users/{id}"), never the raw path: adapters attach
-// their router's pattern with WithRoute; under net/http, Route reads
-// http.Request.Pattern, which is set only inside handlers registered on a
-// ServeMux, not in a middleware wrapping the whole mux. Join combines keys
-// with length-prefixed parts, so ("a:b", "c") and ("a", "b:c") stay apart.
+// [Header] keys on a request header such as X-API-Key; a missing or blank
+// header is ErrNoKey, never a silent shared bucket. [Route] keys on the
+// matched route pattern, http.Request.Pattern ("/users/{id}"), never the raw
+// path. net/http's ServeMux sets Pattern only inside the handlers registered
+// on it, not in a middleware wrapping the whole mux; the chi, gin and echo
+// adapters set it to their router's pattern. [Join] combines keys with
+// length-prefixed parts, so ("a:b", "c") and ("a", "b:c") stay apart, and
+// [Static] counts every request under one key.
 //
 // Keys from different functions are not namespaced: a client can send an
 // API key equal to someone's IP key. When one limiter counts keys from
@@ -102,10 +105,10 @@
 // its own namespace with Static, as in Join(Static("key"), apiKey) and
 // Join(Static("ip"), perIP).
 //
-// Keys longer than MaxKeyLen (256 bytes) are replaced by "sha256:" and the
-// base64url SHA-256 of the key, so a huge header cannot become a huge map or
-// Redis key; a raw key that starts with "sha256:" is hashed too, so it can
-// never equal another key's hash.
+// Keys longer than 256 bytes are replaced by "sha256:" and the base64url
+// SHA-256 of the key, so a huge header cannot become a huge map or Redis
+// key; a raw key that starts with "sha256:" is hashed too, so it can never
+// equal another key's hash.
 //
 // # VERIFY BEFORE GOING LIVE
 //

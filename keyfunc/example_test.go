@@ -3,6 +3,7 @@ package keyfunc_test
 import (
 	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 
@@ -11,10 +12,7 @@ import (
 
 // The default key is the TCP peer, in canonical form.
 func ExampleIP() {
-	ip, err := keyfunc.IP()
-	if err != nil {
-		panic(err)
-	}
+	ip := keyfunc.IP()
 	for _, peer := range []string{"192.0.2.1:52000", "[::ffff:192.0.2.1]:52001", "[2001:db8:1:2::7]:52002"} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = peer
@@ -31,10 +29,7 @@ func ExampleIP() {
 // address: without TrustProxies no header is read, and with it only headers
 // from the trusted proxies are.
 func ExampleIP_spoofedHeaderIgnored() {
-	ip, err := keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/8"))
-	if err != nil {
-		panic(err)
-	}
+	ip := keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/8"))
 	r := httptest.NewRequest(http.MethodGet, "/login", nil)
 	r.RemoteAddr = "203.0.113.7:52000" // connects directly, not through a proxy
 	r.Header.Set("X-Forwarded-For", "1.2.3.4")
@@ -49,10 +44,7 @@ func ExampleIP_spoofedHeaderIgnored() {
 // the proxies' own hops are skipped, and what the client wrote to the left
 // of its real address is never read.
 func ExampleTrustProxies() {
-	ip, err := keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/8", "fd00::/8"))
-	if err != nil {
-		panic(err)
-	}
+	ip := keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/8", "fd00::/8"))
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.RemoteAddr = "10.0.0.1:443" // the load balancer
 	// The client sent "X-Forwarded-For: 1.2.3.4"; an edge proxy appended the
@@ -61,20 +53,35 @@ func ExampleTrustProxies() {
 	key, _ := ip(r)
 	fmt.Println(key)
 
-	_, err = keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/33"))
+	// Output:
+	// 203.0.113.7
+}
+
+// Prefixes read from configuration are parsed with ParseTrustedProxies,
+// which returns an error where TrustProxies, for literals, panics.
+func ExampleParseTrustedProxies() {
+	trusted, err := keyfunc.ParseTrustedProxies("10.0.0.0/8", "fd00::/8")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ip := keyfunc.IP(trusted)
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "10.0.0.1:443"
+	r.Header.Set("X-Forwarded-For", "203.0.113.7")
+	key, _ := ip(r)
+	fmt.Println(key)
+
+	_, err = keyfunc.ParseTrustedProxies("10.0.0.0/33")
 	fmt.Println(err)
 	// Output:
 	// 203.0.113.7
-	// keyfunc: TrustProxies: "10.0.0.0/33" is not a CIDR prefix or IP address
+	// keyfunc: ParseTrustedProxies: "10.0.0.0/33" is not a CIDR prefix or IP address
 }
 
 // When the proxy maintains a header other than X-Forwarded-For, name it, so
 // that an X-Forwarded-For the client sends through the proxy is not read.
 func ExampleFromHeaders() {
-	ip, err := keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/8"), keyfunc.FromHeaders("X-Real-IP"))
-	if err != nil {
-		panic(err)
-	}
+	ip := keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/8"), keyfunc.FromHeaders("X-Real-IP"))
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.RemoteAddr = "10.0.0.1:443"
 	r.Header.Set("X-Forwarded-For", "1.2.3.4") // from the client, passed through
@@ -87,10 +94,7 @@ func ExampleFromHeaders() {
 // An IPv6 client is counted by its prefix, /64 unless IPv6Prefix says
 // otherwise.
 func ExampleIPv6Prefix() {
-	ip, err := keyfunc.IP(keyfunc.IPv6Prefix(56))
-	if err != nil {
-		panic(err)
-	}
+	ip := keyfunc.IP(keyfunc.IPv6Prefix(56))
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.RemoteAddr = "[2001:db8:1:2ff::7]:52000"
 	key, _ := ip(r)
@@ -101,16 +105,13 @@ func ExampleIPv6Prefix() {
 // Per API key; a request without one is an ErrNoKey for the adapter's
 // key-error policy.
 func ExampleHeader() {
-	apiKey, err := keyfunc.Header("X-API-Key")
-	if err != nil {
-		panic(err)
-	}
+	apiKey := keyfunc.Header("X-API-Key")
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.Header.Set("X-API-Key", "k-123")
 	key, _ := apiKey(r)
 	fmt.Println(key)
 
-	_, err = apiKey(httptest.NewRequest(http.MethodGet, "/", nil))
+	_, err := apiKey(httptest.NewRequest(http.MethodGet, "/", nil))
 	fmt.Println(errors.Is(err, keyfunc.ErrNoKey), err)
 	// Output:
 	// k-123
@@ -119,7 +120,7 @@ func ExampleHeader() {
 
 // Route keys on the pattern, never the path, so /users/1 and /users/2 share
 // a limit. Under net/http the pattern is set inside handlers registered on a
-// ServeMux; router adapters attach theirs with WithRoute.
+// ServeMux; router adapters set Request.Pattern to their router's pattern.
 func ExampleRoute() {
 	route := keyfunc.Route()
 	mux := http.NewServeMux()
@@ -129,29 +130,39 @@ func ExampleRoute() {
 	})
 	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/users/1", nil))
 	mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/users/2", nil))
-
-	r := keyfunc.WithRoute(httptest.NewRequest(http.MethodGet, "/orders/9", nil), "/orders/:id")
-	key, _ := route(r)
-	fmt.Println(key)
 	// Output:
 	// GET /users/{id}
 	// GET /users/{id}
-	// /orders/:id
 }
 
 // Join combines keys with length-prefixed parts: one limit per route per
 // client. Static namespaces keys when one limiter counts several kinds.
 func ExampleJoin() {
-	perRouteIP := keyfunc.Join(keyfunc.Route(), keyfunc.MustIP())
-	r := keyfunc.WithRoute(httptest.NewRequest(http.MethodPost, "/login", nil), "/login")
+	perRouteIP := keyfunc.Join(keyfunc.Route(), keyfunc.IP())
+	r := httptest.NewRequest(http.MethodPost, "/login", nil)
+	r.Pattern = "/login" // as a router sets it
 	r.RemoteAddr = "203.0.113.7:52000"
 	key, _ := perRouteIP(r)
 	fmt.Println(key)
 
-	ipOnly := keyfunc.Join(keyfunc.Static("ip"), keyfunc.MustIP())
+	ipOnly := keyfunc.Join(keyfunc.Static("ip"), keyfunc.IP())
 	key, _ = ipOnly(r)
 	fmt.Println(key)
 	// Output:
 	// 6:/login11:203.0.113.7
 	// 2:ip11:203.0.113.7
+}
+
+// A framework that has already found the client's address (here as gin's
+// c.ClientIP() would report it) is keyed exactly as IP keys a peer.
+func ExampleCanonicalIP() {
+	for _, addr := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8:1:2::7", "not-an-ip"} {
+		key, err := keyfunc.CanonicalIP(addr)
+		fmt.Printf("%q %v\n", key, err)
+	}
+	// Output:
+	// "192.0.2.1" <nil>
+	// "192.0.2.1" <nil>
+	// "2001:db8:1:2::/64" <nil>
+	// "" keyfunc: no key in request: "not-an-ip" is not an IP address
 }

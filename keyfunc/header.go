@@ -12,20 +12,20 @@ import (
 //
 // The key is the first line of the header with surrounding spaces and tabs
 // removed (the line net/http's Header.Get returns, so it matches what an
-// authentication middleware reads), hashed when longer than MaxKeyLen. A
+// authentication middleware reads), hashed when longer than 256 bytes. A
 // missing or blank header gives an error wrapping ErrNoKey, so the adapter
 // applies its key-error policy instead of counting all such requests under
 // one empty key.
 //
-// An empty or invalid header name is an error. The value is used as sent:
+// It panics for an empty or invalid header name. The value is used as sent:
 // Header does not check that it is a valid API key, so authenticate before
 // counting, or expect one bucket per made-up key.
-func Header(name string) (Func, error) {
+func Header(name string) Func {
 	if name == "" {
-		return nil, errors.New("keyfunc: Header: empty header name")
+		panic(errors.New("keyfunc: Header: empty header name"))
 	}
 	if !validHeaderName(name) {
-		return nil, fmt.Errorf("keyfunc: Header: %q is not a valid header name", name)
+		panic(fmt.Errorf("keyfunc: Header: %q is not a valid header name", name))
 	}
 	name = textproto.CanonicalMIMEHeaderKey(name)
 	// Built once: a missing key is common (anonymous clients) and should
@@ -41,5 +41,5 @@ func Header(name string) (Func, error) {
 			return "", missing
 		}
 		return boundKey(v), nil
-	}, nil
+	}
 }

@@ -29,12 +29,25 @@ func mustKey(t testing.TB, f keyfunc.Func, r *http.Request) string {
 	return key
 }
 
-// newIP builds an IP Func and requires the options to be valid.
-func newIP(t testing.TB, opts ...keyfunc.IPOption) keyfunc.Func {
+// newIP builds an IP Func; invalid options panic.
+func newIP(_ testing.TB, opts ...keyfunc.IPOption) keyfunc.Func {
+	return keyfunc.IP(opts...)
+}
+
+// panicError calls f, requires it to panic with an error, and returns that
+// error: configuration mistakes panic at construction.
+func panicError(t testing.TB, f func()) (err error) {
 	t.Helper()
-	f, err := keyfunc.IP(opts...)
-	require.NoError(t, err)
-	return f
+	defer func() {
+		t.Helper()
+		v := recover()
+		require.NotNil(t, v, "no panic")
+		var ok bool
+		err, ok = v.(error)
+		require.True(t, ok, "panicked with %T %v, not an error", v, v)
+	}()
+	f()
+	return nil
 }
 
 // The trust set most tests use: proxies live in 10.0.0.0/8 and fd00::/8,

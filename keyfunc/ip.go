@@ -18,14 +18,14 @@ const (
 	headerXRealIP       = "X-Real-Ip"
 )
 
-// DefaultIPv6Prefix is the prefix length IPv6 clients are counted under when
+// defaultIPv6Prefix is the prefix length IPv6 clients are counted under when
 // IPv6Prefix is not given: one /64 is what a single subscriber or host is
 // normally assigned, and it holds 2^64 addresses to rotate through.
-const DefaultIPv6Prefix = 64
+const defaultIPv6Prefix = 64
 
 // IPOption configures IP. The zero IPOption does nothing.
 type IPOption struct {
-	apply func(*ipConfig) error
+	apply func(*ipConfig)
 }
 
 // ipConfig is what IP resolves a request with. It is immutable once built.
@@ -43,23 +43,48 @@ type ipConfig struct {
 // these prefixes, to the first one outside (see the package documentation).
 // Trust only prefixes that hold nothing but your own proxies.
 //
-// An entry that is neither a prefix nor an address makes IP return an error
-// that quotes it. IPv4-mapped IPv6 prefixes (::ffff:10.0.0.0/104) are folded
-// to IPv4, like the addresses they are matched against. Several TrustProxies
+// TrustProxies is for prefixes written in the program: it panics, naming
+// every entry that is neither a prefix nor an address. Parse prefixes read
+// from configuration with [ParseTrustedProxies], which returns that error
+// instead. IPv4-mapped IPv6 prefixes (::ffff:10.0.0.0/104) are folded to
+// IPv4, like the addresses they are matched against. Several TrustProxies
 // options add up. The default trusts nothing: the key is always the peer.
 func TrustProxies(cidrs ...string) IPOption {
-	return IPOption{func(c *ipConfig) error {
-		var errs []error
-		for _, s := range cidrs {
-			p, err := parseTrusted(s)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			c.trusted = append(c.trusted, p)
+	opt, err := parseTrustedProxies("TrustProxies", cidrs)
+	if err != nil {
+		panic(err)
+	}
+	return opt
+}
+
+// ParseTrustedProxies is [TrustProxies] for prefixes that come from
+// configuration: it returns an error naming every entry that is neither a
+// CIDR prefix nor an IP address, instead of panicking.
+//
+//	trusted, err := keyfunc.ParseTrustedProxies(strings.Split(os.Getenv("TRUSTED_PROXIES"), ",")...)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	key := keyfunc.IP(trusted)
+func ParseTrustedProxies(cidrs ...string) (IPOption, error) {
+	return parseTrustedProxies("ParseTrustedProxies", cidrs)
+}
+
+func parseTrustedProxies(fn string, cidrs []string) (IPOption, error) {
+	prefixes := make([]netip.Prefix, 0, len(cidrs))
+	var errs []error
+	for _, s := range cidrs {
+		p, err := parseTrusted(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("keyfunc: %s: %w", fn, err))
+			continue
 		}
-		return errors.Join(errs...)
-	}}
+		prefixes = append(prefixes, p)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return IPOption{}, err
+	}
+	return IPOption{func(c *ipConfig) { c.trusted = append(c.trusted, prefixes...) }}, nil
 }
 
 func parseTrusted(s string) (netip.Prefix, error) {
@@ -69,14 +94,14 @@ func parseTrusted(s string) (netip.Prefix, error) {
 		if aerr != nil || a.Zone() != "" {
 			// Zones are refused, not dropped: addresses are matched without
 			// theirs, so a zone here could only mislead the reader.
-			return netip.Prefix{}, fmt.Errorf("keyfunc: TrustProxies: %q is not a CIDR prefix or IP address", s)
+			return netip.Prefix{}, fmt.Errorf("%q is not a CIDR prefix or IP address", s)
 		}
 		a = a.Unmap()
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	if a := p.Addr(); a.Is4In6() {
 		if p.Bits() < 96 {
-			return netip.Prefix{}, fmt.Errorf("keyfunc: TrustProxies: %q mixes IPv4-mapped and other IPv6 addresses; use an IPv4 prefix", s)
+			return netip.Prefix{}, fmt.Errorf("%q mixes IPv4-mapped and other IPv6 addresses; use an IPv4 prefix", s)
 		}
 		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 	}
@@ -85,17 +110,13 @@ func parseTrusted(s string) (netip.Prefix, error) {
 
 // IPv6Prefix sets how many leading bits of an IPv6 client address form its
 // key, so that one host rotating through the addresses of its prefix is still
-// one client. bits must be between 1 and 128. The default is
-// DefaultIPv6Prefix (64). IPv4 addresses are never masked: two IPv4 clients
-// never share a key.
+// one client. The default is 64. IPv4 addresses are never masked: two IPv4
+// clients never share a key. It panics unless bits is between 1 and 128.
 func IPv6Prefix(bits int) IPOption {
-	return IPOption{func(c *ipConfig) error {
-		if bits < 1 || bits > 128 {
-			return fmt.Errorf("keyfunc: IPv6Prefix(%d): bits must be between 1 and 128", bits)
-		}
-		c.ipv6Bits = bits
-		return nil
-	}}
+	if bits < 1 || bits > 128 {
+		panic(fmt.Errorf("keyfunc: IPv6Prefix(%d): bits must be between 1 and 128", bits))
+	}
+	return IPOption{func(c *ipConfig) { c.ipv6Bits = bits }}
 }
 
 // FromHeaders replaces the forwarding headers read from trusted proxies and
@@ -107,34 +128,32 @@ func IPv6Prefix(bits int) IPOption {
 // ranges in TrustProxies).
 //
 // "Forwarded" is parsed as RFC 7239; any other header as a comma-separated
-// list of addresses, like X-Forwarded-For. Names must be valid header names
-// and must not repeat. FromHeaders without TrustProxies is an error: headers
-// are only ever read from trusted peers.
+// list of addresses, like X-Forwarded-For. It panics when no name is given,
+// a name is not a valid header name, or a name repeats. IP panics when
+// FromHeaders comes without TrustProxies: headers are only ever read from
+// trusted peers.
 func FromHeaders(names ...string) IPOption {
-	return IPOption{func(c *ipConfig) error {
-		if len(names) == 0 {
-			return errors.New("keyfunc: FromHeaders: no header names")
+	if len(names) == 0 {
+		panic(errors.New("keyfunc: FromHeaders: no header names"))
+	}
+	headers := make([]string, 0, len(names))
+	for _, n := range names {
+		if !validHeaderName(n) {
+			panic(fmt.Errorf("keyfunc: FromHeaders: %q is not a valid header name", n))
 		}
-		headers := make([]string, 0, len(names))
-		for _, n := range names {
-			if !validHeaderName(n) {
-				return fmt.Errorf("keyfunc: FromHeaders: %q is not a valid header name", n)
-			}
-			n = textproto.CanonicalMIMEHeaderKey(n)
-			if slices.Contains(headers, n) {
-				return fmt.Errorf("keyfunc: FromHeaders: %q is listed twice", n)
-			}
-			headers = append(headers, n)
+		n = textproto.CanonicalMIMEHeaderKey(n)
+		if slices.Contains(headers, n) {
+			panic(fmt.Errorf("keyfunc: FromHeaders: %q is listed twice", n))
 		}
-		c.headers, c.setHeaders = headers, true
-		return nil
-	}}
+		headers = append(headers, n)
+	}
+	return IPOption{func(c *ipConfig) { c.headers, c.setHeaders = headers, true }}
 }
 
 // IP returns a Func whose key is the client's IP address.
 //
 // By default the client is the TCP peer (http.Request.RemoteAddr) and every
-// header is ignored. With TrustProxies, forwarding headers are read from
+// header is ignored. With [TrustProxies], forwarding headers are read from
 // peers inside the trusted prefixes only; see the package documentation for
 // the walk, the header precedence and what happens to malformed headers.
 //
@@ -143,41 +162,47 @@ func FromHeaders(names ...string) IPOption {
 // ("2001:db8:1:2::/64"), zones removed. A RemoteAddr that is not an IP
 // address (empty, or "@" for a Unix socket) gives an error wrapping ErrNoKey.
 //
-// IP returns an error naming every bad option value. The returned Func
-// allocates at most once, for the key string, and not at all for a plain
-// IPv4 peer, whose key is part of RemoteAddr.
-func IP(opts ...IPOption) (Func, error) {
+// IP panics when [FromHeaders] is given without [TrustProxies]; the options
+// themselves panic on invalid values. The returned Func allocates at most
+// once, for the key string, and not at all for a plain IPv4 peer, whose key
+// is part of RemoteAddr.
+func IP(opts ...IPOption) Func {
 	c := &ipConfig{
-		ipv6Bits: DefaultIPv6Prefix,
+		ipv6Bits: defaultIPv6Prefix,
 		headers:  []string{headerXForwardedFor, headerForwarded, headerXRealIP},
 	}
-	var errs []error
 	for _, o := range opts {
-		if o.apply == nil {
-			continue
-		}
-		if err := o.apply(c); err != nil {
-			errs = append(errs, err)
+		if o.apply != nil {
+			o.apply(c)
 		}
 	}
 	if c.setHeaders && len(c.trusted) == 0 {
-		errs = append(errs, errors.New("keyfunc: FromHeaders without TrustProxies: headers are only read from trusted proxies"))
+		panic(errors.New("keyfunc: IP: FromHeaders without TrustProxies: headers are only read from trusted proxies"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return c.key, nil
+	return c.key
 }
 
-// MustIP is like IP but panics on an invalid option. It is meant for
-// package-level variables with constant options, like regexp.MustCompile;
-// use IP for anything read from configuration.
-func MustIP(opts ...IPOption) Func {
-	f, err := IP(opts...)
+// CanonicalIP returns the key [IP] gives a client at address ip, for
+// adapters whose framework has already found the client (gin's
+// c.ClientIP(), echo's c.RealIP()): IPv4 as a dotted quad, IPv4-mapped IPv6
+// folded to IPv4, zones removed, IPv6 masked to its /64. So a framework's
+// answer is keyed exactly as keyfunc's own, and no request is rebuilt
+// around it. An ip that is not an IP address (an empty string, a host
+// name, an address with a port) gives an error wrapping ErrNoKey. It
+// allocates nothing for an IPv4 address, whose key is ip itself.
+//
+// Which address the framework reports, and so whom it trusts to say, is the
+// framework's business: see the adapter's documentation.
+func CanonicalIP(ip string) (string, error) {
+	a, err := netip.ParseAddr(ip)
 	if err != nil {
-		panic(err)
+		return "", fmt.Errorf("%w: %q is not an IP address", ErrNoKey, ip)
 	}
-	return f
+	if a.Is4() {
+		// netip accepts only the canonical dotted quad for IPv4.
+		return ip, nil
+	}
+	return formatKey(canonicalAddr(a), defaultIPv6Prefix), nil
 }
 
 func (c *ipConfig) key(r *http.Request) (string, error) {
@@ -194,13 +219,18 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// Formatting into a stack buffer leaves the key string as the only
-	// allocation (Prefix.String would add one for IPv6).
+	return formatKey(a, c.ipv6Bits), nil
+}
+
+// formatKey is the key of the canonical address a: the address for IPv4,
+// its prefix of ipv6Bits for IPv6. Formatting into a stack buffer leaves the
+// key string as the only allocation (Prefix.String would add one for IPv6).
+func formatKey(a netip.Addr, ipv6Bits int) string {
 	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128")]byte
 	if a.Is4() {
-		return string(a.AppendTo(buf[:0])), nil
+		return string(a.AppendTo(buf[:0]))
 	}
-	return string(netip.PrefixFrom(a, c.ipv6Bits).Masked().AppendTo(buf[:0])), nil
+	return string(netip.PrefixFrom(a, ipv6Bits).Masked().AppendTo(buf[:0]))
 }
 
 // clientAddr returns the canonical address of the client.

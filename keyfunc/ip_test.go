@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 
 	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
@@ -98,30 +99,28 @@ func quote(s string) string { return `"` + s + `"` }
 
 func TestIPOptionErrors(t *testing.T) {
 	tests := []struct {
-		name string
-		opts []keyfunc.IPOption
-		want []string // substrings of the error
+		name  string
+		build func()   // constructs IP with invalid configuration
+		want  []string // substrings of the error it panics with
 	}{
-		{"rejects a prefix longer than the address", []keyfunc.IPOption{keyfunc.TrustProxies("10.0.0.0/33")}, []string{`"10.0.0.0/33"`}},
-		{"rejects a host name", []keyfunc.IPOption{keyfunc.TrustProxies("proxy.internal")}, []string{`"proxy.internal"`}},
-		{"rejects an empty entry", []keyfunc.IPOption{keyfunc.TrustProxies("")}, []string{`""`}},
-		{"names every bad entry", []keyfunc.IPOption{keyfunc.TrustProxies("10.0.0.0/8", "nope", "fd00::/129")}, []string{`"nope"`, `"fd00::/129"`}},
-		{"rejects a zone in an address", []keyfunc.IPOption{keyfunc.TrustProxies("fe80::1%eth0")}, []string{`"fe80::1%eth0"`}},
-		{"rejects a zone in a prefix", []keyfunc.IPOption{keyfunc.TrustProxies("fe80::%eth0/64")}, []string{`"fe80::%eth0/64"`}},
-		{"rejects a short prefix mixing mapped and other IPv6", []keyfunc.IPOption{keyfunc.TrustProxies("::ffff:0:0/80")}, []string{`"::ffff:0:0/80"`}},
-		{"rejects an IPv6 prefix of 0 bits", []keyfunc.IPOption{keyfunc.IPv6Prefix(0)}, []string{"IPv6Prefix(0)"}},
-		{"rejects an IPv6 prefix of 129 bits", []keyfunc.IPOption{keyfunc.IPv6Prefix(129)}, []string{"IPv6Prefix(129)"}},
-		{"rejects FromHeaders without TrustProxies", []keyfunc.IPOption{keyfunc.FromHeaders("X-Real-IP")}, []string{"FromHeaders without TrustProxies"}},
-		{"rejects FromHeaders with no names", []keyfunc.IPOption{trustedProxies, keyfunc.FromHeaders()}, []string{"no header names"}},
-		{"rejects an invalid header name", []keyfunc.IPOption{trustedProxies, keyfunc.FromHeaders("X Real IP")}, []string{`"X Real IP"`}},
-		{"rejects a header listed twice", []keyfunc.IPOption{trustedProxies, keyfunc.FromHeaders("x-real-ip", "X-Real-IP")}, []string{`"X-Real-Ip" is listed twice`}},
-		{"reports errors from several options", []keyfunc.IPOption{keyfunc.TrustProxies("x"), keyfunc.IPv6Prefix(-1)}, []string{`"x"`, "IPv6Prefix(-1)"}},
+		{"rejects a prefix longer than the address", func() { keyfunc.TrustProxies("10.0.0.0/33") }, []string{`"10.0.0.0/33"`}},
+		{"rejects a host name", func() { keyfunc.TrustProxies("proxy.internal") }, []string{`"proxy.internal"`}},
+		{"rejects an empty entry", func() { keyfunc.TrustProxies("") }, []string{`""`}},
+		{"names every bad entry", func() { keyfunc.TrustProxies("10.0.0.0/8", "nope", "fd00::/129") }, []string{`"nope"`, `"fd00::/129"`}},
+		{"rejects a zone in an address", func() { keyfunc.TrustProxies("fe80::1%eth0") }, []string{`"fe80::1%eth0"`}},
+		{"rejects a zone in a prefix", func() { keyfunc.TrustProxies("fe80::%eth0/64") }, []string{`"fe80::%eth0/64"`}},
+		{"rejects a short prefix mixing mapped and other IPv6", func() { keyfunc.TrustProxies("::ffff:0:0/80") }, []string{`"::ffff:0:0/80"`}},
+		{"rejects an IPv6 prefix of 0 bits", func() { keyfunc.IPv6Prefix(0) }, []string{"IPv6Prefix(0)"}},
+		{"rejects an IPv6 prefix of 129 bits", func() { keyfunc.IPv6Prefix(129) }, []string{"IPv6Prefix(129)"}},
+		{"rejects FromHeaders without TrustProxies", func() { keyfunc.IP(keyfunc.FromHeaders("X-Real-IP")) }, []string{"FromHeaders without TrustProxies"}},
+		{"rejects FromHeaders with no names", func() { keyfunc.FromHeaders() }, []string{"no header names"}},
+		{"rejects an invalid header name", func() { keyfunc.FromHeaders("X Real IP") }, []string{`"X Real IP"`}},
+		{"rejects a header listed twice", func() { keyfunc.FromHeaders("x-real-ip", "X-Real-IP") }, []string{`"X-Real-Ip" is listed twice`}},
+		{"stops at the first bad option", func() { keyfunc.IP(keyfunc.TrustProxies("x"), keyfunc.IPv6Prefix(-1)) }, []string{`"x"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := keyfunc.IP(tt.opts...)
-			require.Error(t, err)
-			assert.Nil(t, f)
+			err := panicError(t, tt.build)
 			assert.False(t, errors.Is(err, keyfunc.ErrNoKey), "a configuration error is not a missing key")
 			for _, w := range tt.want {
 				assert.Contains(t, err.Error(), w)
@@ -129,6 +128,32 @@ func TestIPOptionErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), "keyfunc: ")
 		})
 	}
+}
+
+func TestParseTrustedProxies(t *testing.T) {
+	t.Run("returns an option that trusts the prefixes", func(t *testing.T) {
+		trusted, err := keyfunc.ParseTrustedProxies("10.0.0.0/8", "192.0.2.7")
+		require.NoError(t, err)
+		ip := newIP(t, trusted)
+		assert.Equal(t, client, mustKey(t, ip, request(proxyPeer, "X-Forwarded-For", client)))
+		assert.Equal(t, client, mustKey(t, ip, request("192.0.2.7:1", "X-Forwarded-For", client)))
+		assert.Equal(t, "192.0.2.8", mustKey(t, ip, request("192.0.2.8:1", "X-Forwarded-For", client)))
+	})
+	t.Run("returns the error TrustProxies panics with, naming every bad entry", func(t *testing.T) {
+		opt, err := keyfunc.ParseTrustedProxies("10.0.0.0/8", "nope", "fd00::/129")
+		require.Error(t, err)
+		assert.Equal(t, keyfunc.IPOption{}, opt)
+		assert.EqualError(t, err, "keyfunc: ParseTrustedProxies: \"nope\" is not a CIDR prefix or IP address\n"+
+			"keyfunc: ParseTrustedProxies: \"fd00::/129\" is not a CIDR prefix or IP address")
+		assert.EqualError(t, panicError(t, func() { keyfunc.TrustProxies("10.0.0.0/8", "nope", "fd00::/129") }),
+			"keyfunc: TrustProxies: \"nope\" is not a CIDR prefix or IP address\n"+
+				"keyfunc: TrustProxies: \"fd00::/129\" is not a CIDR prefix or IP address")
+	})
+	t.Run("trusts nobody with no entries", func(t *testing.T) {
+		trusted, err := keyfunc.ParseTrustedProxies()
+		require.NoError(t, err)
+		assert.Equal(t, proxyKey, mustKey(t, newIP(t, trusted), request(proxyPeer, "X-Forwarded-For", client)))
+	})
 }
 
 func TestIPOptionsThatAreValid(t *testing.T) {
@@ -159,14 +184,14 @@ func TestIPOptionsThatAreValid(t *testing.T) {
 	})
 }
 
-func TestMustIP(t *testing.T) {
+func TestIPPanicsAtConstruction(t *testing.T) {
 	t.Run("returns the Func for valid options", func(t *testing.T) {
-		ip := keyfunc.MustIP(keyfunc.IPv6Prefix(48))
+		ip := keyfunc.IP(keyfunc.IPv6Prefix(48))
 		assert.Equal(t, "2001:db8:1::/48", mustKey(t, ip, request("[2001:db8:1:2::1]:1")))
 	})
 	t.Run("panics with the error for an invalid CIDR", func(t *testing.T) {
 		assert.PanicsWithError(t, `keyfunc: TrustProxies: "10.0.0.0/40" is not a CIDR prefix or IP address`, func() {
-			keyfunc.MustIP(keyfunc.TrustProxies("10.0.0.0/40"))
+			keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/40"))
 		})
 	})
 }
@@ -414,7 +439,7 @@ func TestIPUntrustedPeer(t *testing.T) {
 // substring of RemoteAddr; other spellings of the same address still give
 // the canonical text.
 func TestIPv4PeerKeyAllocatesNothing(t *testing.T) {
-	ip := keyfunc.MustIP()
+	ip := keyfunc.IP()
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.RemoteAddr = "192.0.2.7:51234"
 	allocs := testing.AllocsPerRun(100, func() {
@@ -430,4 +455,34 @@ func TestIPv4PeerKeyAllocatesNothing(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "192.0.2.7", k, remote)
 	}
+}
+
+func TestCanonicalIP(t *testing.T) {
+	ip := keyfunc.IP()
+	for _, addr := range []string{
+		"192.0.2.1", "::ffff:192.0.2.1", "2001:db8:1:2:3:4:5:6", "fe80::1%eth0", "::ffff:192.0.2.1%eth0", "::1", "127.0.0.1",
+	} {
+		t.Run("keys "+addr+" as IP keys a peer at that address", func(t *testing.T) {
+			key, err := keyfunc.CanonicalIP(addr)
+			require.NoError(t, err)
+			a := netip.MustParseAddr(addr)
+			assert.Equal(t, mustKey(t, ip, request(netip.AddrPortFrom(a, 1).String())), key)
+		})
+	}
+	for _, addr := range []string{"", " ", "example.com", "192.0.2.1:80", "[2001:db8::1]", "[2001:db8::1]:80", "010.0.0.1", "1.2.3.4.5", "192.0.2.0/24"} {
+		t.Run("fails with ErrNoKey for "+quote(addr), func(t *testing.T) {
+			key, err := keyfunc.CanonicalIP(addr)
+			assert.ErrorIs(t, err, keyfunc.ErrNoKey)
+			assert.Contains(t, err.Error(), "keyfunc: ")
+			assert.Empty(t, key)
+		})
+	}
+	t.Run("allocates nothing for IPv4", func(t *testing.T) {
+		allocs := testing.AllocsPerRun(100, func() {
+			if k, err := keyfunc.CanonicalIP("203.0.113.7"); err != nil || k != "203.0.113.7" {
+				t.Fatalf("key %q, %v", k, err)
+			}
+		})
+		assert.Zero(t, allocs)
+	})
 }

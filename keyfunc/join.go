@@ -1,6 +1,7 @@
 package keyfunc
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,20 +13,22 @@ import (
 //
 // Each part is written as its length in decimal, a colon, then the part
 // ("11:/users/{id}9:192.0.2.1"), so no two different lists of parts give the
-// same key, whatever bytes the parts contain. A key longer than MaxKeyLen
-// is hashed. The first error from fs is returned as it is. Join() with no
-// functions counts every request under the empty key (one shared limit);
-// a nil function makes every call fail with an error.
+// same key, whatever bytes the parts contain. A key longer than 256 bytes is
+// hashed. The first error from fs is returned as it is. Join panics when fs
+// is empty (for one limit shared by every request, use [Static]) or holds a
+// nil function.
 func Join(fs ...Func) Func {
+	if len(fs) == 0 {
+		panic(errors.New("keyfunc: Join: no functions (Static gives every request one key)"))
+	}
 	for i, f := range fs {
 		if f == nil {
-			err := fmt.Errorf("keyfunc: Join: function %d of %d is nil", i+1, len(fs))
-			return func(*http.Request) (string, error) { return "", err }
+			panic(fmt.Errorf("keyfunc: Join: function %d of %d is nil", i+1, len(fs)))
 		}
 	}
 	fs = slices.Clone(fs) // the caller may reuse its slice
 	return func(r *http.Request) (string, error) {
-		var buf [MaxKeyLen]byte // the key is built here, off the heap
+		var buf [maxKeyLen]byte // the key is built here, off the heap
 		key := buf[:0]
 		for _, f := range fs {
 			part, err := f(r)

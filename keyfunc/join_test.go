@@ -9,16 +9,16 @@ import (
 	"testing"
 
 	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
 func TestJoin(t *testing.T) {
-	r := keyfunc.WithRoute(request("192.0.2.1:1"), "/users/{id}")
+	r := request("192.0.2.1:1")
+	r.Pattern = "/users/{id}"
 
 	t.Run("length-prefixes each part", func(t *testing.T) {
-		f := keyfunc.Join(keyfunc.Route(), keyfunc.MustIP())
+		f := keyfunc.Join(keyfunc.Route(), keyfunc.IP())
 		assert.Equal(t, "11:/users/{id}9:192.0.2.1", mustKey(t, f, r))
 	})
 	t.Run("keeps parts apart whatever bytes they contain", func(t *testing.T) {
@@ -30,8 +30,9 @@ func TestJoin(t *testing.T) {
 		keys := []string{mustKey(t, ab, r), mustKey(t, a, r), mustKey(t, colon, r), mustKey(t, two, r), mustKey(t, one, r)}
 		assert.Equal(t, []string{"3:a:b1:c", "1:a3:b:c", "3:1:a", "1:a0:", "1:a"}, keys)
 	})
-	t.Run("counts everything under the empty key with no parts", func(t *testing.T) {
-		assert.Equal(t, "", mustKey(t, keyfunc.Join(), r))
+	t.Run("panics with no parts: Static is the one shared key", func(t *testing.T) {
+		assert.PanicsWithError(t, "keyfunc: Join: no functions (Static gives every request one key)", func() { keyfunc.Join() })
+		assert.Equal(t, "", mustKey(t, keyfunc.Static(""), r))
 	})
 	t.Run("hashes a key longer than MaxKeyLen", func(t *testing.T) {
 		f := keyfunc.Join(keyfunc.Static(strings.Repeat("a", 200)), keyfunc.Static(strings.Repeat("b", 60)))
@@ -53,13 +54,11 @@ func TestJoin(t *testing.T) {
 		assert.False(t, calledLater)
 	})
 	t.Run("passes ErrNoKey through", func(t *testing.T) {
-		_, err := keyfunc.Join(keyfunc.MustIP(), keyfunc.Route())(request("192.0.2.1:1"))
+		_, err := keyfunc.Join(keyfunc.IP(), keyfunc.Route())(request("192.0.2.1:1"))
 		assert.ErrorIs(t, err, keyfunc.ErrNoKey)
 	})
-	t.Run("fails on every call when a part is nil", func(t *testing.T) {
-		f := keyfunc.Join(keyfunc.Route(), nil)
-		_, err := f(r)
-		assert.EqualError(t, err, "keyfunc: Join: function 2 of 2 is nil")
+	t.Run("panics when a part is nil", func(t *testing.T) {
+		assert.PanicsWithError(t, "keyfunc: Join: function 2 of 2 is nil", func() { keyfunc.Join(keyfunc.Route(), nil) })
 	})
 	t.Run("is not affected by later changes to the caller's slice", func(t *testing.T) {
 		parts := []keyfunc.Func{keyfunc.Static("a")}
@@ -83,8 +82,7 @@ func TestStatic(t *testing.T) {
 }
 
 func TestHashedKeysNeverCollideWithRawKeys(t *testing.T) {
-	apiKey, err := keyfunc.Header("X-API-Key")
-	require.NoError(t, err)
+	apiKey := keyfunc.Header("X-API-Key")
 	long := strings.Repeat("x", keyfunc.MaxKeyLen+1)
 	hashed := mustKey(t, apiKey, request("192.0.2.1:1", "X-API-Key", long))
 

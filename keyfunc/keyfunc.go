@@ -21,20 +21,20 @@ type Func func(*http.Request) (string, error)
 // address. Test for it with errors.Is.
 var ErrNoKey = errors.New("keyfunc: no key in request")
 
-// MaxKeyLen is the longest key returned as it is. Longer keys (from Header
+// maxKeyLen is the longest key returned as it is. Longer keys (from Header
 // or Join) are replaced by their hash, so a huge header cannot become a huge
 // map or Redis key.
-const MaxKeyLen = 256
+const maxKeyLen = 256
 
-// HashedKeyPrefix starts every hashed key: "sha256:" followed by the
+// hashedKeyPrefix starts every hashed key: "sha256:" followed by the
 // unpadded base64url SHA-256 of the original key (50 bytes in all). A
 // short key that happens to start with this prefix is hashed too, so a
 // client can never choose a key equal to the hash of another one.
-const HashedKeyPrefix = "sha256:"
+const hashedKeyPrefix = "sha256:"
 
 // Static returns a Func that counts every request under key: one limit
 // shared by all clients, or a namespace for Join (Join(Static("login"),
-// IP())). A key longer than MaxKeyLen is hashed once, here.
+// IP())). A key longer than 256 bytes is hashed once, here.
 func Static(key string) Func {
 	key = boundKey(key)
 	return func(*http.Request) (string, error) { return key, nil }
@@ -43,7 +43,7 @@ func Static(key string) Func {
 // boundKey returns key itself when it is short and cannot be mistaken for a
 // hashed key, and its hash otherwise. The common path allocates nothing.
 func boundKey(key string) string {
-	if len(key) <= MaxKeyLen && !strings.HasPrefix(key, HashedKeyPrefix) {
+	if len(key) <= maxKeyLen && !strings.HasPrefix(key, hashedKeyPrefix) {
 		return key
 	}
 	return hashKey([]byte(key))
@@ -52,7 +52,7 @@ func boundKey(key string) string {
 // boundKeyBytes is boundKey for a key being assembled in a buffer: the
 // short path costs exactly the one allocation of the returned string.
 func boundKeyBytes(key []byte) string {
-	if len(key) <= MaxKeyLen && !strings.HasPrefix(string(key), HashedKeyPrefix) {
+	if len(key) <= maxKeyLen && !strings.HasPrefix(string(key), hashedKeyPrefix) {
 		return string(key)
 	}
 	return hashKey(key)
@@ -60,8 +60,8 @@ func boundKeyBytes(key []byte) string {
 
 func hashKey(key []byte) string {
 	sum := sha256.Sum256(key)
-	var buf [len(HashedKeyPrefix) + 43]byte // 43 = unpadded base64 of 32 bytes
-	n := copy(buf[:], HashedKeyPrefix)
+	var buf [len(hashedKeyPrefix) + 43]byte // 43 = unpadded base64 of 32 bytes
+	n := copy(buf[:], hashedKeyPrefix)
 	base64.RawURLEncoding.Encode(buf[n:], sum[:])
 	return string(buf[:])
 }

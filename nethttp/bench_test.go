@@ -10,9 +10,9 @@ import (
 	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/internal/httpbench"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
-	"github.com/go-ratelimit/ratelimit/nethttp/adaptertest"
 )
 
 // BenchmarkMiddleware measures the middleware's overhead on the admitted path
@@ -24,13 +24,12 @@ func BenchmarkMiddleware(b *testing.B) {
 	bare := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	// Every request admitted: the allowed path, with a key already in the
 	// registry after the first request.
-	lim, err := core.New(adaptertest.BenchmarkPolicy)
+	lim, err := core.New(httpbench.Policy)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = lim.Close() })
 
 	limited := func(opts ...nethttp.Option) http.Handler {
-		mw, err := nethttp.Middleware(lim, opts...)
-		require.NoError(b, err)
+		mw := nethttp.Middleware(lim, opts...)
 		return mw(bare)
 	}
 	for _, bc := range []struct {
@@ -47,7 +46,7 @@ func BenchmarkMiddleware(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.RemoteAddr = "192.0.2.1:1234"
-			w := adaptertest.NewDiscardWriter()
+			w := httpbench.NewDiscardWriter()
 			b.ReportAllocs()
 			for b.Loop() {
 				w.Reset()
@@ -60,7 +59,7 @@ func BenchmarkMiddleware(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				r := httptest.NewRequest(http.MethodGet, "/", nil)
 				r.RemoteAddr = "192.0.2.1:1234"
-				w := adaptertest.NewDiscardWriter()
+				w := httpbench.NewDiscardWriter()
 				for pb.Next() {
 					w.Reset()
 					bc.h.ServeHTTP(w, r)
@@ -88,12 +87,11 @@ func BenchmarkEngine(b *testing.B) {
 	lim := constLimiter{core.Decision{Allowed: true, Limit: 100, Remaining: 57, ResetAfter: 25 * time.Second, Policy: p}}
 	bare := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	for _, style := range []nethttp.HeaderStyle{nethttp.HeadersNone, nethttp.HeadersXRateLimit, nethttp.HeadersIETF, nethttp.HeadersBoth} {
-		mw, err := nethttp.Middleware(lim, nethttp.WithKeyFunc(keyfunc.Static("k")), nethttp.WithHeaderStyle(style))
-		require.NoError(b, err)
+		mw := nethttp.Middleware(lim, nethttp.WithKeyFunc(keyfunc.Static("k")), nethttp.WithHeaderStyle(style))
 		h := mw(bare)
 		b.Run("headers="+style.String(), func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
-			w := adaptertest.NewDiscardWriter()
+			w := httpbench.NewDiscardWriter()
 			b.ReportAllocs()
 			for b.Loop() {
 				w.Reset()

@@ -2,7 +2,6 @@ package nethttp_test
 
 import (
 	"fmt"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -17,55 +16,64 @@ func fixedClock() time.Time { return time.Unix(1_700_000_034, 0) }
 
 func hello(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "hello") }
 
-func Example() {
-	lim, err := core.New(core.FixedWindow(2, time.Minute), core.WithClock(fixedClock))
-	if err != nil {
-		log.Fatal(err)
-	}
+// serve sends a GET for path from the client 192.0.2.1 and prints the answer.
+func serve(h http.Handler, method, path string) {
+	r := httptest.NewRequest(method, path, nil)
+	r.RemoteAddr = "192.0.2.1:1234"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	fmt.Printf("%s %s: %d remaining=%s reset=%s retry-after=%q\n", method, path, w.Code,
+		w.Header().Get("X-RateLimit-Remaining"), w.Header().Get("X-RateLimit-Reset"), w.Header().Get("Retry-After"))
+}
+
+// One limit per client IP for every route of a mux: one expression around
+// the mux.
+func ExampleMiddleware() {
+	lim := core.MustNew(core.FixedWindow(2, time.Minute), core.WithClock(fixedClock))
 	defer lim.Close()
-	perIP, err := nethttp.Middleware(lim) // keyed on the TCP peer address
-	if err != nil {
-		log.Fatal(err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /hello", hello)
-	h := perIP(mux)
+	h := nethttp.Middleware(lim)(mux) // keyed on the TCP peer address
 
 	for range 3 {
-		r := httptest.NewRequest(http.MethodGet, "/hello", nil)
-		r.RemoteAddr = "192.0.2.1:1234"
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		fmt.Printf("%d remaining=%s reset=%s retry-after=%q\n", w.Code, w.Header().Get("X-RateLimit-Remaining"),
-			w.Header().Get("X-RateLimit-Reset"), w.Header().Get("Retry-After"))
+		serve(h, http.MethodGet, "/hello")
 	}
 	// Output:
-	// 200 remaining=1 reset=6 retry-after=""
-	// 200 remaining=0 reset=6 retry-after=""
-	// 429 remaining=0 reset=6 retry-after="6"
+	// GET /hello: 200 remaining=1 reset=6 retry-after=""
+	// GET /hello: 200 remaining=0 reset=6 retry-after=""
+	// GET /hello: 429 remaining=0 reset=6 retry-after="6"
+}
+
+// A stricter limit on one route wraps that route's handler, where
+// Request.Pattern, and so keyfunc.Route, is set.
+func ExampleMiddleware_perRoute() {
+	logins := core.MustNew(core.FixedWindow(1, time.Minute), core.WithClock(fixedClock))
+	defer logins.Close()
+	perRouteIP := nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP()))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hello", hello)
+	mux.Handle("POST /login", nethttp.Middleware(logins, perRouteIP)(http.HandlerFunc(hello)))
+
+	serve(mux, http.MethodPost, "/login")
+	serve(mux, http.MethodPost, "/login")
+	serve(mux, http.MethodGet, "/hello")
+	// Output:
+	// POST /login: 200 remaining=0 reset=6 retry-after=""
+	// POST /login: 429 remaining=0 reset=6 retry-after="6"
+	// GET /hello: 200 remaining= reset= retry-after=""
 }
 
 // Two limits on one route: per IP, and per API key. The X-RateLimit-* fields
 // describe the tighter one; the IETF fields list both.
-func Example_stacked() {
-	perIPLim, _ := core.New(core.FixedWindow(10, time.Minute).WithName("per-ip"), core.WithClock(fixedClock))
+func ExampleMiddleware_stacked() {
+	perIPLim := core.MustNew(core.FixedWindow(10, time.Minute).WithName("per-ip"), core.WithClock(fixedClock))
 	defer perIPLim.Close()
-	perKeyLim, _ := core.New(core.FixedWindow(1000, time.Hour).WithName("per-key"), core.WithClock(fixedClock))
+	perKeyLim := core.MustNew(core.FixedWindow(1000, time.Hour).WithName("per-key"), core.WithClock(fixedClock))
 	defer perKeyLim.Close()
 
-	perIP, err := nethttp.Middleware(perIPLim, nethttp.WithHeaderStyle(nethttp.HeadersBoth))
-	if err != nil {
-		log.Fatal(err)
-	}
-	apiKey, err := keyfunc.Header("X-API-Key")
-	if err != nil {
-		log.Fatal(err)
-	}
-	perKey, err := nethttp.Middleware(perKeyLim, nethttp.WithKeyFunc(apiKey),
+	perIP := nethttp.Middleware(perIPLim, nethttp.WithHeaderStyle(nethttp.HeadersBoth))
+	perKey := nethttp.Middleware(perKeyLim, nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth))
-	if err != nil {
-		log.Fatal(err)
-	}
 	h := perIP(perKey(http.HandlerFunc(hello)))
 
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -73,7 +81,7 @@ func Example_stacked() {
 	r.Header.Set("X-API-Key", "k-123")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "RateLimit-Policy", "RateLimit"} {
+	for _, name := range []string{nethttp.HeaderLimit, nethttp.HeaderRemaining, nethttp.HeaderRateLimitPolicy, nethttp.HeaderRateLimit} {
 		fmt.Printf("%s: %s\n", name, w.Header().Get(name))
 	}
 	// Output:
@@ -84,13 +92,9 @@ func Example_stacked() {
 }
 
 func ExampleProblemJSON() {
-	lim, _ := core.New(core.FixedWindow(1, time.Minute).WithName("per-ip"), core.WithClock(fixedClock))
+	lim := core.MustNew(core.FixedWindow(1, time.Minute).WithName("per-ip"), core.WithClock(fixedClock))
 	defer lim.Close()
-	mw, err := nethttp.Middleware(lim, nethttp.WithDenyHandler(nethttp.ProblemJSON))
-	if err != nil {
-		log.Fatal(err)
-	}
-	h := mw(http.HandlerFunc(hello))
+	h := nethttp.Middleware(lim, nethttp.WithDenyHandler(nethttp.ProblemJSON))(http.HandlerFunc(hello))
 	var w *httptest.ResponseRecorder
 	for range 2 {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -102,25 +106,4 @@ func ExampleProblemJSON() {
 	// Output:
 	// 429 application/problem+json
 	// {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Request cannot be satisfied as assigned quota has been exceeded","status":429,"detail":"Retry later; see the Retry-After header.","violated-policies":["per-ip"]}
-}
-
-// A handler that calls a limiter itself renders the decision with the same
-// code as the middleware.
-func ExampleWriteHeaders() {
-	h := http.Header{}
-	nethttp.WriteHeaders(h, core.Decision{
-		Allowed: false, Limit: 100, Remaining: 0,
-		ResetAfter: 5200 * time.Millisecond, RetryAfter: 5200 * time.Millisecond,
-		Policy: core.FixedWindow(100, time.Minute).WithName("per-ip"),
-	}, nethttp.HeadersBoth, false)
-	for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "RateLimit-Policy", "RateLimit"} {
-		fmt.Printf("%s: %s\n", name, h.Get(name))
-	}
-	// Output:
-	// X-RateLimit-Limit: 100
-	// X-RateLimit-Remaining: 0
-	// X-RateLimit-Reset: 6
-	// Retry-After: 6
-	// RateLimit-Policy: "per-ip";q=100;w=60
-	// RateLimit: "per-ip";r=0;t=6
 }

@@ -72,27 +72,6 @@ func (s HeaderStyle) valid() bool { return s <= HeadersNone }
 func (s HeaderStyle) x() bool     { return s == HeadersXRateLimit || s == HeadersBoth }
 func (s HeaderStyle) ietf() bool  { return s == HeadersIETF || s == HeadersBoth }
 
-// WriteHeaders renders d into h: the fields of style, and Retry-After when d
-// is a denial that waiting can end (d.RetryAfter > 0). With resetUnix,
-// X-RateLimit-Reset is the Unix time (in seconds, rounded up, from time.Now)
-// at which the full quota is back instead of the number of seconds until
-// then.
-//
-// It is the renderer every adapter of this module uses, exported for
-// handlers that call a core.Limiter themselves. When h already holds
-// X-RateLimit-* fields from another limit on the same request, a denial
-// always replaces them (a 429 describes the limit that denied it, and
-// Retry-After is its own, removed when waiting cannot help), while an
-// admission replaces them only if it is more restrictive (fewer requests
-// remaining; on a tie, a later reset). IETF fields are appended to, so
-// stacked limits report the tightest quota and list every policy. A handler
-// that checks several limits itself writes the decision it answers with
-// last. See the package documentation.
-func WriteHeaders(h http.Header, d core.Decision, style HeaderStyle, resetUnix bool) {
-	rd := newRenderer(d.Policy, style, resetUnix)
-	rd.write(h, d, !d.Allowed)
-}
-
 // renderer turns decisions into header values. It caches the strings that
 // depend only on the policy, and the decimal strings of the numbers the
 // policy's headers usually carry, so that rendering X-RateLimit-* for its own
@@ -116,7 +95,7 @@ const maxCachedNumber = 1024
 // newRenderer returns a renderer for decisions of p. Only a long-lived one
 // (the engine's) is worth its table of numbers: see withNumbers.
 func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
-	name := sfString(PolicyName(p))
+	name := sfString(policyName(p))
 	return renderer{
 		style:      style,
 		resetUnix:  resetUnix,
@@ -207,7 +186,7 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 	if ietf {
 		n += 2
 		if !ours {
-			name = sfString(PolicyName(d.Policy))
+			name = sfString(policyName(d.Policy))
 			item = policyItem(name, d.Policy)
 		}
 		i := len(b)
@@ -326,10 +305,10 @@ func policyItem(name string, p core.Policy) string {
 	return string(b)
 }
 
-// PolicyName is the identifier of p in the IETF fields: p.Name when set,
+// policyName is the identifier of p in the IETF fields: p.Name when set,
 // otherwise a name derived from the policy alone, such as
 // "tokenbucket-100-per-60s" (never from anything the client sent).
-func PolicyName(p core.Policy) string {
+func policyName(p core.Policy) string {
 	if p.Name != "" {
 		return p.Name
 	}
@@ -345,7 +324,7 @@ func PolicyName(p core.Policy) string {
 func checkPolicyName(name string) error {
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c < 0x20 || c > 0x7e {
-			return fmt.Errorf("nethttp: policy name %q cannot be sent in a header: use printable ASCII only", name)
+			return fmt.Errorf("policy name %q cannot be sent in a header: use printable ASCII only", name)
 		}
 	}
 	return nil

@@ -10,25 +10,27 @@ import (
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
-// Middleware returns net/http middleware that limits requests with lim. It
-// returns an error for a nil limiter, an invalid option, or a policy name
-// that cannot be sent in a header. Wrap a whole mux for a global limit, or
-// one handler for a per-route limit:
+// Middleware returns net/http middleware that limits requests with lim, in
+// the shape every net/http router takes. Wrap a whole mux for a global
+// limit, or one handler for a per-route limit:
 //
-//	perIP, err := nethttp.Middleware(lim)
-//	mux.Handle("POST /login", perIP(loginHandler))
-func Middleware(lim core.Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
-	e, err := NewEngine(lim, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return e.Wrap, nil
+//	http.ListenAndServe(addr, nethttp.Middleware(lim)(mux))
+//	mux.Handle("POST /login", nethttp.Middleware(loginLim)(login))
+//
+// It panics for a nil limiter, a nil Option, or a policy name that is not
+// printable ASCII, which cannot be sent in a header; the options panic on
+// invalid arguments. A nil next serves admitted requests with
+// http.NotFoundHandler.
+func Middleware(lim core.Limiter, opts ...Option) func(http.Handler) http.Handler {
+	return newEngine("Middleware", lim, opts).wrap
 }
 
-// Engine holds every HTTP semantic of rate limiting (keys, costs, headers,
-// denial, delays, failure policy) once, for Middleware and for the adapters
-// of other routers, which call Check and Respond from their own middleware
-// shape. It is safe for simultaneous use by multiple goroutines.
+// Engine is [Middleware] without its net/http shape, for adapters of routers
+// whose middleware has another shape: [Engine.Check] decides a request and
+// sets its headers, [Engine.Respond] writes the answer to a [Rejection]. It
+// holds every HTTP rule of the package, so an adapter built on it behaves as
+// Middleware does; ginmw and echomw are. It is safe for simultaneous use by
+// multiple goroutines.
 type Engine struct {
 	lim      core.Limiter
 	cfg      config
@@ -37,27 +39,25 @@ type Engine struct {
 	keyError func(http.ResponseWriter, *http.Request, error)
 }
 
-// NewEngine builds the engine behind Middleware, for adapters. See Middleware
-// for the errors.
-func NewEngine(lim core.Limiter, opts ...Option) (*Engine, error) {
+// NewEngine returns the engine of Middleware(lim, opts...). It panics as
+// Middleware does.
+func NewEngine(lim core.Limiter, opts ...Option) *Engine {
+	return newEngine("NewEngine", lim, opts)
+}
+
+func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 	if lim == nil {
-		return nil, errNilLimiter
+		panic(fmt.Errorf("nethttp: %s: nil limiter", fn))
 	}
 	e := &Engine{lim: lim, deny: denyText, keyError: keyErrorText}
 	for _, o := range opts {
 		if o == nil {
-			return nil, errors.New("nethttp: nil Option")
+			panic(fmt.Errorf("nethttp: %s: nil Option", fn))
 		}
-		if err := o(&e.cfg); err != nil {
-			return nil, err
-		}
+		o(&e.cfg)
 	}
 	if e.cfg.key == nil {
-		ip, err := keyfunc.IP()
-		if err != nil {
-			return nil, fmt.Errorf("nethttp: default key function: %w", err)
-		}
-		e.cfg.key = ip
+		e.cfg.key = keyfunc.IP()
 	}
 	if e.cfg.deny != nil {
 		e.deny = e.cfg.deny
@@ -67,16 +67,15 @@ func NewEngine(lim core.Limiter, opts ...Option) (*Engine, error) {
 	}
 	p := lim.Policy()
 	if err := checkPolicyName(p.Name); err != nil {
-		return nil, err
+		panic(fmt.Errorf("nethttp: %s: %w", fn, err))
 	}
 	e.render = newRenderer(p, e.cfg.style, e.cfg.resetUnix).withNumbers()
-	return e, nil
+	return e
 }
 
-// Wrap is the middleware: it serves r with next unless Check rejects it, in
-// which case Respond answers. A nil next serves admitted requests with
-// http.NotFoundHandler.
-func (e *Engine) Wrap(next http.Handler) http.Handler {
+// wrap is the middleware: it serves r with next unless Check rejects it, in
+// which case Respond answers.
+func (e *Engine) wrap(next http.Handler) http.Handler {
 	if next == nil {
 		next = http.NotFoundHandler()
 	}
@@ -92,11 +91,13 @@ func (e *Engine) Wrap(next http.Handler) http.Handler {
 // Check decides r: it computes the key and cost, asks the limiter, calls the
 // hooks, sets the rate-limit headers on w.Header() and waits out a
 // leaky-bucket delay. It writes no status and no body. It returns nil when
-// the request should go on to the next handler, and otherwise the
-// Rejection to answer with Respond (or, for a framework with its own error
-// rendering, to return as an error). On the admitted path it allocates
-// twice itself (one string holding every header value, one slice backing
-// them), plus whatever the key function and the limiter allocate.
+// the request goes on to the next handler, and otherwise the [Rejection] to
+// answer, with Respond or the router's own error rendering.
+//
+// An adapter passes the request its key functions are to see: for
+// [keyfunc.Route], a shallow copy with the router's route pattern in
+// Request.Pattern (see the Engine example), never the caller's request
+// modified.
 func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 	for _, skip := range e.cfg.skip {
 		if skip(r) {
@@ -108,7 +109,7 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 		key, err = e.cfg.fallback(r)
 	}
 	if err != nil {
-		return e.fail(r, &Rejection{Status: http.StatusBadRequest, Err: err, kind: kindKey, UserHandler: e.cfg.keyError != nil})
+		return e.fail(r, &Rejection{Status: http.StatusBadRequest, Err: err, kind: kindKey})
 	}
 	n := int64(1)
 	if e.cfg.cost != nil {
@@ -143,7 +144,7 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 		return nil
 	}
 	if !d.Allowed {
-		return &Rejection{Status: http.StatusTooManyRequests, Decision: d, Err: err, kind: kindDenied, UserHandler: e.cfg.deny != nil}
+		return &Rejection{Status: http.StatusTooManyRequests, Decision: d, Err: err, kind: kindDenied}
 	}
 	if d.Delay > 0 {
 		return e.delay(r, d)
@@ -179,9 +180,11 @@ func (e *Engine) delay(r *http.Request, d core.Decision) *Rejection {
 	}
 }
 
-// Respond writes the response for a rejection from Check: the denial handler
-// for a 429, the key-error handler for a 400, and a plain-text status
-// otherwise. Nothing from the request or from rej.Err is written.
+// Respond writes the answer to a rejection from Check, as Middleware does:
+// the [WithDenyHandler] handler (by default a plain-text 429) for a denial,
+// the [WithKeyErrorHandler] handler (by default a plain-text 400) for a
+// request without a key, and a plain-text status otherwise. Nothing from the
+// request or from rej.Err is written.
 func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection) {
 	switch rej.kind {
 	case kindDenied:
@@ -193,11 +196,14 @@ func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection)
 	}
 }
 
-// Rejection is a request Check did not let through, with the status it is to
-// be answered with. It is an error, so that adapters for frameworks that
-// render errors themselves (echo) can return it.
+// Rejection is a request the middleware did not let through, with the
+// status it is answered with. It is the error the [WithErrorHook] hook
+// receives, and the one an adapter for a router with its own error rendering
+// (echomw) returns, so that a custom error handler can get the decision
+// with errors.As.
 type Rejection struct {
-	// Status is the HTTP status of the answer:
+	// Status is the HTTP status of the answer, and tells the kind of
+	// rejection:
 	//   - 429 Too Many Requests: denied (Err is nil, or wraps
 	//     core.ErrCostExceedsCapacity for a cost that can never pass);
 	//   - 400 Bad Request: no key (Err is the key function's error);
@@ -212,11 +218,6 @@ type Rejection struct {
 	Decision core.Decision
 	// Err is the cause, for logs. Never send it to the client.
 	Err error
-	// UserHandler reports that an option (WithDenyHandler,
-	// WithKeyErrorHandler) supplies the response to this rejection: an
-	// adapter that otherwise lets its framework render errors calls Respond
-	// for it.
-	UserHandler bool
 
 	kind rejectionKind
 }

@@ -321,9 +321,7 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 
 func mustHeader(t testing.TB, name string) keyfunc.Func {
 	t.Helper()
-	f, err := keyfunc.Header(name)
-	require.NoError(t, err)
-	return f
+	return keyfunc.Header(name)
 }
 
 func TestMiddlewareKeyErrors(t *testing.T) {
@@ -351,7 +349,7 @@ func TestMiddlewareKeyErrors(t *testing.T) {
 		assert.Equal(t, http.StatusTooManyRequests, get(h, "", "X-API-Key", "a").Code)
 	})
 	t.Run("falls back to another key function", func(t *testing.T) {
-		h := newH(t, nethttp.WithKeyFallback(keyfunc.MustIP()))
+		h := newH(t, nethttp.WithKeyFallback(keyfunc.IP()))
 		assert.Equal(t, http.StatusOK, get(h, "192.0.2.1:1").Code)
 		assert.Equal(t, http.StatusOK, get(h, "192.0.2.1:2").Code)
 		w := get(h, "192.0.2.1:3")
@@ -360,7 +358,7 @@ func TestMiddlewareKeyErrors(t *testing.T) {
 		assert.Equal(t, http.StatusOK, get(h, "192.0.2.1:1", "X-API-Key", "a").Code)
 	})
 	t.Run("rejects when the fallback fails too", func(t *testing.T) {
-		h := newH(t, nethttp.WithKeyFallback(keyfunc.MustIP()))
+		h := newH(t, nethttp.WithKeyFallback(keyfunc.IP()))
 		assert.Equal(t, http.StatusBadRequest, get(h, "not-an-address").Code)
 	})
 	t.Run("answers with a replaced key-error handler", func(t *testing.T) {
@@ -429,8 +427,7 @@ func TestMiddlewareLeakyBucketDelay(t *testing.T) {
 			defer lim.Close()
 			start := time.Now()
 			var served []time.Duration
-			mw, err := nethttp.Middleware(lim)
-			require.NoError(t, err)
+			mw := nethttp.Middleware(lim)
 			h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 				served = append(served, time.Since(start))
 			}))
@@ -446,8 +443,7 @@ func TestMiddlewareLeakyBucketDelay(t *testing.T) {
 			require.NoError(t, err)
 			defer lim.Close()
 			served := 0
-			mw, err := nethttp.Middleware(lim)
-			require.NoError(t, err)
+			mw := nethttp.Middleware(lim)
 			h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
 			assert.Equal(t, http.StatusOK, get(h, "").Code)
 
@@ -467,14 +463,12 @@ func TestMiddlewareStacking(t *testing.T) {
 	// Per-IP 5 per second outside, per-API-key quota per day inside, as
 	// one would mount them on one route.
 	stack := func(t *testing.T, clk *coretest.Clock, perKeyDay int64, style nethttp.HeaderStyle) http.Handler {
-		perIP, err := nethttp.Middleware(
+		perIP := nethttp.Middleware(
 			newLimiter(t, core.FixedWindow(5, time.Second).WithName("per-ip"), clk),
 			nethttp.WithHeaderStyle(style))
-		require.NoError(t, err)
-		perKey, err := nethttp.Middleware(
+		perKey := nethttp.Middleware(
 			newLimiter(t, core.FixedWindow(perKeyDay, 24*time.Hour).WithName("per-key"), clk),
 			nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")), nethttp.WithHeaderStyle(style))
-		require.NoError(t, err)
 		return perIP(perKey(ok))
 	}
 	day := time.Unix(1_699_920_000, 0) // a day boundary, also a second boundary
@@ -501,11 +495,9 @@ func TestMiddlewareStacking(t *testing.T) {
 	})
 	t.Run("keeps the outer limit on a tie when its reset is later", func(t *testing.T) {
 		clk := newClock(day)
-		perKey, err := nethttp.Middleware(newLimiter(t, core.FixedWindow(5, 24*time.Hour), clk),
+		perKey := nethttp.Middleware(newLimiter(t, core.FixedWindow(5, 24*time.Hour), clk),
 			nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")))
-		require.NoError(t, err)
-		perIP, err := nethttp.Middleware(newLimiter(t, core.FixedWindow(5, time.Second), clk))
-		require.NoError(t, err)
+		perIP := nethttp.Middleware(newLimiter(t, core.FixedWindow(5, time.Second), clk))
 		w := get(perKey(perIP(ok)), "", "X-API-Key", "k")
 		assert.Equal(t, xHeaders("5", "4", "86400"), rateHeaders(t, w))
 	})
@@ -564,45 +556,35 @@ func TestMiddlewareEchoesNothingFromTheClient(t *testing.T) {
 	}
 }
 
-func TestMiddlewareConstructorErrors(t *testing.T) {
+func TestMiddlewareConstructorPanics(t *testing.T) {
 	lim := newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0))
 	for _, tc := range []struct {
-		name string
-		lim  core.Limiter
-		opt  nethttp.Option
-		want string
+		name  string
+		build func()
+		want  string
 	}{
-		{"a nil limiter", nil, nil, "nethttp: nil limiter"},
-		{"a nil option", lim, nil, "nethttp: nil Option"},
-		{"a nil key function", lim, nethttp.WithKeyFunc(nil), "nethttp: WithKeyFunc needs a non-nil function"},
-		{"a nil fallback", lim, nethttp.WithKeyFallback(nil), "nethttp: WithKeyFallback needs a non-nil function"},
-		{"a nil key-error handler", lim, nethttp.WithKeyErrorHandler(nil), "nethttp: WithKeyErrorHandler needs a non-nil function"},
-		{"a nil cost function", lim, nethttp.WithCostFunc(nil), "nethttp: WithCostFunc needs a non-nil function"},
-		{"a nil skip function", lim, nethttp.WithSkip(nil), "nethttp: WithSkip needs a non-nil function"},
-		{"a nil error hook", lim, nethttp.WithErrorHook(nil), "nethttp: WithErrorHook needs a non-nil function"},
-		{"a nil decision hook", lim, nethttp.WithDecisionHook(nil), "nethttp: WithDecisionHook needs a non-nil function"},
-		{"a nil deny handler", lim, nethttp.WithDenyHandler(nil), "nethttp: WithDenyHandler needs a non-nil function"},
-		{"an unknown header style", lim, nethttp.WithHeaderStyle(9), "nethttp: unknown header style HeaderStyle(9)"},
-		{"a policy name that is not printable ASCII", coretest.Failing{P: core.FixedWindow(1, time.Second).WithName("pér\n")}, nil,
-			`nethttp: policy name "pér\n" cannot be sent in a header: use printable ASCII only`},
+		{"a nil limiter", func() { nethttp.Middleware(nil) }, "nethttp: Middleware: nil limiter"},
+		{"a nil limiter given to NewEngine", func() { nethttp.NewEngine(nil) }, "nethttp: NewEngine: nil limiter"},
+		{"a nil option", func() { nethttp.Middleware(lim, nil) }, "nethttp: Middleware: nil Option"},
+		{"a nil key function", func() { nethttp.WithKeyFunc(nil) }, "nethttp: WithKeyFunc: nil function"},
+		{"a nil fallback", func() { nethttp.WithKeyFallback(nil) }, "nethttp: WithKeyFallback: nil function"},
+		{"a nil key-error handler", func() { nethttp.WithKeyErrorHandler(nil) }, "nethttp: WithKeyErrorHandler: nil function"},
+		{"a nil cost function", func() { nethttp.WithCostFunc(nil) }, "nethttp: WithCostFunc: nil function"},
+		{"a nil skip function", func() { nethttp.WithSkip(nil) }, "nethttp: WithSkip: nil function"},
+		{"a nil error hook", func() { nethttp.WithErrorHook(nil) }, "nethttp: WithErrorHook: nil function"},
+		{"a nil decision hook", func() { nethttp.WithDecisionHook(nil) }, "nethttp: WithDecisionHook: nil function"},
+		{"a nil deny handler", func() { nethttp.WithDenyHandler(nil) }, "nethttp: WithDenyHandler: nil function"},
+		{"an unknown header style", func() { nethttp.WithHeaderStyle(9) }, "nethttp: WithHeaderStyle: unknown header style HeaderStyle(9)"},
+		{"a policy name that is not printable ASCII", func() {
+			nethttp.Middleware(coretest.Failing{P: core.FixedWindow(1, time.Second).WithName("pér\n")})
+		}, `nethttp: Middleware: policy name "pér\n" cannot be sent in a header: use printable ASCII only`},
 	} {
-		t.Run("rejects "+tc.name, func(t *testing.T) {
-			var opts []nethttp.Option
-			if tc.opt != nil || tc.name == "a nil option" {
-				opts = append(opts, tc.opt)
-			}
-			mw, err := nethttp.Middleware(tc.lim, opts...)
-			assert.EqualError(t, err, tc.want)
-			assert.Nil(t, mw)
+		t.Run("panics at construction for "+tc.name, func(t *testing.T) {
+			assert.PanicsWithError(t, tc.want, tc.build)
 		})
 	}
-	t.Run("returns the error of an InvalidOption", func(t *testing.T) {
-		_, err := nethttp.Middleware(lim, nethttp.InvalidOption(errors.New("adapter: bad option")))
-		assert.EqualError(t, err, "adapter: bad option")
-	})
 	t.Run("serves admitted requests with 404 when next is nil", func(t *testing.T) {
-		mw, err := nethttp.Middleware(lim)
-		require.NoError(t, err)
+		mw := nethttp.Middleware(lim)
 		assert.Equal(t, http.StatusNotFound, get(mw(nil), "").Code)
 	})
 }
@@ -696,4 +678,27 @@ func TestMiddlewareOverLoopback(t *testing.T) {
 	assert.Equal(t, limit, admitted)
 	assert.Equal(t, clients*perClient-limit, denied)
 	assert.Zero(t, other)
+}
+
+// The renderer writes every field of a denial (formerly ExampleWriteHeaders,
+// when WriteHeaders was exported).
+func TestRendererWritesEveryFieldOfADenial(t *testing.T) {
+	h := http.Header{}
+	nethttp.WriteHeaders(h, core.Decision{
+		Allowed: false, Limit: 100, Remaining: 0,
+		ResetAfter: 5200 * time.Millisecond, RetryAfter: 5200 * time.Millisecond,
+		Policy: core.FixedWindow(100, time.Minute).WithName("per-ip"),
+	}, nethttp.HeadersBoth, false)
+	got := map[string]string{}
+	for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "RateLimit-Policy", "RateLimit"} {
+		got[name] = h.Get(name)
+	}
+	assert.Equal(t, map[string]string{
+		"X-RateLimit-Limit":     "100",
+		"X-RateLimit-Remaining": "0",
+		"X-RateLimit-Reset":     "6",
+		"Retry-After":           "6",
+		"RateLimit-Policy":      `"per-ip";q=100;w=60`,
+		"RateLimit":             `"per-ip";r=0;t=6`,
+	}, got)
 }

@@ -1,7 +1,6 @@
 package nethttp
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -9,11 +8,11 @@ import (
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
-// Option configures Middleware and NewEngine. The adapters chimw, ginmw and
-// echomw take the same options. A nil function given to an option is an
-// error from the constructor. Each option replaces an earlier one of the same
-// name, except WithSkip, which adds a condition.
-type Option func(*config) error
+// Option configures [Middleware] and [NewEngine]. The adapters chimw, ginmw
+// and echomw take the same options. An option given a nil function or an
+// invalid value panics, naming itself. Each option replaces an earlier one
+// of the same name, except WithSkip, which adds a condition.
+type Option func(*config)
 
 type config struct {
 	key        keyfunc.Func
@@ -30,21 +29,20 @@ type config struct {
 	deny       func(http.ResponseWriter, *http.Request, core.Decision)
 }
 
-func errNil(option string) error {
-	return fmt.Errorf("nethttp: %s needs a non-nil function", option)
+// nilFunc is the panic of an option given a nil function: a mistake in the
+// program, reported where it is made.
+func nilFunc(option string) error {
+	return fmt.Errorf("nethttp: %s: nil function", option)
 }
 
 // WithKeyFunc sets how a request is turned into the key it is limited under.
-// The default is keyfunc.IP(): the TCP peer address, never a header. See
+// The default is [keyfunc.IP]: the TCP peer address, never a header. See
 // WithKeyFallback for what happens when it returns an error.
 func WithKeyFunc(f keyfunc.Func) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errNil("WithKeyFunc")
-		}
-		c.key = f
-		return nil
+	if f == nil {
+		panic(nilFunc("WithKeyFunc"))
 	}
+	return func(c *config) { c.key = f }
 }
 
 // WithKeyFallback sets a key function used when the main one fails (for
@@ -53,28 +51,22 @@ func WithKeyFunc(f keyfunc.Func) Option {
 // request is rejected: see WithKeyErrorHandler. A missing key never lets a
 // request through unlimited, except in dry-run mode.
 func WithKeyFallback(f keyfunc.Func) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errNil("WithKeyFallback")
-		}
-		c.fallback = f
-		return nil
+	if f == nil {
+		panic(nilFunc("WithKeyFallback"))
 	}
+	return func(c *config) { c.fallback = f }
 }
 
 // WithKeyErrorHandler replaces the response to a request whose key could not
 // be determined. It receives the key function's error (typically wrapping
-// keyfunc.ErrNoKey), which must not be echoed to the client. The default
+// [keyfunc.ErrNoKey]), which must not be echoed to the client. The default
 // answers 400 Bad Request with a short plain-text body; an API that requires
 // a key might answer 401 with a WWW-Authenticate challenge instead.
 func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errNil("WithKeyErrorHandler")
-		}
-		c.keyError = f
-		return nil
+	if f == nil {
+		panic(nilFunc("WithKeyErrorHandler"))
 	}
+	return func(c *config) { c.keyError = f }
 }
 
 // WithCostFunc sets the cost of a request (weighted limiting, for instance by
@@ -84,27 +76,22 @@ func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err erro
 // answered 500 Internal Server Error (served anyway in dry-run mode), so that
 // a broken cost function is noticed instead of silently disabling the limit.
 func WithCostFunc(f func(*http.Request) (int64, error)) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errNil("WithCostFunc")
-		}
-		c.cost = f
-		return nil
+	if f == nil {
+		panic(nilFunc("WithCostFunc"))
 	}
+	return func(c *config) { c.cost = f }
 }
 
 // WithSkip exempts the requests for which f returns true (health checks,
 // allowlists): they pass untouched, with no rate-limit headers and no hooks
 // called. Several WithSkip options add up: a request is skipped when any of
-// them returns true.
+// them returns true. It is the skip option of every adapter (echomw adds
+// echo's own Skipper form).
 func WithSkip(f func(*http.Request) bool) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errNil("WithSkip")
-		}
-		c.skip = append(c.skip, f)
-		return nil
+	if f == nil {
+		panic(nilFunc("WithSkip"))
 	}
+	return func(c *config) { c.skip = append(c.skip, f) }
 }
 
 // WithFailClosed answers 503 Service Unavailable when the limiter fails (a
@@ -113,28 +100,22 @@ func WithSkip(f func(*http.Request) bool) Option {
 // unreachable store should not take the service down. Either way the error
 // hook receives the error and the client never sees its text.
 func WithFailClosed() Option {
-	return func(c *config) error {
-		c.failClosed = true
-		return nil
-	}
+	return func(c *config) { c.failClosed = true }
 }
 
 // WithErrorHook sets a function called with every error the middleware meets
 // and then handles by policy: a key error left after the fallback (client
 // input: test with errors.Is(err, keyfunc.ErrNoKey)), a cost error
-// (core.ErrInvalidCost) and a limiter failure. The error is a *Rejection
-// wrapping the cause, whether or not the request is then rejected. It is not called for
-// denials, including core.ErrCostExceedsCapacity, which are decisions, nor
-// when a client goes away during a leaky-bucket delay. It runs on the request
-// path: keep it fast.
+// ([core.ErrInvalidCost]) and a limiter failure. The error is a *[Rejection]
+// wrapping the cause, whether or not the request is then rejected. It is not
+// called for denials, including [core.ErrCostExceedsCapacity], which are
+// decisions, nor when a client goes away during a leaky-bucket delay. It runs
+// on the request path: keep it fast.
 func WithErrorHook(f func(*http.Request, error)) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errNil("WithErrorHook")
-		}
-		c.onError = f
-		return nil
+	if f == nil {
+		panic(nilFunc("WithErrorHook"))
 	}
+	return func(c *config) { c.onError = f }
 }
 
 // WithDecisionHook sets a function called with every decision the limiter
@@ -142,13 +123,10 @@ func WithErrorHook(f func(*http.Request, error)) Option {
 // written: the place for logging and metrics. It runs on the request path:
 // keep it fast.
 func WithDecisionHook(f func(*http.Request, core.Decision)) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errNil("WithDecisionHook")
-		}
-		c.onDecision = f
-		return nil
+	if f == nil {
+		panic(nilFunc("WithDecisionHook"))
 	}
+	return func(c *config) { c.onDecision = f }
 }
 
 // WithDryRun makes the middleware compute every decision, call the hooks and
@@ -157,22 +135,17 @@ func WithDecisionHook(f func(*http.Request, core.Decision)) Option {
 // and limiter errors go to the error hook only. For rolling out a limit
 // safely: watch the decision hook, then remove WithDryRun.
 func WithDryRun() Option {
-	return func(c *config) error {
-		c.dryRun = true
-		return nil
-	}
+	return func(c *config) { c.dryRun = true }
 }
 
-// WithHeaderStyle chooses the rate-limit header fields: HeadersXRateLimit
-// (the default), HeadersIETF, HeadersBoth or HeadersNone.
+// WithHeaderStyle chooses the rate-limit header fields: [HeadersXRateLimit]
+// (the default), [HeadersIETF], [HeadersBoth] or [HeadersNone]. It panics
+// for any other value.
 func WithHeaderStyle(s HeaderStyle) Option {
-	return func(c *config) error {
-		if !s.valid() {
-			return fmt.Errorf("nethttp: unknown header style %v", s)
-		}
-		c.style = s
-		return nil
+	if !s.valid() {
+		panic(fmt.Errorf("nethttp: WithHeaderStyle: unknown header style %v", s))
 	}
+	return func(c *config) { c.style = s }
 }
 
 // WithResetAsUnixTime writes X-RateLimit-Reset as the Unix time (in seconds,
@@ -180,10 +153,7 @@ func WithHeaderStyle(s HeaderStyle) Option {
 // of the number of seconds until then. The IETF RateLimit field's t is
 // always in seconds, as its draft requires.
 func WithResetAsUnixTime() Option {
-	return func(c *config) error {
-		c.resetUnix = true
-		return nil
-	}
+	return func(c *config) { c.resetUnix = true }
 }
 
 // WithDenyHandler replaces the body of a denial. It is called after the
@@ -191,22 +161,10 @@ func WithResetAsUnixTime() Option {
 // and must write the status (normally 429) and body. A denial whose
 // d.RetryAfter is 0 is one that waiting cannot end: the request costs more
 // than the policy can ever admit. The default writes "Too Many Requests" as
-// text/plain; ProblemJSON writes RFC 9457 problem details.
+// text/plain; [ProblemJSON] writes RFC 9457 problem details.
 func WithDenyHandler(f func(w http.ResponseWriter, r *http.Request, d core.Decision)) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errNil("WithDenyHandler")
-		}
-		c.deny = f
-		return nil
+	if f == nil {
+		panic(nilFunc("WithDenyHandler"))
 	}
-}
-
-var errNilLimiter = errors.New("nethttp: nil limiter")
-
-// InvalidOption returns an Option that makes the constructor return err. It
-// is for adapters whose own options check their arguments (a nil
-// ginmw.WithSkipper function) and must fail the same way nethttp's do.
-func InvalidOption(err error) Option {
-	return func(*config) error { return err }
+	return func(c *config) { c.deny = f }
 }

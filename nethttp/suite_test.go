@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"github.com/go-ratelimit/ratelimit/nethttp/adaptertest"
@@ -30,8 +28,7 @@ func onMux(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler 
 		mux.Handle("GET /items/{id}", ok)
 		return mux
 	}
-	mw, err := nethttp.Middleware(lim, opts...)
-	require.NoError(t, err)
+	mw := nethttp.Middleware(lim, opts...)
 	mux.Handle("GET /items/{id}", mw(ok))
 	return mux
 }

@@ -84,6 +84,11 @@ func forClients(t *testing.T, test func(t *testing.T, newClient func(addr string
 		{"with ContextTimeoutEnabled", func(addr string) *redis.Options {
 			return &redis.Options{Addr: addr, ContextTimeoutEnabled: true}
 		}},
+		// -2: go-redis sets no socket deadline at all, so it cannot
+		// apply the context's either.
+		{"with ContextTimeoutEnabled and socket deadlines disabled", func(addr string) *redis.Options {
+			return &redis.Options{Addr: addr, ContextTimeoutEnabled: true, ReadTimeout: -2, WriteTimeout: -2}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			test(t, func(addr string) *redis.Client {
@@ -136,10 +141,12 @@ func testRedisDown(t *testing.T, newClient func(string) *redis.Client) {
 	}
 }
 
-// TestSlowRedis puts a proxy that delays every reply by a second between
-// the client and the server: calls return a timeout error within the
-// timeout (plus scheduling), concurrent ones too, and the limiter recovers
-// when the delay goes.
+// TestSlowRedis puts a proxy that delays every reply by three seconds
+// between the client and the server: calls return a timeout error within
+// the timeout (plus scheduling), concurrent ones too, and the limiter
+// recovers when the delay goes. The timeout (300ms) leaves room for the
+// scheduling delays of a loaded CI machine, and the delay ten times that
+// keeps a call that waited for its reply apart from one that did not.
 func TestSlowRedis(t *testing.T) {
 	forClients(t, testSlowRedis)
 }
@@ -147,14 +154,14 @@ func TestSlowRedis(t *testing.T) {
 func testSlowRedis(t *testing.T, newClient func(string) *redis.Client) {
 	proxy := startProxy(t, redistest.Addr(t))
 	rdb := newClient(proxy.addr())
-	const timeout = 50 * time.Millisecond
+	const timeout = 300 * time.Millisecond
 	lim := newLimiter(t, rdb, core.SlidingWindow(1000, time.Second), WithTimeout(timeout))
 	ctx := context.Background()
 
 	_, err := lim.Allow(ctx, "k")
 	require.NoError(t, err)
 
-	proxy.delay.Store(int64(time.Second))
+	proxy.delay.Store(int64(10 * timeout))
 	start := time.Now()
 	_, err = lim.Allow(ctx, "k") // alone: direct when the client allows
 	assert.ErrorIs(t, err, context.DeadlineExceeded)

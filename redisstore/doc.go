@@ -147,15 +147,16 @@
 // error wrapping context.DeadlineExceeded; Redis errors come back wrapped
 // too ("redisstore: AllowN: ..."). The bound holds whatever the client's
 // settings (TestRedisDown, TestSlowRedis: behind a proxy that delays every
-// reply by a second): a call is sent from the caller's goroutine only when
+// reply by seconds): a call is sent from the caller's goroutine only when
 // the client applies the context's deadline to its socket
-// (ContextTimeoutEnabled, on a *redis.Client or *redis.ClusterClient);
-// otherwise the batcher's goroutine sends it and the caller waits with its
-// own timer. Set ContextTimeoutEnabled: the connection of a call that timed
-// out is then also released at the deadline rather than at the client's
-// ReadTimeout, and calls that do not overlap much skip the batcher. A stopped Redis shows as
-// errors within the timeout; once it is back, decisions resume with the
-// same Limiter.
+// (ContextTimeoutEnabled on a *redis.Client or *redis.ClusterClient, and
+// neither ReadTimeout nor WriteTimeout -2, which switch socket deadlines
+// off); otherwise the batcher's goroutine sends it and the caller waits
+// with its own timer. Set ContextTimeoutEnabled: the connection of a call
+// that timed out is then also released at the deadline rather than at the
+// client's ReadTimeout, and calls that do not overlap much skip the
+// batcher. A stopped Redis shows as errors within the timeout; once it is
+// back, decisions resume with the same Limiter.
 //
 // What an error says about counting: a call that returns an error
 // wrapping context.DeadlineExceeded or context.Canceled had no reply from
@@ -168,6 +169,13 @@
 // (TestATimedOutCallMayHaveBeenCounted). A limiter cannot tell the two
 // apart without waiting past its timeout; over-counting is the safe side
 // for a limiter, and never more than the failed call's cost.
+//
+// Independently of this package, go-redis retries a command whose
+// connection broke after it was written (a *redis.Client's MaxRetries,
+// default 3; a cluster client's MaxRedirects): Redis may then run the
+// script more than once for one call and count it each time, as it would
+// any non-idempotent command. On a *redis.Client, MaxRetries: -1 rules
+// that out, trading the retry for an error.
 //
 // The adapters apply the failure policy (nethttp fails open by default, or
 // closed with WithFailClosed) and never send the error text to a client.

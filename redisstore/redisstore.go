@@ -391,13 +391,18 @@ func (l *Limiter) gaveUp(op string, c *call, limit time.Duration, ctxErr error) 
 
 // honoursDeadlines reports whether the client bounds its socket reads and
 // writes by a context's deadline, so that a call made on the caller's own
-// goroutine cannot outlive its timeout.
+// goroutine cannot outlive its timeout: ContextTimeoutEnabled, and socket
+// deadlines not switched off (ReadTimeout or WriteTimeout -2, which the
+// options hold as -1 on a Client and as -2 on a ClusterClient; -1, "no
+// timeout", is held as 0 and still applies the context's deadline).
 func honoursDeadlines(rdb redis.UniversalClient) bool {
 	switch c := rdb.(type) {
 	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && o.WriteTimeout >= 0
 	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && o.WriteTimeout >= 0
 	}
 	return false
 }

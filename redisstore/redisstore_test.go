@@ -325,6 +325,8 @@ func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // TestDirectSend: a lone call goes out on the caller's goroutine only
 // when the client bounds its sockets by the context's deadline; otherwise
 // the batcher's goroutine sends it and the caller waits with a timer.
+// ReadTimeout or WriteTimeout -2 switch socket deadlines off, the
+// context's included (TestSlowRedis shows the bound holding then).
 func TestDirectSend(t *testing.T) {
 	p := core.TokenBucket(1, time.Second)
 	for _, tc := range []struct {
@@ -333,6 +335,11 @@ func TestDirectSend(t *testing.T) {
 	}{
 		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), true},
 		{redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), true},
+		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, ReadTimeout: -1, WriteTimeout: -1}), true},
+		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, ReadTimeout: -2}), false},
+		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, WriteTimeout: -2}), false},
+		{redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, ReadTimeout: -1}), true},
+		{redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, ReadTimeout: -2}), false},
 		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), false},
 		{redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), false},
 	} {

@@ -336,19 +336,33 @@ type queueModel struct {
 
 func (m *queueModel) lastAdmitted() int64 { return m.last }
 
-// ends lists, in order, the instants at which the units still in the
-// bucket at now finish being served (a unit being served counts until it
-// has finished).
-func (m *queueModel) ends(now int64) []int64 {
-	var out []int64
+// left is how many units of r are still in the bucket at now: those not
+// finished (a unit being served counts until it has finished).
+func (m *queueModel) left(r admission, now int64) int64 {
+	done := min(max(floorDiv(now-r.at, m.q), 0), r.n)
+	return r.n - done
+}
+
+// in is how many units are in the bucket at now.
+func (m *queueModel) in(now int64) int64 {
+	var u int64
 	for _, r := range m.queued {
-		for u := int64(1); u <= r.n; u++ {
-			if end := r.at + u*m.q; end > now {
-				out = append(out, end)
-			}
-		}
+		u += m.left(r, now)
 	}
-	return out
+	return u
+}
+
+// finish is when the k-th (from 1) of the units in the bucket at now
+// finishes: the units leave in order, one every q.
+func (m *queueModel) finish(k, now int64) int64 {
+	for _, r := range m.queued {
+		left := m.left(r, now)
+		if k <= left {
+			return r.at + (r.n-left+k)*m.q
+		}
+		k -= left
+	}
+	panic("coretest: leaky-bucket model has fewer units than asked for")
 }
 
 // free is when the server has finished every unit admitted so far.
@@ -362,29 +376,26 @@ func (m *queueModel) free() int64 {
 
 func (m *queueModel) decide(now, n int64, consume bool) verdict {
 	mustNotGoBack(now, m.last)
-	ends := m.ends(now)
-	in := int64(len(ends))
+	in := m.in(now)
 	var v verdict
+	v.remaining = m.burst - in
+	if in > 0 {
+		v.reset = m.free() - now
+	}
 	if in+n > m.burst {
 		// Wait until enough units have left: the (in+n-burst)-th to leave.
-		v.retry = ends[in+n-m.burst-1] - now
-		v.remaining = m.burst - in
-		v.reset = ends[len(ends)-1] - now
+		v.retry = m.finish(in+n-m.burst, now) - now
 		return v
 	}
 	v.allowed = true
 	if !consume {
-		v.remaining = m.burst - in
-		if in > 0 {
-			v.reset = ends[len(ends)-1] - now
-		}
 		return v
 	}
 	start := max(now, m.free())
 	m.queued = append(m.queued, admission{start, n})
 	m.last = now
 	// Requests served completely by now are gone for good.
-	m.queued = slices.DeleteFunc(m.queued, func(r admission) bool { return r.at+r.n*m.q <= now })
+	m.queued = slices.DeleteFunc(m.queued, func(r admission) bool { return m.left(r, now) == 0 })
 	v.delay = start - now
 	v.remaining = m.burst - in - n
 	v.reset = start + n*m.q - now

@@ -117,10 +117,16 @@ func forEachSeed(t *testing.T, budget time.Duration, f func(t *testing.T, seed u
 
 // RandomPolicy returns a valid policy of the family that seed names (see
 // RATELIMIT_MODEL_SEED), with a random Limit, Window, Burst or Buckets:
-// Windows from 1ms to a few hours at nanosecond resolution, token and leaky
-// intervals from 100ns to 10s, Limit and Burst up to a few thousand,
-// Buckets up to core.MaxBuckets.
+// mostly Windows from 1ms to a few hours at nanosecond resolution, token
+// and leaky intervals from 100ns to 10s, Limit and Burst up to a few
+// thousand, Buckets up to core.MaxBuckets; one in ten is extreme (Limit up
+// to core.MaxWindowLimit, intervals down to 1ns, Bursts up to 2^52
+// intervals). Window and Recovery stay within 2^52 ns (52 days), which
+// every store of this module accepts.
 func RandomPolicy(rng *rand.Rand, seed uint64) core.Policy {
+	if rng.IntN(10) == 0 {
+		return extremePolicy(rng, variants[seed%uint64(len(variants))])
+	}
 	v := variants[seed%uint64(len(variants))]
 	logUniform := func(lo, hi int64) int64 {
 		x := math.Exp(math.Log(float64(lo)) + rng.Float64()*(math.Log(float64(hi))-math.Log(float64(lo))))
@@ -186,6 +192,46 @@ func RandomPolicy(rng *rand.Rand, seed uint64) core.Policy {
 	}
 }
 
+// maxTestSpan bounds the Window and Recovery of RandomPolicy.
+const maxTestSpan = int64(1) << 52
+
+func extremePolicy(rng *rand.Rand, v variant) core.Policy {
+	logUniform := func(lo, hi int64) int64 {
+		x := math.Exp(math.Log(float64(lo)) + rng.Float64()*(math.Log(float64(hi))-math.Log(float64(lo))))
+		return min(max(int64(x), lo), hi)
+	}
+	for {
+		var p core.Policy
+		limit := logUniform(1, core.MaxWindowLimit)
+		if rng.IntN(4) == 0 {
+			limit = core.MaxWindowLimit
+		}
+		switch v.alg {
+		case core.AlgFixedWindow:
+			p = core.FixedWindow(limit, time.Duration(logUniform(int64(time.Millisecond), maxTestSpan)))
+		case core.AlgSlidingWindow:
+			b := logUniform(1, core.MaxBuckets)
+			width := logUniform(int64(time.Millisecond), maxTestSpan/(b+1))
+			p = core.SlidingWindow(limit, time.Duration(width*b)).WithBuckets(b)
+		default:
+			q := logUniform(1, int64(time.Millisecond))
+			l := logUniform(1, maxTestSpan/q)
+			p = core.TokenBucket(l, time.Duration(q*l)).WithBurst(logUniform(1, maxTestSpan/q))
+			if v.alg == core.AlgLeakyBucket {
+				p.Algorithm = core.AlgLeakyBucket
+				p.Meter = v.meter
+			}
+		}
+		if p.Validate() == nil && int64(p.Recovery()) <= maxTestSpan {
+			return p
+		}
+	}
+}
+
+// maxLeapFrom is the latest instant the model test leaps forward from, so
+// that its instants stay well before the year 2200.
+var maxLeapFrom = Epoch.AddDate(60, 0, 0).UnixNano()
+
 // grain is the time the policy takes to give back about one unit.
 func grain(p core.Policy) int64 {
 	switch p.Algorithm {
@@ -214,8 +260,8 @@ func closeLimiter(lim core.Limiter) {
 // Sweep, when the suite has it; and clock moves: small and larger steps,
 // steps to the exact instant a previous answer named (ResetAfter,
 // RetryAfter, Delay, a window or bucket boundary, one nanosecond either
-// side), jumps beyond the policy's Recovery, nanosecond jitter, and steps
-// back.
+// side), jumps beyond the policy's Recovery and, rarely, leaps of 2^31 to
+// 2^33 windows (up to 40 years), nanosecond jitter, and steps back.
 //
 // What a decision is compared with:
 //
@@ -227,9 +273,11 @@ func closeLimiter(lim core.Limiter) {
 //     Such a decision must be no more generous than standing still: what
 //     it admits, the model admits at that latest admission, and its
 //     Remaining is no larger. If it admits, the key's state leaves the
-//     model; until the key is Reset, or idle for the policy's Recovery time
-//     after the latest instant it admitted at (by when any store's state is
-//     new again), its decisions are checked only for their shape.
+//     model; until the key is Reset, or the clock reaches the policy's
+//     Recovery time after the latest instant it admitted at (by when any
+//     store's state is new again, and from which on the key is modelled
+//     afresh, calls before that instant counting as calls before its latest
+//     admission), its decisions are checked only for their shape.
 //   - With Inexact, the model is fed the requests the store admitted, and
 //     nothing the store admits (nor a Peek it allows) may be denied by the
 //     model: a store may limit early, never late.
@@ -280,9 +328,13 @@ func (s *modelStats) String() string {
 type tracked struct {
 	m        keyModel // nil: a key never seen (since its last Reset)
 	tainted  bool     // its state left the model (see RunModel)
-	maxAdmit int64    // tainted: the latest instant it admitted at
-	recent   []admission
-	history  []event // the latest calls on the key
+	maxAdmit int64    // the latest instant it admitted at, once tainted
+	// since: after a tainted stretch, the store's state is new only from
+	// this instant on; a call before it is a call before the key's latest
+	// admission.
+	since   int64
+	recent  []admission
+	history []event // the latest calls on the key
 }
 
 // event is one thing a case did, formatted only when a failure shows it.
@@ -472,6 +524,11 @@ func (c *modelCase) move() {
 		to = at + c.rng.Int64N(3) - 1
 	case r < 78:
 		to += rec + c.rng.Int64N(rec+1)
+		if c.rng.IntN(20) == 0 && c.now < maxLeapFrom {
+			// A leap of 2^31 to 2^33 windows (at most 40 years): what a
+			// store that keeps window numbers in few bits gets wrong.
+			to = c.now + min(w*(1<<31+c.rng.Int64N(3<<31)), 40*365*24*int64(time.Hour))
+		}
 	case r < 88:
 		to += c.rng.Int64N(7) - 3
 	case r < 93:
@@ -526,9 +583,9 @@ func (c *modelCase) track(key string) *tracked {
 		k = &tracked{}
 		c.keys[key] = k
 	}
-	if k.tainted && c.frame() >= k.maxAdmit+int64(c.p.Recovery()) {
+	if since := k.maxAdmit + int64(c.p.Recovery()); k.tainted && c.frame() >= since {
 		k.note(event{op: "idle for Recovery since its latest admission: new again"})
-		*k = tracked{history: k.history}
+		*k = tracked{history: k.history, maxAdmit: k.maxAdmit, since: since}
 	}
 	if k.m == nil {
 		k.m = newKeyModel(c.p)
@@ -552,7 +609,11 @@ func (c *modelCase) reset(key string) error {
 }
 
 func showDecision(d core.Decision) string {
-	return fmt.Sprintf("{Allowed:%v Remaining:%d ResetAfter:%v RetryAfter:%v Delay:%v}", d.Allowed, d.Remaining, d.ResetAfter, d.RetryAfter, d.Delay)
+	s := fmt.Sprintf("{Allowed:%v Remaining:%d ResetAfter:%v RetryAfter:%v Delay:%v", d.Allowed, d.Remaining, d.ResetAfter, d.RetryAfter, d.Delay)
+	if d.Source != core.SourceStore {
+		s += " Source:" + d.Source.String()
+	}
+	return s + "}"
 }
 
 // failure describes a failed check on key, with what led to it.
@@ -623,7 +684,7 @@ func (c *modelCase) call(key string, n int64, peek bool) error {
 	if !consume {
 		cost = 1 // what Peek and a refused cost report
 	}
-	last := k.m.lastAdmitted()
+	last := max(k.m.lastAdmitted(), k.since)
 	back := at < last
 	if msg := c.shape(got, n, peek, over, back || k.tainted); msg != "" {
 		return c.failure(key, "%s: %s: %s", op, showDecision(got), msg)
@@ -639,13 +700,13 @@ func (c *modelCase) call(key string, n int64, peek bool) error {
 		c.stats.back++
 		still := k.m.decide(last, cost, false)
 		if got.Allowed && !still.allowed {
-			return c.failure(key, "%s at +%v, before the key's latest admission at +%v, was admitted; standing still at +%v denies it: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), c.rel(last))
+			return c.failure(key, "%s at +%v, before the key's latest admission (+%v), was admitted; standing still at +%v denies it: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), c.rel(last))
 		}
 		if got.Remaining > still.remaining {
-			return c.failure(key, "%s at +%v, before the key's latest admission at +%v, reports Remaining %d; standing still at +%v leaves %d: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), got.Remaining, c.rel(last), still.remaining)
+			return c.failure(key, "%s at +%v, before the key's latest admission (+%v), reports Remaining %d; standing still at +%v leaves %d: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), got.Remaining, c.rel(last), still.remaining)
 		}
 		if got.Allowed && consume {
-			k.tainted, k.maxAdmit, k.recent = true, last, nil
+			k.tainted, k.maxAdmit, k.recent = true, max(k.maxAdmit, last), nil
 			k.note(event{op: "admitted at an instant before its latest admission: its state leaves the model"})
 		}
 		return nil
@@ -671,6 +732,9 @@ func (c *modelCase) call(key string, n int64, peek bool) error {
 	if over {
 		want.Allowed, want.RetryAfter = false, 0
 	}
+	// Where the store decided (itself, or a cache of its denials) is not
+	// for the model to say; shape checks that a cache only denies.
+	want.Source = got.Source
 	if got != want {
 		return c.failure(key, "%s at +%v:\n   got %s\n  want %s (the model)", op, c.rel(at), showDecision(got), showDecision(want))
 	}
@@ -725,6 +789,8 @@ func shapeOf(p core.Policy, d core.Decision, n int64, peek, over, loose bool) st
 		return "a negative duration"
 	case d.Allowed && d.RetryAfter != 0:
 		return "admitted with a RetryAfter"
+	case d.Source == core.SourceDenyCache && (d.Allowed || peek):
+		return "a cache of denials admitted, or answered a Peek"
 	case over && (d.Allowed || d.RetryAfter != 0):
 		return "a cost above capacity must be denied with RetryAfter 0"
 	case !over && !d.Allowed && d.RetryAfter == 0:

@@ -198,10 +198,7 @@ func startServer(cfg config) (_ *server, err error) {
 		// Keyed on the client's IP address (the default): all of the
 		// demo's traffic comes from 127.0.0.1, so it shares one quota per
 		// endpoint. Both header styles, for curl -i.
-		limit, err := nethttp.Middleware(lim, nethttp.WithHeaderStyle(nethttp.HeadersBoth))
-		if err != nil {
-			return nil, fmt.Errorf("demo: %w", err)
-		}
+		limit := nethttp.Middleware(lim, nethttp.WithHeaderStyle(nethttp.HeadersBoth))
 		mux.Handle("GET "+ep.path, e.journal.record(limit(hello(e.title, ep.policy))))
 	}
 	mux.Handle("GET /{$}", index(s))

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/go-ratelimit/ratelimit/nethttp/adaptertest"
+	"github.com/go-ratelimit/ratelimit/examples/internal/exampleapp"
 )
 
-func TestServer(t *testing.T) { adaptertest.RunExampleApp(t, newHandler) }
+func TestServer(t *testing.T) { exampleapp.Run(t, newHandler) }

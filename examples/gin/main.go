@@ -36,14 +36,11 @@ func main() {
 	flag.Parse()
 
 	gin.SetMode(gin.ReleaseMode)
-	h, closeLimits, err := newHandler()
-	if err != nil {
-		log.Fatal(err)
-	}
+	h, closeLimits := newHandler()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*port))
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	log.Printf("listening on http://%s (Ctrl-C to stop)", addr)
-	err = srv.ListenAndServe()
+	err := srv.ListenAndServe()
 	closeLimits()
 	log.Fatal(err)
 }
@@ -51,52 +48,22 @@ func main() {
 // newHandler builds the engine and its three limits. opts go to every
 // limiter (the test passes a fixed clock). The returned function stops the
 // limiters' background goroutines.
-func newHandler(opts ...core.Option) (_ http.Handler, closeAll func(), err error) {
-	var limiters []*core.MemoryLimiter
-	closeAll = func() {
-		for _, l := range limiters {
-			_ = l.Close()
-		}
-	}
-	defer func() {
-		if err != nil {
-			closeAll()
-		}
-	}()
-	limit := func(p core.Policy, mwOpts ...nethttp.Option) (gin.HandlerFunc, error) {
-		lim, err := core.New(p, opts...)
-		if err != nil {
-			return nil, err
-		}
-		limiters = append(limiters, lim)
-		return ginmw.Limit(lim, append(mwOpts, nethttp.WithHeaderStyle(nethttp.HeadersBoth))...)
-	}
-	apiKey, err := keyfunc.Header("X-API-Key")
-	if err != nil {
-		return nil, nil, err
-	}
-	perIP, err := limit(core.TokenBucket(100, time.Minute).WithName("per-ip"))
-	if err != nil {
-		return nil, nil, err
-	}
-	login, err := limit(core.FixedWindow(5, time.Minute).WithName("login"),
-		nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.MustIP())))
-	if err != nil {
-		return nil, nil, err
-	}
-	perKey, err := limit(core.SlidingWindow(1000, time.Hour).WithName("per-api-key"),
-		nethttp.WithKeyFunc(apiKey), nethttp.WithKeyErrorHandler(needKey))
-	if err != nil {
-		return nil, nil, err
-	}
+func newHandler(opts ...core.Option) (http.Handler, func()) {
+	perIP := core.MustNew(core.TokenBucket(100, time.Minute).WithName("per-ip"), opts...)
+	logins := core.MustNew(core.FixedWindow(5, time.Minute).WithName("login"), opts...)
+	perKey := core.MustNew(core.SlidingWindow(1000, time.Hour).WithName("per-api-key"), opts...)
+	closeAll := func() { _, _, _ = perIP.Close(), logins.Close(), perKey.Close() }
+	both := nethttp.WithHeaderStyle(nethttp.HeadersBoth)
 
 	r := gin.New()
-	r.Use(gin.Recovery(), perIP)
+	r.Use(gin.Recovery(), ginmw.Limit(perIP, both))
 	r.GET("/", func(c *gin.Context) { c.String(http.StatusOK, "hello\n") })
+	login := ginmw.Limit(logins, both, nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP())))
 	r.POST("/login", login, func(c *gin.Context) { c.String(http.StatusOK, "welcome\n") })
-	api := r.Group("/api", perKey)
+	api := r.Group("/api", ginmw.Limit(perKey, both,
+		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")), nethttp.WithKeyErrorHandler(needKey)))
 	api.GET("/items", func(c *gin.Context) { c.JSON(http.StatusOK, []string{"apple", "pear"}) })
-	return r, closeAll, nil
+	return r, closeAll
 }
 
 // needKey answers an API request without a key.

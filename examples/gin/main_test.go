@@ -5,10 +5,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/go-ratelimit/ratelimit/nethttp/adaptertest"
+	"github.com/go-ratelimit/ratelimit/examples/internal/exampleapp"
 )
 
 func TestServer(t *testing.T) {
 	gin.SetMode(gin.TestMode)
-	adaptertest.RunExampleApp(t, newHandler)
+	exampleapp.Run(t, newHandler)
 }

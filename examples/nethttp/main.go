@@ -31,14 +31,11 @@ func main() {
 	port := flag.Int("port", 8080, "TCP `port` to listen on, on 127.0.0.1")
 	flag.Parse()
 
-	h, closeLimits, err := newHandler()
-	if err != nil {
-		log.Fatal(err)
-	}
+	h, closeLimits := newHandler()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(*port))
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	log.Printf("listening on http://%s (Ctrl-C to stop)", addr)
-	err = srv.ListenAndServe()
+	err := srv.ListenAndServe()
 	closeLimits()
 	log.Fatal(err)
 }
@@ -46,45 +43,12 @@ func main() {
 // newHandler builds the server: the routes and their three limits. opts go to
 // every limiter (the test passes a fixed clock). The returned function stops
 // the limiters' background goroutines.
-func newHandler(opts ...core.Option) (_ http.Handler, closeAll func(), err error) {
-	var limiters []*core.MemoryLimiter
-	closeAll = func() {
-		for _, l := range limiters {
-			_ = l.Close()
-		}
-	}
-	defer func() {
-		if err != nil {
-			closeAll()
-		}
-	}()
-	limit := func(p core.Policy, mwOpts ...nethttp.Option) (func(http.Handler) http.Handler, error) {
-		lim, err := core.New(p, opts...)
-		if err != nil {
-			return nil, err
-		}
-		limiters = append(limiters, lim)
-		return nethttp.Middleware(lim, append(mwOpts, nethttp.WithHeaderStyle(nethttp.HeadersBoth))...)
-	}
-	apiKey, err := keyfunc.Header("X-API-Key")
-	if err != nil {
-		return nil, nil, err
-	}
-
-	perIP, err := limit(core.TokenBucket(100, time.Minute).WithName("per-ip"))
-	if err != nil {
-		return nil, nil, err
-	}
-	login, err := limit(core.FixedWindow(5, time.Minute).WithName("login"),
-		nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.MustIP())))
-	if err != nil {
-		return nil, nil, err
-	}
-	perKey, err := limit(core.SlidingWindow(1000, time.Hour).WithName("per-api-key"),
-		nethttp.WithKeyFunc(apiKey), nethttp.WithKeyErrorHandler(needKey))
-	if err != nil {
-		return nil, nil, err
-	}
+func newHandler(opts ...core.Option) (http.Handler, func()) {
+	perIP := core.MustNew(core.TokenBucket(100, time.Minute).WithName("per-ip"), opts...)
+	logins := core.MustNew(core.FixedWindow(5, time.Minute).WithName("login"), opts...)
+	perKey := core.MustNew(core.SlidingWindow(1000, time.Hour).WithName("per-api-key"), opts...)
+	closeAll := func() { _, _, _ = perIP.Close(), logins.Close(), perKey.Close() }
+	both := nethttp.WithHeaderStyle(nethttp.HeadersBoth)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
@@ -92,14 +56,17 @@ func newHandler(opts ...core.Option) (_ http.Handler, closeAll func(), err error
 	})
 	// Per-route limits wrap the handler registered on the mux, where
 	// Request.Pattern (and so keyfunc.Route) is set.
+	login := nethttp.Middleware(logins, both, nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP())))
 	mux.Handle("POST /login", login(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "welcome")
 	})))
-	mux.Handle("GET /api/items", perKey(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	api := nethttp.Middleware(perKey, both,
+		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")), nethttp.WithKeyErrorHandler(needKey))
+	mux.Handle("GET /api/items", api(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintln(w, `["apple","pear"]`)
 	})))
-	return perIP(mux), closeAll, nil
+	return nethttp.Middleware(perIP, both)(mux), closeAll
 }
 
 // needKey answers an API request without a key.

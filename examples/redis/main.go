@@ -64,12 +64,7 @@ func startAppServer(name, redisAddr, prefix string, p core.Policy) (*appServer, 
 		_ = rdb.Close()
 		return nil, err
 	}
-	mw, err := nethttp.Middleware(lim, nethttp.WithFailClosed()) // a demo should not pass silently when Redis is down
-	if err != nil {
-		_ = lim.Close()
-		_ = rdb.Close()
-		return nil, err
-	}
+	mw := nethttp.Middleware(lim, nethttp.WithFailClosed()) // a demo should not pass silently when Redis is down
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = lim.Close()

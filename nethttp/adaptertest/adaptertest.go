@@ -1,6 +1,7 @@
-// Package adaptertest is the behavioural suite every HTTP adapter of this
-// module passes (nethttp, chimw, ginmw, echomw), through its real router: one
-// suite, so that "the adapters behave alike" is checked rather than hoped.
+// Package adaptertest is the behavioural suite every HTTP adapter passes
+// through its real router: nethttp, chimw, ginmw and echomw here, and an
+// adapter of another router built on [nethttp.Engine]. One suite, so that
+// "the adapters behave alike" is checked rather than hoped.
 //
 // An adapter test mounts its middleware on a route with a path parameter and
 // hands the suite a function that builds that router:
@@ -9,10 +10,9 @@
 //		adaptertest.Run(t, adaptertest.Adapter{Mount: mount})
 //	}
 //
-// # Exact values
-//
 // The suite drives a core.MemoryLimiter on a test clock (core.WithClock), so
-// every header value is checked exactly; it never sleeps.
+// every header value is checked exactly; it never sleeps. [Benchmark]
+// measures the adapter's overhead against the bare router.
 package adaptertest
 
 import (
@@ -38,9 +38,8 @@ import (
 type Adapter struct {
 	// Mount returns a router serving GET /items/{id} (in the router's own
 	// syntax) through the adapter's middleware built from lim and opts. The
-	// route's handler answers 200 with the body "ok". A constructor error
-	// must fail the test. With a nil lim (from Benchmark) it mounts the
-	// route without the middleware.
+	// route's handler answers 200 with the body "ok". With a nil lim (from
+	// Benchmark) it mounts the route without the middleware.
 	Mount func(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler
 	// Body returns the body and Content-Type the adapter answers a
 	// rejection of the given status with, when no handler option replaces
@@ -52,8 +51,8 @@ type Adapter struct {
 // epoch): t0+54s is 6 s before the reset.
 var t0 = time.Unix(1_699_999_980, 0)
 
-// PlainBody is nethttp's default answer to a rejection of status.
-func PlainBody(status int) (body, contentType string) {
+// plainBody is nethttp's default answer to a rejection of status.
+func plainBody(status int) (body, contentType string) {
 	switch status {
 	case http.StatusTooManyRequests:
 		return "Too Many Requests\n", "text/plain; charset=utf-8"
@@ -71,7 +70,7 @@ type suite struct {
 // Run runs the suite against a.
 func Run(t *testing.T, a Adapter) {
 	if a.Body == nil {
-		a.Body = PlainBody
+		a.Body = plainBody
 	}
 	s := suite{Adapter: a, t: t}
 	t.Run("denies the 101st request in a window with exact headers", s.window)
@@ -235,11 +234,9 @@ func (s suite) stacked(t *testing.T) {
 		t.Cleanup(func() { _ = lim.Close() })
 		return lim
 	}
-	apiKey, err := keyfunc.Header("X-API-Key")
-	require.NoError(t, err)
-	perIP, err := nethttp.Middleware(limiter(core.FixedWindow(3, time.Second).WithName("per-ip")),
+	apiKey := keyfunc.Header("X-API-Key")
+	perIP := nethttp.Middleware(limiter(core.FixedWindow(3, time.Second).WithName("per-ip")),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth))
-	require.NoError(t, err)
 	h := perIP(s.Mount(t, limiter(core.FixedWindow(10, time.Minute).WithName("per-key")),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth), nethttp.WithKeyFunc(apiKey),
 		nethttp.WithCostFunc(func(r *http.Request) (int64, error) {
@@ -301,8 +298,7 @@ func (s suite) failure(t *testing.T) {
 }
 
 func (s suite) keyErrors(t *testing.T) {
-	apiKey, err := keyfunc.Header("X-API-Key")
-	require.NoError(t, err)
+	apiKey := keyfunc.Header("X-API-Key")
 
 	lim, _ := s.limiter(t, core.FixedWindow(1, time.Minute))
 	h := s.Mount(t, lim, nethttp.WithKeyFunc(apiKey))
@@ -312,7 +308,7 @@ func (s suite) keyErrors(t *testing.T) {
 	assert.Equal(t, http.StatusOK, get(h, "/items/1", "X-API-Key", "b").Code)
 
 	lim, _ = s.limiter(t, core.FixedWindow(1, time.Minute))
-	h = s.Mount(t, lim, nethttp.WithKeyFunc(apiKey), nethttp.WithKeyFallback(keyfunc.MustIP()))
+	h = s.Mount(t, lim, nethttp.WithKeyFunc(apiKey), nethttp.WithKeyFallback(keyfunc.IP()))
 	assert.Equal(t, http.StatusOK, get(h, "/items/1").Code, "the fallback counts by IP")
 	assert.Equal(t, http.StatusTooManyRequests, get(h, "/items/1").Code)
 

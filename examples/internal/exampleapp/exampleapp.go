@@ -1,4 +1,7 @@
-package adaptertest
+// Package exampleapp checks the application that examples/nethttp,
+// examples/chi, examples/gin and examples/echo each build with their router,
+// so that the four stay alike and do not rot.
+package exampleapp
 
 import (
 	"net/http"
@@ -12,19 +15,16 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// RunExampleApp checks the application that examples/nethttp, examples/chi,
-// examples/gin and examples/echo each build with their router, so that the
-// four stay alike and do not rot: GET / limited per IP ("per-ip", 100 per
-// minute), POST /login also limited per IP ("login", 5 per minute), and
+// Run checks an example application: GET / limited per IP ("per-ip", 100
+// per minute), POST /login also limited per IP ("login", 5 per minute), and
 // GET /api/items also limited per X-API-Key ("per-api-key", 1000 per hour),
 // answering 401 without a key; both header styles.
 //
-// newHandler builds the application, passing opts to every core.New; it
+// newHandler builds the application, passing opts to every limiter; it
 // returns the handler and a function that closes the limiters.
-func RunExampleApp(t *testing.T, newHandler func(opts ...core.Option) (http.Handler, func(), error)) {
+func Run(t *testing.T, newHandler func(opts ...core.Option) (http.Handler, func())) {
 	// 54 s into a minute: the login window resets in 6 s.
-	h, closeLimits, err := newHandler(core.WithClock(func() time.Time { return time.Unix(1_700_000_034, 0) }))
-	require.NoError(t, err)
+	h, closeLimits := newHandler(core.WithClock(func() time.Time { return time.Unix(1_700_000_034, 0) }))
 	defer closeLimits()
 	send := func(method, path string, header ...string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(method, path, nil)

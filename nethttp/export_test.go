@@ -1,0 +1,15 @@
+package nethttp
+
+import (
+	"net/http"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// WriteHeaders renders d into h as the engine of a middleware with style and
+// resetUnix does, treating a denial as the answer to the request: the
+// renderer alone, for the tests of package nethttp_test.
+func WriteHeaders(h http.Header, d core.Decision, style HeaderStyle, resetUnix bool) {
+	rd := newRenderer(d.Policy, style, resetUnix)
+	rd.write(h, d, !d.Allowed)
+}

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Runs `go mod tidy` in every module of this repository except the root one,
-# whose go.mod must stay without requires (see the comment in go.mod).
+# Runs `go mod tidy` in every module of this repository.
 #
-#   ./scripts/tidy.sh           # tidy every nested module and benchmarks
+#   ./scripts/tidy.sh           # tidy every module
 #   ./scripts/tidy.sh -check    # fail if that would change a go.mod or go.sum
 #
 # `go mod tidy` ignores go.work, and a nested module requires this
@@ -11,9 +10,9 @@
 # module is tidied with GOWORK=off and a temporary `replace` of every module
 # of this repository by its directory, and the replaces are dropped again:
 # published go.mod files carry no replace (consumers would ignore it anyway).
-# benchmarks keeps its replaces: it is never a dependency of anything, it is
-# not in the root go.work (its pinned peers must not raise the versions the
-# other modules are tested with) and it runs with GOWORK=off.
+# The root module requires nothing and tidy must leave it so (see its
+# go.mod). benchmarks keeps its replaces: it is never a dependency of
+# anything and is outside the root go.work (benchmarks/go.work).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -43,12 +42,20 @@ replaces() { # dir -> -replace flags for every repo module but the one in dir
 }
 
 tidy() { # dir keep-replaces
-	local dir=$1 keep=$2 flags required f
+	local dir=$1 keep=$2 flags
 	mapfile -t flags < <(replaces "$dir")
 	(
 		cd "$dir"
 		cp go.mod "$tmp/go.mod"
-		[ -f go.sum ] && cp go.sum "$tmp/go.sum" || rm -f "$tmp/go.sum"
+		rm -f "$tmp/go.sum"
+		if [ -f go.sum ]; then cp go.sum "$tmp/go.sum"; fi
+		restore() {
+			cp "$tmp/go.mod" go.mod
+			if [ -f "$tmp/go.sum" ]; then cp "$tmp/go.sum" go.sum; else rm -f go.sum; fi
+		}
+		# -check leaves the files as they were; a failed tidy too.
+		if [ "$check" = 1 ]; then trap restore EXIT; else trap 'if [ $? != 0 ]; then restore; fi' EXIT; fi
+
 		GOWORK=off go mod edit "${flags[@]}"
 		GOWORK=off go mod tidy
 		# Drop the replaces again (benchmarks keeps those of the modules it
@@ -60,23 +67,20 @@ tidy() { # dir keep-replaces
 				GOWORK=off go mod edit -dropreplace="${f%%=*}"
 			fi
 		done
-		if [ "$check" = 1 ]; then
-			changed=0
-			cmp -s go.mod "$tmp/go.mod" || changed=1
-			if [ -f go.sum ] || [ -f "$tmp/go.sum" ]; then
-				cmp -s go.sum "$tmp/go.sum" 2>/dev/null || changed=1
-			fi
-			cp "$tmp/go.mod" go.mod
-			if [ -f "$tmp/go.sum" ]; then cp "$tmp/go.sum" go.sum; else rm -f go.sum; fi
-			if [ "$changed" = 1 ]; then
-				echo "tidy.sh: ${dir#"$root"/}: go.mod or go.sum is not tidy; run ./scripts/tidy.sh" >&2
-				exit 1
-			fi
+		same=1
+		cmp -s go.mod "$tmp/go.mod" || same=0
+		if [ -f go.sum ] || [ -f "$tmp/go.sum" ]; then
+			cmp -s go.sum "$tmp/go.sum" 2>/dev/null || same=0
+		fi
+		if [ "$check" = 1 ] && [ "$same" = 0 ]; then
+			echo "tidy.sh: ${dir#"$root"/}: go.mod or go.sum is not tidy; run ./scripts/tidy.sh" >&2
+			exit 1
 		fi
 	)
 }
 
-for line in "${mods[@]:1}"; do
+# The root module too: it requires nothing, and tidy must keep it so.
+for line in "${mods[@]}"; do
 	tidy "${line#* }" 0
 done
 tidy "$root/benchmarks" 1

@@ -32,12 +32,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 replaces() { # dir -> -replace flags for every repo module but the one in dir
-	local self=$1 line path dir
+	local self=$1 line path dir rel
 	for line in "${mods[@]}"; do
 		path=${line%% *}
 		dir=${line#* }
 		[ "$dir" = "$self" ] && continue
-		printf -- '-replace=%s=%s\n' "$path" "$(realpath --relative-to="$self" "$dir")"
+		rel=$(realpath --relative-to="$self" "$dir")
+		case $rel in ..*) ;; *) rel=./$rel ;; esac
+		printf -- '-replace=%s=%s\n' "$path" "$rel"
 	done
 }
 
@@ -73,7 +75,8 @@ tidy() { # dir keep-replaces
 			cmp -s go.sum "$tmp/go.sum" 2>/dev/null || same=0
 		fi
 		if [ "$check" = 1 ] && [ "$same" = 0 ]; then
-			echo "tidy.sh: ${dir#"$root"/}: go.mod or go.sum is not tidy; run ./scripts/tidy.sh" >&2
+			label=${dir#"$root"}
+			echo "tidy.sh: ${label#/}/go.mod (or go.sum) is not tidy; run ./scripts/tidy.sh" >&2
 			exit 1
 		fi
 	)

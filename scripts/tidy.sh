@@ -76,7 +76,8 @@ tidy() { # dir keep-replaces
 		fi
 		if [ "$check" = 1 ] && [ "$same" = 0 ]; then
 			label=${dir#"$root"}
-			echo "tidy.sh: ${label#/}/go.mod (or go.sum) is not tidy; run ./scripts/tidy.sh" >&2
+			label=${label#/}
+			echo "tidy.sh: ${label:+$label/}go.mod (or go.sum) is not tidy; run ./scripts/tidy.sh" >&2
 			exit 1
 		fi
 	)

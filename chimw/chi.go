@@ -18,7 +18,7 @@ import (
 //
 // It is [nethttp.Middleware], with its options and answers, plus chi's full
 // route pattern (chi.RouteContext's RoutePattern, "/api/users/{id}") for
-// [keyfunc.Route]. It panics for a nil limiter and as nethttp.Middleware
+// keyfunc.Route. It panics for a nil limiter and as nethttp.Middleware
 // does.
 func Limit(lim core.Limiter, opts ...nethttp.Option) func(http.Handler) http.Handler {
 	if lim == nil {

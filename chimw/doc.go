@@ -1,23 +1,21 @@
 // Package chimw is rate-limiting middleware for the chi router
 // (github.com/go-chi/chi/v5).
 //
-//	perIP, err := chimw.Limit(lim)                  // key: the TCP peer address
+//	lim := core.MustNew(core.TokenBucket(100, time.Minute))
 //	r := chi.NewRouter()
-//	r.Use(perIP)
-//	r.With(strictLogin).Post("/login", login)       // a stricter per-route limit
+//	r.Use(chimw.Limit(lim))                              // key: the TCP peer address
+//	r.With(chimw.Limit(loginLim)).Post("/login", login) // a stricter limit on one route
 //
-// Limit is a thin layer over package nethttp: it takes the same options and
-// answers with the same headers, statuses and bodies (see nethttp's package
-// documentation for all of them: X-RateLimit-* or IETF fields, 429 with
-// Retry-After, skip, cost, key fallback, fail open or closed, dry run,
-// stacking several limits). Its only addition is chi's route pattern.
+// [Limit] is [nethttp.Middleware] with chi's route pattern: it takes
+// nethttp's options and answers with the same headers, statuses and bodies
+// (see package nethttp).
 //
 // # Route keys
 //
-// keyfunc.Route() keys on chi's route pattern ("/users/{id}", never the raw
-// path). chi completes the pattern only once it has routed the request, so
-// use a route key on r.With(...) or inside r.Group(...), whose middleware runs
-// after routing. A middleware given to r.Use on a router runs before that
+// keyfunc.Route keys on chi's full route pattern ("/api/users/{id}", never
+// the raw path). chi completes the pattern only once it has routed the
+// request, so use a route key on r.With(...) or inside r.Group(...), whose
+// middleware runs after routing. A middleware given to r.Use runs before its
 // router has routed: it sees no pattern (or only the mount point of a
 // sub-router), and keyfunc.Route then fails with keyfunc.ErrNoKey, which
 // the key-error policy answers (400 by default). Keys that do not depend on

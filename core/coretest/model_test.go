@@ -1,0 +1,125 @@
+package coretest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// TestModelByHand holds Model to sequences worked out by hand from the
+// definitions (the same as the conformance suite's), so that the model is
+// checked against something other than the stores it judges.
+func TestModelByHand(t *testing.T) {
+	type step struct {
+		at        time.Duration
+		n         int64 // 0: Peek
+		allowed   bool
+		remaining int64
+		reset     time.Duration
+		retry     time.Duration
+		delay     time.Duration
+	}
+	for _, tc := range []struct {
+		p     core.Policy
+		steps []step
+	}{
+		{core.FixedWindow(3, time.Minute), []step{
+			{at: 10 * time.Second, n: 1, allowed: true, remaining: 2, reset: 50 * time.Second},
+			{at: 10 * time.Second, n: 2, allowed: true, remaining: 0, reset: 50 * time.Second},
+			{at: 20 * time.Second, n: 1, remaining: 0, reset: 40 * time.Second, retry: 40 * time.Second},
+			{at: 20 * time.Second, n: 0, remaining: 0, reset: 40 * time.Second, retry: 40 * time.Second},
+			{at: time.Minute, n: 0, allowed: true, remaining: 3},
+			{at: time.Minute, n: 2, allowed: true, remaining: 1, reset: time.Minute},
+			{at: time.Minute, n: 2, remaining: 1, reset: time.Minute, retry: time.Minute},
+		}},
+		{core.SlidingWindow(10, time.Second), []step{
+			{at: 50 * ms, n: 10, allowed: true, remaining: 0, reset: 1050 * ms},
+			{at: 950 * ms, n: 1, remaining: 0, reset: 150 * ms, retry: 50 * ms},
+			// Bucket 0 has left the trailing window, not the B+1 buckets:
+			// one more (ceil(Limit/B)) fits, not ten.
+			{at: 1000 * ms, n: 1, allowed: true, remaining: 0, reset: 1000 * ms},
+			{at: 1000 * ms, n: 1, remaining: 0, reset: 1000 * ms, retry: 100 * ms},
+			{at: 1100 * ms, n: 1, allowed: true, remaining: 8, reset: 1000 * ms},
+			{at: 1150 * ms, n: 0, allowed: true, remaining: 8, reset: 950 * ms},
+			{at: 5 * time.Second, n: 0, allowed: true, remaining: 10},
+		}},
+		{core.TokenBucket(10, time.Second).WithBurst(5), []step{
+			{at: 0, n: 1, allowed: true, remaining: 4, reset: 100 * ms},
+			{at: 0, n: 3, allowed: true, remaining: 1, reset: 400 * ms},
+			{at: 0, n: 1, allowed: true, remaining: 0, reset: 500 * ms},
+			{at: 0, n: 1, remaining: 0, reset: 500 * ms, retry: 100 * ms},
+			{at: 100 * ms, n: 1, allowed: true, remaining: 0, reset: 500 * ms},
+			{at: 100 * ms, n: 2, remaining: 0, reset: 500 * ms, retry: 200 * ms},
+			{at: 350 * ms, n: 2, allowed: true, remaining: 0, reset: 450 * ms},
+			{at: 350 * ms, n: 0, remaining: 0, reset: 450 * ms, retry: 50 * ms},
+			{at: 2 * time.Second, n: 1, allowed: true, remaining: 4, reset: 100 * ms},
+		}},
+		{core.LeakyBucket(10, time.Second).WithBurst(3), []step{
+			{at: 0, n: 1, allowed: true, remaining: 2, reset: 100 * ms, delay: 0},
+			{at: 0, n: 1, allowed: true, remaining: 1, reset: 200 * ms, delay: 100 * ms},
+			{at: 0, n: 1, allowed: true, remaining: 0, reset: 300 * ms, delay: 200 * ms},
+			{at: 0, n: 1, remaining: 0, reset: 300 * ms, retry: 100 * ms},
+			// The first request has left at 100ms; the second is being
+			// served until 200ms and counts.
+			{at: 150 * ms, n: 0, allowed: true, remaining: 1, reset: 150 * ms},
+			{at: 150 * ms, n: 2, remaining: 1, reset: 150 * ms, retry: 50 * ms},
+			{at: 150 * ms, n: 1, allowed: true, remaining: 0, reset: 250 * ms, delay: 150 * ms},
+			{at: 400 * ms, n: 2, allowed: true, remaining: 1, reset: 200 * ms, delay: 0},
+		}},
+		{core.LeakyBucket(10, time.Second).WithBurst(3).AsMeter(), []step{
+			{at: 0, n: 3, allowed: true, remaining: 0, reset: 300 * ms},
+			{at: 0, n: 1, remaining: 0, reset: 300 * ms, retry: 100 * ms},
+			{at: 150 * ms, n: 1, allowed: true, remaining: 0, reset: 250 * ms},
+		}},
+	} {
+		t.Run(tc.p.String(), func(t *testing.T) {
+			m, err := NewModel(tc.p)
+			require.NoError(t, err)
+			for i, st := range tc.steps {
+				now := Epoch.Add(st.at)
+				var d core.Decision
+				if st.n == 0 {
+					d = m.Peek("k", now)
+				} else {
+					d, err = m.AllowN("k", now, st.n)
+					require.NoError(t, err, "step %d", i)
+				}
+				want := core.Decision{
+					Allowed: st.allowed, Limit: tc.p.Limit, Remaining: st.remaining,
+					ResetAfter: st.reset, RetryAfter: st.retry, Delay: st.delay, Policy: tc.p,
+				}
+				assert.Equal(t, want, d, "step %d: at +%v cost %d", i, st.at, st.n)
+			}
+		})
+	}
+}
+
+// TestModelSteadyClient: the model admits a client at exactly Limit per
+// Window whatever Limit mod Buckets (issue 8, defect 1), and its costs
+// follow the errors of the contract.
+func TestModelSteadyClient(t *testing.T) {
+	for _, p := range []core.Policy{
+		core.SlidingWindow(5, time.Minute),
+		core.SlidingWindow(5, time.Second),
+		core.SlidingWindow(15, 1500*ms),
+	} {
+		m, err := NewModel(p)
+		require.NoError(t, err)
+		every := p.Window / time.Duration(p.Limit)
+		for i := range 10 * p.Limit {
+			d, err := m.AllowN("k", Epoch.Add(time.Duration(i)*every+7*ms), 1)
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "%v: request %d", p, i)
+		}
+		_, err = m.AllowN("k", Epoch, 0)
+		assert.True(t, errors.Is(err, core.ErrInvalidCost))
+		d, err := m.AllowN("other", Epoch, p.Limit+1)
+		assert.True(t, errors.Is(err, core.ErrCostExceedsCapacity))
+		assert.Equal(t, core.Decision{Limit: p.Limit, Remaining: p.Limit, Policy: p}, d)
+	}
+}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -91,7 +92,7 @@ const (
 	// catchUpRounds bounds how often a call that is overdue yields to the
 	// goroutines ahead of it, while each round shows this process behind
 	// by more than catchUpLag.
-	catchUpRounds = 4
+	catchUpRounds = 64
 	catchUpLag    = time.Millisecond
 	// flightLimit bounds a round trip on clients that honour context
 	// deadlines (the callers have given up long before): a busy process
@@ -274,23 +275,96 @@ func (b *batcher) untilOverdue(c *call) time.Duration {
 	return b.timeout - time.Duration(b.nanotime()-since)
 }
 
-// catchUp is called when c is overdue. It yields the processor to the
-// goroutines that were ready to run before the caller, again while each
-// round took more than catchUpLag (this process is behind), so that an
-// answer that came in time but waits to be read is not taken for Redis's
-// silence. It reports whether c was answered meanwhile.
-func (b *batcher) catchUp(c *call) bool {
+// catchUp is called when c is overdue, before its caller gives up: it
+// gives this process the chance to read an answer that Redis sent in
+// time. It yields the processor to the goroutines that were ready before
+// the caller, then measures how promptly this process reads its own
+// network (pollLag): while that takes catchUpLag or more, the process is
+// behind (its run queue, or the operating system's, has not let it read
+// what arrived) and it tries again. Once the process reads promptly, an
+// answer that had arrived has been seen, and the caller gives its round
+// trip catchUpLag more to deliver it. It reports whether c was answered.
+func (b *batcher) catchUp(ctx context.Context, c *call) bool {
 	for range catchUpRounds {
-		start := b.nanotime()
 		runtime.Gosched()
 		if c.answered() {
 			return true
 		}
-		if b.untilOverdue(c) > 0 || b.nanotime()-start < int64(catchUpLag) {
+		if b.untilOverdue(c) > 0 {
 			return false
 		}
+		lag := pollLag()
+		if c.answered() {
+			return true
+		}
+		if lag >= catchUpLag {
+			continue
+		}
+		runtime.Gosched()
+		c.timer.Reset(catchUpLag)
+		select {
+		case <-c.done:
+			return true
+		case <-ctx.Done():
+		case <-c.timer.C:
+		}
+		return false
 	}
 	return false
+}
+
+// pollLag measures how long this process takes to see data arrive on a
+// file descriptor: it reads from a pipe of its own, through the network
+// poller as every socket read, a byte that another goroutine writes once
+// the read waits. Concurrent callers share one measurement. An error (the
+// pipe cannot be made) reads as no lag.
+func pollLag() time.Duration {
+	p := &probe
+	p.mu.Lock()
+	if p.r == nil && p.err == nil {
+		p.r, p.w, p.err = os.Pipe()
+	}
+	if p.err != nil {
+		p.mu.Unlock()
+		return 0
+	}
+	if p.done != nil { // a measurement is under way: share it
+		done := p.done
+		p.mu.Unlock()
+		<-done
+		p.mu.Lock()
+		lag := p.lag
+		p.mu.Unlock()
+		return lag
+	}
+	done := make(chan struct{})
+	p.done = done
+	p.mu.Unlock()
+
+	start := time.Now()
+	go func() { _, _ = p.w.Write([]byte{0}) }()
+	var buf [1]byte
+	_, err := p.r.Read(buf[:])
+	lag := time.Since(start)
+	if err != nil {
+		lag = 0
+	}
+
+	p.mu.Lock()
+	p.lag, p.done = lag, nil
+	p.mu.Unlock()
+	close(done)
+	return lag
+}
+
+// probe is pollLag's pipe, made on first use and kept for the life of the
+// process (two file descriptors).
+var probe struct {
+	mu   sync.Mutex
+	r, w *os.File
+	err  error
+	done chan struct{} // closed when the measurement under way ends
+	lag  time.Duration
 }
 
 func (b *batcher) close() {

@@ -23,7 +23,7 @@ func TestCluster(t *testing.T) {
 	addrs := redistest.Cluster(t)
 	var mu sync.Mutex
 	used := map[string]bool{} // Redis keys the scripts ran on
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = rdb.Close() })
 	rdb.AddHook(&recorder{onCmd: func(cmd redis.Cmder) {
 		if isScriptCall(cmd) {

@@ -41,14 +41,20 @@ func withLocalClock(now func() time.Time) Option {
 	return func(c *config) error { c.localNow = now; return nil }
 }
 
-// withMaxBatch bounds the pipelines (1: no pipelining), for benchmarks.
+// withMaxBatch bounds the calls one script call decides.
 func withMaxBatch(n int) Option {
 	return func(c *config) error { c.maxBatch = n; return nil }
 }
 
+// withMaxFlights bounds the round trips in flight, for benchmarks.
+func withMaxFlights(n int) Option {
+	return func(c *config) error { c.maxFlights = n; return nil }
+}
+
+// newClient returns a client as users create it, with go-redis's defaults.
 func newClient(t testing.TB, addr string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -43,7 +43,7 @@ func TestModelRedis(t *testing.T) {
 // TestModelCluster is TestModelRedis on a three-master Redis Cluster.
 func TestModelCluster(t *testing.T) {
 	t.Parallel()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t), ContextTimeoutEnabled: true})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t)})
 	t.Cleanup(func() { _ = rdb.Close() })
 	s := modelSuite(rdb)
 	t.Run("model", s.RunModel)

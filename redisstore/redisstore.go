@@ -311,7 +311,8 @@ func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
 	return l.await(ctx, op, c)
 }
 
-// await waits for the answer to the submitted call c, its timer running.
+// await waits for the answer to the submitted call c, its timer running
+// for the limiter's timeout.
 func (l *Limiter) await(ctx context.Context, op string, c *call) error {
 	for {
 		select {
@@ -331,8 +332,11 @@ func (l *Limiter) await(ctx context.Context, op string, c *call) error {
 			c.timer.Reset(d)
 			continue
 		}
-		if l.b.catchUp(c) {
+		if l.b.catchUp(ctx, c) {
 			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return l.gaveUp(op, c, err)
 		}
 		if d := l.b.untilOverdue(c); d > 0 {
 			c.timer.Reset(d)

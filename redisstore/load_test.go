@@ -1,0 +1,242 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+	"github.com/go-ratelimit/ratelimit/redisstore"
+	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+)
+
+// The load scenario of issue 9, as a user meets it: two app servers, each
+// with net/http middleware over a Limiter with every default (50ms timeout,
+// fail open) on a go-redis client with every default, share one Redis
+// (or the three-master Cluster); many real HTTP clients, each from its own
+// loopback source address (127.0.1.1, 127.0.1.2, ...), send a number of
+// requests each, three at a time, over both servers. Every client must get
+// exactly its quota, and no request may be let through by fail-open.
+//
+// The full scenario (2,000 clients of 30 requests, as fast as they are
+// answered: about 10,000 requests/s on the 2-core development machine, see
+// benchmarks/README.md) runs without the race detector. Under it, which
+// slows this process several times over, 200 clients send at most 1,000
+// requests/s in all (a few seconds). RATELIMIT_LOAD_CLIENTS and
+// RATELIMIT_LOAD_RATE (requests/s, 0 for as fast as answered) override
+// both.
+const (
+	envLoadClients  = "RATELIMIT_LOAD_CLIENTS"
+	envLoadRate     = "RATELIMIT_LOAD_RATE"
+	loadRequests    = 30 // per client
+	loadConcurrency = 3  // requests in flight per client
+	loadQuota       = 20 // FixedWindow(20, time.Hour)
+)
+
+// loadRate is the pace of all requests together, per second; 0 is as fast
+// as they are answered.
+func loadRate(t *testing.T) int {
+	rate := 0
+	if raceEnabled {
+		rate = 1000
+	}
+	if s := os.Getenv(envLoadRate); s != "" {
+		v, err := strconv.Atoi(s)
+		require.NoError(t, err, envLoadRate)
+		rate = v
+	}
+	return rate
+}
+
+func loadClients(t *testing.T) int {
+	n := 2000
+	if raceEnabled {
+		n = 200
+	}
+	if s := os.Getenv(envLoadClients); s != "" {
+		v, err := strconv.Atoi(s)
+		require.NoError(t, err, envLoadClients)
+		n = v
+	}
+	// Each client holds up to loadConcurrency connections, and this
+	// process holds both ends of each: keep within the file limit.
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil {
+		if most := int(lim.Cur-512) / (2 * loadConcurrency); n > most {
+			t.Logf("%d clients would need more than the %d open files allowed: %d clients", n, lim.Cur, most)
+			n = most
+		}
+	}
+	require.LessOrEqual(t, n, 250*250, "source addresses 127.0.1.1 to 127.0.250.250")
+	return n
+}
+
+func TestLoadManyClients(t *testing.T) {
+	addr := redistest.Addr(t)
+	runLoad(t, func(t *testing.T) redis.UniversalClient {
+		return redis.NewClient(&redis.Options{Addr: addr})
+	})
+}
+
+func TestLoadManyClientsCluster(t *testing.T) {
+	addrs := redistest.Cluster(t)
+	runLoad(t, func(t *testing.T) redis.UniversalClient {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	})
+}
+
+// loadServer is one app server of the scenario.
+type loadServer struct {
+	url       string
+	failOpens atomic.Int64 // store errors let through
+	firstErr  atomic.Pointer[error]
+}
+
+func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
+	clients := loadClients(t)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("load%d", time.Now().UnixNano()) // apart from other tests on a shared Redis
+
+	var servers []*loadServer
+	for range 2 {
+		rdb := newClient(t)
+		t.Cleanup(func() { _ = rdb.Close() })
+		lim, err := redisstore.New(rdb, core.FixedWindow(loadQuota, time.Hour), redisstore.WithPrefix(prefix))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = lim.Close() })
+		s := &loadServer{}
+		mw := nethttp.Middleware(lim, nethttp.WithErrorHook(func(_ *http.Request, err error) {
+			s.failOpens.Add(1)
+			s.firstErr.CompareAndSwap(nil, &err)
+		}))
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		srv := &http.Server{Handler: mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "ok")
+		}))}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		s.url = "http://" + ln.Addr().String() + "/"
+		servers = append(servers, s)
+	}
+
+	// The fixed window is an hour of the server's clock: a run that
+	// straddles the top of an hour may admit a second quota.
+	hour := func() time.Time {
+		rdb := newClient(t)
+		defer rdb.Close()
+		now, err := rdb.Time(ctx).Result()
+		require.NoError(t, err)
+		return now.Truncate(time.Hour)
+	}
+	startHour := hour()
+
+	total := int64(clients * loadRequests)
+	// With a rate, a request waits for its turn: one turn every 1/rate s.
+	var turns chan struct{}
+	if rate := loadRate(t); rate > 0 {
+		turns = make(chan struct{}, loadConcurrency*clients)
+		go func() {
+			tick := time.NewTicker(time.Second / time.Duration(rate))
+			defer tick.Stop()
+			for range total {
+				<-tick.C
+				turns <- struct{}{}
+			}
+		}()
+	}
+
+	admitted := make([]atomic.Int64, clients)
+	var denied, other, failed atomic.Int64
+	var firstFailure atomic.Pointer[error]
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range clients {
+		ip := net.IPv4(127, 0, byte(1+i/250), byte(1+i%250))
+		tr := &http.Transport{
+			DialContext:         (&net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: loadConcurrency,
+		}
+		hc := &http.Client{Transport: tr, Timeout: time.Minute}
+		t.Cleanup(tr.CloseIdleConnections)
+		var sent atomic.Int64
+		for w := range loadConcurrency {
+			// Each of a client's three streams keeps to one server,
+			// and every client uses both.
+			url := servers[(i+w)%2].url
+			wg.Go(func() {
+				for sent.Add(1) <= loadRequests {
+					if turns != nil {
+						<-turns
+					}
+					resp, err := hc.Get(url)
+					if err != nil {
+						failed.Add(1)
+						firstFailure.CompareAndSwap(nil, &err)
+						continue
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					switch resp.StatusCode {
+					case http.StatusOK:
+						admitted[i].Add(1)
+					case http.StatusTooManyRequests:
+						denied.Add(1)
+					default:
+						other.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if hour() != startHour {
+		t.Skip("the run straddled the top of an hour on the server's clock, which starts a new window: run it again")
+	}
+
+	var sum int64
+	wrong := 0
+	for i := range admitted {
+		n := admitted[i].Load()
+		sum += n
+		if n != loadQuota {
+			if wrong < 5 {
+				t.Errorf("client %d (%v) got %d admitted, want %d", i, net.IPv4(127, 0, byte(1+i/250), byte(1+i%250)), n, loadQuota)
+			}
+			wrong++
+		}
+	}
+	failOpens := servers[0].failOpens.Load() + servers[1].failOpens.Load()
+	t.Logf("%d clients, %d requests in %v (%.0f requests/s): %d admitted, %d denied, %d fail-open, %d other statuses, %d transport errors",
+		clients, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), sum, denied.Load(), failOpens, other.Load(), failed.Load())
+	if p := firstFailure.Load(); p != nil {
+		t.Errorf("first transport error: %v", *p)
+	}
+	for _, s := range servers {
+		if p := s.firstErr.Load(); p != nil {
+			t.Errorf("first limiter error: %v (unavailable: %v)", *p, errors.Is(*p, redisstore.ErrUnavailable))
+		}
+	}
+	assert.Zero(t, failed.Load(), "transport errors")
+	assert.Zero(t, failOpens, "requests let through by fail-open")
+	assert.Zero(t, other.Load(), "statuses other than 200 and 429")
+	assert.Zero(t, wrong, "clients without exactly %d admitted", loadQuota)
+	assert.Equal(t, int64(clients*loadQuota), sum, "admitted in all")
+	assert.Equal(t, total-sum, denied.Load(), "denied in all")
+}

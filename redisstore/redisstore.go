@@ -112,7 +112,8 @@ func WithDenyCacheSize(n int) Option {
 // contact Redis: a Redis that is down shows as errors from the calls. It
 // returns an error naming the field when p is invalid, when p's Recovery
 // time exceeds 2^52 ns (about 52 days; see "Clock"), or when an option is
-// invalid. Call Close when done with it; closing the limiter does not
+// invalid. It starts goroutines as calls come, four at most, that send
+// them to Redis; call Close to stop them. Closing the limiter does not
 // close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
@@ -263,9 +264,10 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // Policy returns the policy the limiter enforces.
 func (l *Limiter) Policy() core.Policy { return l.policy }
 
-// Close stops the limiter's goroutine. Calls after the first do nothing;
-// afterwards AllowN, Peek and Reset return core.ErrClosed. It does not
-// close the Redis client.
+// Close stops the limiter's goroutines, once the calls already made have
+// their answers (or their round trips failed). Calls after the first do
+// nothing; afterwards AllowN, Peek and Reset return core.ErrClosed. It does
+// not close the Redis client.
 func (l *Limiter) Close() error {
 	l.once.Do(func() {
 		l.closed.Store(true)

@@ -30,10 +30,7 @@ func Example() {
 	}
 	defer lim.Close()
 
-	perIP, err := nethttp.Middleware(lim) // fails open if Redis is down
-	if err != nil {
-		log.Fatal(err)
-	}
+	perIP := nethttp.Middleware(lim) // fails open if Redis is down
 	http.Handle("/", perIP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "hello")
 	})))

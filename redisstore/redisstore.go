@@ -29,6 +29,7 @@ type Limiter struct {
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
 	b       *batcher
 	direct  bool         // the client applies context deadlines to its sockets
+	fb      *fallback    // nil without WithFallback
 	busy    atomic.Int32 // calls in progress: the first maxDirect go direct
 	closed  atomic.Bool
 	once    sync.Once
@@ -53,6 +54,7 @@ type config struct {
 	maxBatch int
 	clock    func() time.Time // tests: fixes the scripts' now
 	localNow func() time.Time // tests: the deny cache's clock alone
+	fallback *fallbackConfig  // nil without WithFallback
 }
 
 // WithPrefix sets the first part of every Redis key the limiter writes
@@ -143,6 +145,11 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
+	if c.fallback != nil {
+		if l.fb, err = newFallback(l, c.fallback, c.clock); err != nil {
+			return nil, err
+		}
+	}
 	l.b = newBatcher(rdb, c.timeout, c.maxBatch)
 	l.direct = honoursDeadlines(rdb)
 	return l, nil
@@ -161,8 +168,17 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // answers). Besides the core errors (ErrInvalidCost; a denial with
 // ErrCostExceedsCapacity; ErrClosed) it returns an error when Redis fails
 // or does not answer within the timeout. See "Timeouts and errors" in the
-// package docs for when a call that returned an error was counted.
+// package docs for when a call that returned an error was counted, and
+// "Fallback" for what WithFallback changes.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if l.fb != nil {
+		return l.fb.allowN(ctx, key, n)
+	}
+	return l.allowN(ctx, key, n)
+}
+
+// allowN is AllowN without a fallback.
+func (l *Limiter) allowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	switch {
 	case l.closed.Load():
 		return core.Decision{}, fmt.Errorf("redisstore: AllowN: %w", core.ErrClosed)
@@ -208,11 +224,19 @@ func (l *Limiter) cachedDenial(e denyEntry, now int64) core.Decision {
 }
 
 // Peek reports what a unit-cost request for key would be told now, without
-// consuming anything or writing to Redis. It always asks Redis.
+// consuming anything or writing to Redis. It always asks Redis (or, see
+// WithFallback, the fallback).
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 	if l.closed.Load() {
 		return core.Decision{}, fmt.Errorf("redisstore: Peek: %w", core.ErrClosed)
 	}
+	if l.fb != nil {
+		return l.fb.peek(ctx, key)
+	}
+	return l.peek(ctx, key)
+}
+
+func (l *Limiter) peek(ctx context.Context, key string) (core.Decision, error) {
 	return l.do(ctx, "Peek", key, 1, false)
 }
 
@@ -221,11 +245,21 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 // unit-cost call for key asks Redis, even if a denial Redis produced before
 // the reset is answered only afterwards. Other processes' deny caches keep
 // a denial they hold until its RetryAfter passes. A Reset that returns an
-// error may or may not have deleted the key.
+// error may or may not have deleted the key. With WithFallback, Reset also
+// forgets key in the fallback, and returns an error wrapping ErrBreakerOpen,
+// without calling Redis, while the breaker is open.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.closed.Load() {
 		return fmt.Errorf("redisstore: Reset: %w", core.ErrClosed)
 	}
+	if l.fb != nil {
+		return l.fb.reset(ctx, key)
+	}
+	return l.reset(ctx, key)
+}
+
+// reset is Reset without a fallback.
+func (l *Limiter) reset(ctx context.Context, key string) error {
 	if l.deny != nil {
 		// After the DEL, whatever its outcome: a denial cached before
 		// the DEL was answered (say, one Redis produced before the DEL
@@ -252,13 +286,16 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // Policy returns the policy the limiter enforces.
 func (l *Limiter) Policy() core.Policy { return l.policy }
 
-// Close stops the limiter's goroutine. Calls after the first do nothing;
-// afterwards AllowN, Peek and Reset return core.ErrClosed. It does not
-// close the Redis client.
+// Close stops the limiter's goroutine (and closes the fallback's
+// in-memory limiter). Calls after the first do nothing; afterwards AllowN,
+// Peek and Reset return core.ErrClosed. It does not close the Redis client.
 func (l *Limiter) Close() error {
 	l.once.Do(func() {
 		l.closed.Store(true)
 		l.b.close()
+		if l.fb != nil {
+			l.fb.close()
+		}
 	})
 	return nil
 }

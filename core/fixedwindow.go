@@ -97,6 +97,9 @@ func (s *fixedState) retire(r *rule, now int64, mode retireMode, into *fixedStat
 				return false
 			}
 		}
+		if testBeforeRetire != nil {
+			testBeforeRetire()
+		}
 		if s.w.CompareAndSwap(word, retired) {
 			if into != nil {
 				into.raise(r, now, word)

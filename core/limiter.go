@@ -13,8 +13,12 @@ type Limiter interface {
 	// may return other errors (network, timeout), which the caller handles
 	// by its failure policy.
 	AllowN(ctx context.Context, key string, n int64) (Decision, error)
-	// Peek reports what a unit-cost request for key would be told now,
-	// without consuming anything.
+	// Peek reports the key's state now without consuming anything:
+	// Allowed is whether a unit-cost request would be admitted (at one
+	// instant, what the next AllowN of cost 1 gets), Remaining how many
+	// unit-cost requests would pass now, counting none as consumed,
+	// ResetAfter and, when not allowed, RetryAfter as for that request;
+	// Delay is always 0.
 	Peek(ctx context.Context, key string) (Decision, error)
 	// Reset forgets key: its next request is treated as the first.
 	Reset(ctx context.Context, key string) error

@@ -217,9 +217,9 @@ func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (Decision
 	return l.rule.decision(l.decide(key, l.clock(), n, true)), nil
 }
 
-// Peek reports what a unit-cost request for key would be told now, without
-// consuming anything: at one instant, Peek's Allowed is what the next AllowN
-// of cost 1 gets. A key not held is not stored.
+// Peek reports the key's state now without consuming anything, as
+// Limiter.Peek describes: at one instant, Peek's Allowed is what the next
+// AllowN of cost 1 gets. A key not held is not stored.
 func (l *MemoryLimiter) Peek(_ context.Context, key string) (Decision, error) {
 	if l.closed.Load() {
 		return Decision{}, ErrClosed

@@ -48,6 +48,11 @@ type stateOf[S any] interface {
 	absorb(r *rule, now int64, src *S)
 }
 
+// testBeforeRetire, when set (tests only), runs in a one-word state's
+// retire between reading the word and swapping it, where a concurrent
+// decision can make the swap fail.
+var testBeforeRetire func()
+
 type retireMode uint8
 
 const (

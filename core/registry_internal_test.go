@@ -513,3 +513,40 @@ func TestSweepReturnsMapMemory(t *testing.T) {
 	assert.Less(t, left, full/10, "at least 90%% returned")
 	runtime.KeepAlive(l)
 }
+
+// TestMakeRoomRetriesALostCompareAndSwap: a request on the chosen victim
+// between makeRoom's read of its state and the swap that retires it made
+// makeRoom give up, and the newcomer went to the shared state although an
+// unlimited key could go.
+func TestMakeRoomRetriesALostCompareAndSwap(t *testing.T) {
+	for _, p := range []Policy{FixedWindow(10, time.Minute), TokenBucket(10, time.Minute)} {
+		t.Run(p.Algorithm.String(), func(t *testing.T) {
+			clock := &fakeClock{t: epoch}
+			l := newTestLimiter(t, p, clock, WithMaxKeys(2))
+			ctx := context.Background()
+			_, err := l.AllowN(ctx, "light", 1)
+			require.NoError(t, err)
+			_, err = l.AllowN(ctx, "heavy", 5)
+			require.NoError(t, err)
+
+			var raced atomic.Bool
+			testBeforeRetire = func() {
+				if raced.CompareAndSwap(false, true) {
+					d, err := l.Allow(ctx, "light") // lock-free: the victim's word changes
+					require.NoError(t, err)
+					require.True(t, d.Allowed)
+				}
+			}
+			t.Cleanup(func() { testBeforeRetire = nil })
+			d, err := l.Allow(ctx, "newcomer")
+			require.NoError(t, err)
+			require.True(t, raced.Load(), "the race was staged")
+			assert.True(t, d.Allowed)
+			assert.Equal(t, int64(7), d.Remaining, "the newcomer got light's slot and inherited its 2")
+			assert.Equal(t, 2, l.Len())
+			h, err := l.Peek(ctx, "heavy")
+			require.NoError(t, err)
+			assert.Equal(t, int64(5), h.Remaining, "heavy kept")
+		})
+	}
+}

@@ -82,6 +82,9 @@ func (s *gcraState) retire(r *rule, now int64, mode retireMode, into *gcraState)
 		case mode == retireUnlimited && max(tat, now)+r.interval-now > r.tau:
 			return false
 		}
+		if testBeforeRetire != nil {
+			testBeforeRetire()
+		}
 		if s.tat.CompareAndSwap(tat, retired) {
 			if into != nil {
 				into.raise(tat)

@@ -253,6 +253,9 @@ func (f *fallback) cached(key string, n int64) (core.Decision, bool) {
 
 // peek is Peek with a fallback.
 func (f *fallback) peek(ctx context.Context, key string) (core.Decision, error) {
+	if f.l.closed.Load() {
+		return f.l.peek(ctx, key) // the error
+	}
 	if err := ctx.Err(); err != nil {
 		return core.Decision{}, fmt.Errorf("redisstore: Peek: %w", err)
 	}
@@ -270,6 +273,9 @@ func (f *fallback) peek(ctx context.Context, key string) (core.Decision, error) 
 // reset is Reset with a fallback: the key is forgotten in the fallback
 // too, whatever Redis does.
 func (f *fallback) reset(ctx context.Context, key string) error {
+	if f.l.closed.Load() {
+		return f.l.reset(ctx, key) // the error
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: Reset: %w", err)
 	}

@@ -29,10 +29,10 @@ type Limiter struct {
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
 	b       *batcher
 	direct  bool         // the client applies context deadlines to its sockets
-	fb      *fallback    // nil without WithFallback
 	busy    atomic.Int32 // calls in progress: the first maxDirect go direct
 	closed  atomic.Bool
 	once    sync.Once
+	fb      *fallback // nil without WithFallback
 }
 
 var _ core.Limiter = (*Limiter)(nil)
@@ -142,13 +142,13 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		base := time.Now()
 		l.local = func() int64 { return int64(time.Since(base)) } // monotonic
 	}
-	if c.denySize > 0 {
-		l.deny = newDenyCache(c.denySize)
-	}
 	if c.fallback != nil {
 		if l.fb, err = newFallback(l, c.fallback, c.clock); err != nil {
 			return nil, err
 		}
+	}
+	if c.denySize > 0 {
+		l.deny = newDenyCache(c.denySize)
 	}
 	l.b = newBatcher(rdb, c.timeout, c.maxBatch)
 	l.direct = honoursDeadlines(rdb)
@@ -168,11 +168,10 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // answers). Besides the core errors (ErrInvalidCost; a denial with
 // ErrCostExceedsCapacity; ErrClosed) it returns an error when Redis fails
 // or does not answer within the timeout. See "Timeouts and errors" in the
-// package docs for when a call that returned an error was counted, and
-// "Fallback" for what WithFallback changes.
+// package docs for when a call that returned an error was counted.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if l.fb != nil {
-		return l.fb.allowN(ctx, key, n)
+		return l.fb.allowN(ctx, key, n) // see fallback.go
 	}
 	return l.allowN(ctx, key, n)
 }
@@ -224,19 +223,19 @@ func (l *Limiter) cachedDenial(e denyEntry, now int64) core.Decision {
 }
 
 // Peek reports what a unit-cost request for key would be told now, without
-// consuming anything or writing to Redis. It always asks Redis (or, see
-// WithFallback, the fallback).
+// consuming anything or writing to Redis. It always asks Redis.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	if l.closed.Load() {
-		return core.Decision{}, fmt.Errorf("redisstore: Peek: %w", core.ErrClosed)
-	}
 	if l.fb != nil {
 		return l.fb.peek(ctx, key)
 	}
 	return l.peek(ctx, key)
 }
 
+// peek is Peek without a fallback.
 func (l *Limiter) peek(ctx context.Context, key string) (core.Decision, error) {
+	if l.closed.Load() {
+		return core.Decision{}, fmt.Errorf("redisstore: Peek: %w", core.ErrClosed)
+	}
 	return l.do(ctx, "Peek", key, 1, false)
 }
 
@@ -245,13 +244,8 @@ func (l *Limiter) peek(ctx context.Context, key string) (core.Decision, error) {
 // unit-cost call for key asks Redis, even if a denial Redis produced before
 // the reset is answered only afterwards. Other processes' deny caches keep
 // a denial they hold until its RetryAfter passes. A Reset that returns an
-// error may or may not have deleted the key. With WithFallback, Reset also
-// forgets key in the fallback, and returns an error wrapping ErrBreakerOpen,
-// without calling Redis, while the breaker is open.
+// error may or may not have deleted the key.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	if l.closed.Load() {
-		return fmt.Errorf("redisstore: Reset: %w", core.ErrClosed)
-	}
 	if l.fb != nil {
 		return l.fb.reset(ctx, key)
 	}
@@ -260,6 +254,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 
 // reset is Reset without a fallback.
 func (l *Limiter) reset(ctx context.Context, key string) error {
+	if l.closed.Load() {
+		return fmt.Errorf("redisstore: Reset: %w", core.ErrClosed)
+	}
 	if l.deny != nil {
 		// After the DEL, whatever its outcome: a denial cached before
 		// the DEL was answered (say, one Redis produced before the DEL
@@ -286,9 +283,9 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 // Policy returns the policy the limiter enforces.
 func (l *Limiter) Policy() core.Policy { return l.policy }
 
-// Close stops the limiter's goroutine (and closes the fallback's
-// in-memory limiter). Calls after the first do nothing; afterwards AllowN,
-// Peek and Reset return core.ErrClosed. It does not close the Redis client.
+// Close stops the limiter's goroutine, and the fallback's (WithFallback).
+// Calls after the first do nothing; afterwards AllowN, Peek and Reset
+// return core.ErrClosed. It does not close the Redis client.
 func (l *Limiter) Close() error {
 	l.once.Do(func() {
 		l.closed.Store(true)

@@ -185,42 +185,17 @@
 //
 // # Fallback
 //
-// WithFallback keeps limiting while Redis is unavailable, with an
-// in-memory limiter of this process (core.New) and a policy of its own,
-// typically the shared limit divided by the number of app servers, behind
-// a circuit breaker:
-//
-//   - A call that Redis fails (an error, or no answer within WithTimeout)
-//     is decided by the fallback (and counted there, even if Redis had
-//     counted it: see "Timeouts and errors"). BreakerFailures consecutive
-//     failures (default 5) open the breaker: calls are then decided by the
-//     fallback at once, and Redis is not called.
-//   - Every BreakerProbeInterval (default 1s) the open breaker lets one
-//     ordinary call through to Redis as a probe (half-open), the others
-//     still decided locally. An answer closes the breaker and Redis decides
-//     again; a failure, decided by the fallback, keeps it open.
-//   - OnBreakerChange reports every change, closed → open → half-open →
-//     closed (or back to open), with the Redis error that caused it.
-//   - A fallback decision has Source core.SourceFallback, the fallback's
-//     policy as Policy and Limit, and a nil error (or, as in memory,
-//     core.ErrCostExceedsCapacity with a denial): adapters serve it like
-//     any decision, and their error hooks do not see the Redis error. Count
-//     Source in a decision hook, or watch OnBreakerChange.
-//   - A call whose context ended (the caller's cancellation, or its own
-//     deadline before WithTimeout's) says nothing about Redis: it returns
-//     its error, undecided, and the breaker does not count it.
-//   - Peek is answered the same way. Reset forgets the key in the fallback
-//     as well; while the breaker is open it returns an error wrapping
-//     ErrBreakerOpen, because the key in Redis was not reset.
-//   - The two states stay apart. When the breaker closes, Redis's state
-//     resumes: what was counted only in the fallback is not written back,
-//     and what Redis had counted (nothing, after a restart that lost it)
-//     stands. The fallback keeps its own state across outages, until it
-//     recovers under its policy. The deny cache still answers the denials
-//     it holds, which are Redis's own. Close closes the fallback too.
-//
-// While the breaker is open, n app servers admit up to n times the
-// fallback policy in all.
+// WithFallback keeps limiting while Redis is unavailable: a call Redis
+// fails is decided by an in-memory limiter of this process with a policy
+// of its own (typically the shared limit divided by the number of app
+// servers), and after BreakerFailures consecutive failures (default 5) a
+// circuit breaker stops calling Redis, so that no call waits for the
+// timeout, until a probe (one call every BreakerProbeInterval, default 1s)
+// is answered. Fallback decisions carry core.SourceFallback and a nil
+// error; OnBreakerChange reports each change of the breaker with its
+// cause. Redis's state resumes when the breaker closes; what only the
+// fallback counted is not written back. While the breaker is open, n app
+// servers admit up to n times the fallback policy in all.
 //
 // # Performance
 //

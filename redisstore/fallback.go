@@ -17,10 +17,11 @@ const (
 	DefaultBreakerProbeInterval = time.Second
 )
 
-// ErrBreakerOpen is wrapped by the error of a Reset that was not sent to
-// Redis because the circuit breaker of a fallback was open (see
-// WithFallback). AllowN and Peek never return it: the fallback decides
-// them.
+// ErrBreakerOpen is wrapped by the errors of the calls that the circuit
+// breaker of WithFallback kept from Redis and that the fallback does not
+// answer: a Reset (the key in Redis was not reset), and the denial of a
+// cost above the policy's capacity, along with core.ErrCostExceedsCapacity
+// (the key's state in Redis is unknown).
 var ErrBreakerOpen = errors.New("redisstore: circuit breaker open, Redis not called")
 
 // FallbackOption configures WithFallback.
@@ -32,22 +33,41 @@ type fallbackConfig struct {
 	interval time.Duration
 	hook     func(BreakerChange)
 	core     []core.Option
-	now      func() time.Time // tests: the breaker's and the fallback's clock
 }
 
-// WithFallback keeps limiting while Redis is unavailable: a call that
-// Redis fails (an error or no answer within WithTimeout) is decided by an
-// in-memory limiter of this process enforcing p (core.New), and after
-// BreakerFailures consecutive failures a circuit breaker opens and Redis
-// is not called at all, so every call is decided locally at once, until a
-// probe finds Redis answering again. See "Fallback" in the package docs.
+// WithFallback keeps limiting while Redis is unavailable, with an
+// in-memory limiter of this process (core.New) enforcing p, behind a
+// circuit breaker. p is what this process alone may admit, typically the
+// shared limit divided by the number of app servers: 100 per second shared
+// by four servers is 25 per second each while Redis is down. Without
+// WithFallback, a Redis failure is returned as an error, which an adapter
+// answers by its failure policy (open or closed). With it:
 //
-// p is what this process alone may admit, typically the shared policy's
-// limit divided by the number of app servers: 100 per second shared by
-// four servers is 25 per second each while Redis is down.
-//
-// Without WithFallback, a Redis failure is returned as an error, which an
-// adapter answers by its failure policy (open or closed).
+//   - A call that Redis fails (an error, or no answer within WithTimeout)
+//     is decided by the fallback, and counted there even if Redis had
+//     counted it too (see "Timeouts and errors" in the package docs).
+//     BreakerFailures consecutive failures open the breaker: Redis is then
+//     not called, and the fallback decides every call at once.
+//   - Every BreakerProbeInterval the open breaker lets one ordinary call
+//     through to Redis as a probe (half-open), the fallback deciding the
+//     others meanwhile. An answer closes the breaker; a failure, decided
+//     by the fallback, keeps it open for another interval.
+//   - A fallback decision has Source core.SourceFallback, p as its Policy
+//     and Limit, and a nil error (or, as in memory, a denial with
+//     core.ErrCostExceedsCapacity for a cost above p's capacity): adapters
+//     serve it like any decision, and their error hooks do not see the
+//     Redis error. Count Source in a decision hook, or use OnBreakerChange.
+//   - A call whose context has ended (the caller's cancellation, or its own
+//     deadline before WithTimeout's) is not a Redis failure: it returns its
+//     error, undecided, and the breaker does not count it.
+//   - Peek is answered the same way. Reset also forgets the key in the
+//     fallback; while the breaker is open it returns an error wrapping
+//     ErrBreakerOpen, because the key in Redis was not reset. A denial in
+//     the deny cache still answers: it is Redis's own. Close closes the
+//     fallback too.
+//   - The two states stay apart: when the breaker closes, Redis's state
+//     resumes, and what only the fallback counted is not written back. The
+//     fallback keeps its state across outages, until it recovers under p.
 func WithFallback(p core.Policy, opts ...FallbackOption) Option {
 	return func(c *config) error {
 		if err := p.Validate(); err != nil {
@@ -174,13 +194,10 @@ type fallback struct {
 	br  *breaker
 }
 
-// newFallback builds the fallback of l. clock is the test clock of the
-// scripts (withClock), nil in production.
-func newFallback(l *Limiter, c *fallbackConfig, clock func() time.Time) (*fallback, error) {
-	now := c.now
-	if now == nil {
-		now = clock
-	}
+// newFallback builds the fallback of l. now is the test clock of the
+// scripts (withClock), which the breaker and the in-memory limiter then
+// read too; nil in production.
+func newFallback(l *Limiter, c *fallbackConfig, now func() time.Time) (*fallback, error) {
 	opts := c.core
 	if now != nil {
 		opts = append(opts[:len(opts):len(opts)], core.WithClock(now))

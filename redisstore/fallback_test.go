@@ -47,34 +47,47 @@ func (r *redisCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return next(ctx, cmd)
 		}
 		r.n.Add(1)
-		if h := r.hold.Load(); h != nil {
-			select {
-			case <-*h:
-			case <-ctx.Done():
-				cmd.SetErr(ctx.Err())
-				return ctx.Err()
-			}
-		}
-		if r.fail.Load() {
-			cmd.SetErr(errInjected)
-			return errInjected
+		if err := r.fault(ctx); err != nil {
+			cmd.SetErr(err)
+			return err
 		}
 		return next(ctx, cmd)
 	}
 }
 
+// fault holds a counted command while hold is set, and fails it while
+// fail is.
+func (r *redisCalls) fault(ctx context.Context) error {
+	if h := r.hold.Load(); h != nil {
+		select {
+		case <-*h:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if r.fail.Load() {
+		return errInjected
+	}
+	return nil
+}
+
 func (r *redisCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		n := 0
 		for _, cmd := range cmds {
 			if counted(cmd) {
-				r.n.Add(1)
+				n++
 			}
 		}
-		if r.fail.Load() {
+		if n == 0 {
+			return next(ctx, cmds)
+		}
+		r.n.Add(int64(n))
+		if err := r.fault(ctx); err != nil {
 			for _, cmd := range cmds {
-				cmd.SetErr(errInjected)
+				cmd.SetErr(err)
 			}
-			return errInjected
+			return err
 		}
 		return next(ctx, cmds)
 	}

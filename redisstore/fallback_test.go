@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,22 +20,56 @@ import (
 	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
 )
 
-// redisCalls counts the commands a client sends that decide or reset
-// (EVALSHA, EVAL, DEL), pipelined or not, and can make them fail as if
-// Redis had; a connection's handshake is not counted. With hold set, a
-// counted command waits, before it is sent, until hold is closed or its
-// context ends.
+// redisCalls counts the calls a client sends to Redis, pipelined or not:
+// EVALSHA and DEL (not the EVAL that follows an EVALSHA when Redis did
+// not have the script, nor a connection's handshake). It can make them
+// fail as if Redis had, and with hold set, a counted command waits,
+// before it is sent, until hold is closed or its context ends.
 type redisCalls struct {
 	n    atomic.Int64
 	fail atomic.Bool
 	hold atomic.Pointer[chan struct{}]
+
+	mu      sync.Mutex
+	byPhase map[string]int64 // user keys' text up to the first '-'
+}
+
+// sent returns how many counted commands were for keys "<phase>-...".
+func (r *redisCalls) sent(phase string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byPhase[phase]
+}
+
+// count counts cmd, by the phase in its user key (between the braces).
+func (r *redisCalls) count(cmd redis.Cmder) {
+	r.n.Add(1)
+	args := cmd.Args()
+	pos := 3 // EVALSHA sha 1 key ...
+	if cmd.Name() == "del" {
+		pos = 1
+	}
+	if len(args) <= pos {
+		return
+	}
+	key, _ := args[pos].(string)
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		key = key[i+1:]
+	}
+	phase, _, _ := strings.Cut(key, "-")
+	r.mu.Lock()
+	if r.byPhase == nil {
+		r.byPhase = map[string]int64{}
+	}
+	r.byPhase[phase]++
+	r.mu.Unlock()
 }
 
 var errInjected = errors.New("injected: Redis is unavailable")
 
 func counted(cmd redis.Cmder) bool {
 	switch cmd.Name() {
-	case "evalsha", "eval", "del":
+	case "evalsha", "del":
 		return true
 	}
 	return false
@@ -46,7 +82,7 @@ func (r *redisCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if !counted(cmd) {
 			return next(ctx, cmd)
 		}
-		r.n.Add(1)
+		r.count(cmd)
 		if err := r.fault(ctx); err != nil {
 			cmd.SetErr(err)
 			return err
@@ -76,13 +112,13 @@ func (r *redisCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		n := 0
 		for _, cmd := range cmds {
 			if counted(cmd) {
+				r.count(cmd)
 				n++
 			}
 		}
 		if n == 0 {
 			return next(ctx, cmds)
 		}
-		r.n.Add(int64(n))
 		if err := r.fault(ctx); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
@@ -162,6 +198,11 @@ func forFallbackClients(t *testing.T, test func(t *testing.T, newClient func(add
 // a probe closes the breaker and Redis decides again, from its own state.
 // The clock (scripts, breaker and fallback) is a test clock: the probes
 // come exactly when the test moves it.
+//
+// Each phase has keys of its own, and the client's hook counts commands
+// by key: a call that gave up on Redis may still reach the wire later (the
+// batcher can be busy with go-redis's dial retries for longer than the
+// timeout), and its key says which phase sent it, whenever it arrives.
 func TestFallbackWhenRedisStops(t *testing.T) {
 	forFallbackClients(t, testFallbackWhenRedisStops)
 }
@@ -186,56 +227,43 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 		WithFallback(local, BreakerFailures(failures), BreakerProbeInterval(interval), OnBreakerChange(changes.add)))
 	ctx := context.Background()
 
-	type result struct {
-		key string
-		d   core.Decision
-		err error
-	}
-	var fallbackCalls, fallbackAdmitted [keys]int
-	round := func() []result {
-		out := make([]result, callers)
+	fallbackCalls, fallbackAdmitted := map[string]int64{}, map[string]int64{}
+	// round makes one call from each of the callers at once, on the keys
+	// "<phase>-k0" and "<phase>-k1", and returns the Sources of the
+	// decisions, and how long the round took.
+	round := func(phase string) ([]core.Source, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		ds := make([]core.Decision, callers)
+		errs := make([]error, callers)
 		var wg sync.WaitGroup
 		for i := range callers {
-			wg.Go(func() {
-				key := fmt.Sprint("k", i%keys)
-				d, err := lim.Allow(ctx, key)
-				out[i] = result{key, d, err}
-			})
+			wg.Go(func() { ds[i], errs[i] = lim.Allow(ctx, fmt.Sprintf("%s-k%d", phase, i%keys)) })
 		}
 		wg.Wait()
-		for i, r := range out {
-			require.NoError(t, r.err, "caller %d", i)
-			if r.d.Source == core.SourceFallback {
-				assert.Equal(t, local, r.d.Policy)
-				assert.Equal(t, local.Limit, r.d.Limit)
-				fallbackCalls[i%keys]++
-				if r.d.Allowed {
-					fallbackAdmitted[i%keys]++
+		elapsed := time.Since(start)
+		var srcs []core.Source
+		for i, d := range ds {
+			require.NoError(t, errs[i], "caller %d", i)
+			srcs = append(srcs, d.Source)
+			if d.Source == core.SourceFallback {
+				assert.Equal(t, local, d.Policy)
+				key := fmt.Sprintf("%s-k%d", phase, i%keys)
+				fallbackCalls[key]++
+				if d.Allowed {
+					fallbackAdmitted[key]++
 				}
 			}
 		}
-		return out
+		return srcs, elapsed
 	}
-	all := func(rs []result, src core.Source) {
-		t.Helper()
-		for i, r := range rs {
-			assert.Equal(t, src, r.d.Source, "caller %d", i)
-		}
-	}
-	// sentIn returns how many deciding commands the client sent during f.
-	sentIn := func(f func()) int64 {
-		before := calls.n.Load()
-		f()
-		return calls.n.Load() - before
-	}
+	all := func(src core.Source, n int) []core.Source { return slices.Repeat([]core.Source{src}, n) }
+	fromFallback := all(core.SourceFallback, callers)
 
 	// Redis up: Redis decides.
 	for range 3 {
-		rs := round()
-		all(rs, core.SourceStore)
-		for _, r := range rs {
-			assert.True(t, r.d.Allowed)
-		}
+		srcs, _ := round("up")
+		assert.Equal(t, all(core.SourceStore, callers), srcs)
 	}
 	require.Equal(t, BreakerClosed, lim.BreakerState())
 
@@ -243,73 +271,77 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	// Two rounds of failures, 8 in all: each call is decided by the
 	// fallback, and the breaker stays closed.
 	for i := range 2 {
-		sent := sentIn(func() { all(round(), core.SourceFallback) })
-		assert.LessOrEqual(t, sent, int64(callers), "round %d", i)
+		srcs, _ := round("down")
+		assert.Equal(t, fromFallback, srcs)
 		require.Equal(t, BreakerClosed, lim.BreakerState(), "after %d failures", (i+1)*callers)
 	}
 	assert.Empty(t, changes.path())
 	// The third round brings the failures to 10: open.
-	all(round(), core.SourceFallback)
+	srcs, _ := round("down")
+	assert.Equal(t, fromFallback, srcs)
 	require.Equal(t, BreakerOpen, lim.BreakerState())
 	require.Equal(t, []string{"closed->open (error)"}, changes.path())
 	assert.Contains(t, changes.last().Err.Error(), "redisstore: AllowN")
 
 	// Open: Redis is not called, and no call waits for it.
-	for i := range 3 {
-		start := time.Now()
-		sent := sentIn(func() { all(round(), core.SourceFallback) })
-		assert.Zero(t, sent, "open, round %d", i)
-		assert.Less(t, time.Since(start), timeout/2, "open, round %d", i)
+	for i := range 4 {
+		srcs, elapsed := round("open")
+		assert.Equal(t, fromFallback, srcs)
+		assert.Less(t, elapsed, timeout/2, "open, round %d", i)
 	}
+	assert.Zero(t, calls.sent("open"))
 	// The probe interval passes: one call probes, the others do not wait.
 	clock.Advance(interval)
-	sent := sentIn(func() { all(round(), core.SourceFallback) })
-	// One probe (the changes below show it was made), which may time out
-	// unsent: queued for the batcher while it is still busy with a
-	// pipeline of the failures before (go-redis retrying its dials until
-	// its deadline), it reaches no client hook.
-	assert.LessOrEqual(t, sent, int64(1), "one probe at most")
+	srcs, _ = round("probe1")
+	assert.Equal(t, fromFallback, srcs)
 	require.Equal(t, BreakerOpen, lim.BreakerState())
 	assert.Equal(t, []string{"closed->open (error)", "open->half-open", "half-open->open (error)"}, changes.path())
-	assert.Zero(t, sentIn(func() { all(round(), core.SourceFallback) }), "no second probe within the interval")
+	srcs, _ = round("open") // no second probe within the interval
+	assert.Equal(t, fromFallback, srcs)
 
 	srv.Restart()
-	assert.Zero(t, sentIn(func() { all(round(), core.SourceFallback) }), "Redis is back, but the interval has not passed")
+	srcs, _ = round("open") // Redis is back, but the interval has not passed
+	assert.Equal(t, fromFallback, srcs)
+	assert.Zero(t, calls.sent("open"))
 	clock.Advance(interval)
-	assert.Positive(t, sentIn(func() { round() }), "the probe")
+	round("probe2")
 	require.Equal(t, BreakerClosed, lim.BreakerState())
 	assert.Equal(t, []string{
 		"closed->open (error)", "open->half-open", "half-open->open (error)",
 		"open->half-open", "half-open->closed",
 	}, changes.path())
+	assert.Positive(t, calls.sent("probe2"))
 
-	// Closed: Redis decides again, every call.
-	storeCalls := map[string]int64{}
+	// Closed: Redis decides again, every call, from its own state:
+	// restarted empty, and without what the fallback counted.
 	for range 3 {
-		rs := round()
-		all(rs, core.SourceStore)
-		for _, r := range rs {
-			storeCalls[r.key]++
-		}
+		srcs, _ := round("up2")
+		assert.Equal(t, all(core.SourceStore, callers), srcs)
 	}
-
-	// The fallback admitted exactly its limit per key (every key made
-	// more calls than that in fallback), and the rest were denied.
 	for k := range keys {
-		assert.Greater(t, fallbackCalls[k], int(local.Limit), "key k%d", k)
-		assert.Equal(t, int(local.Limit), fallbackAdmitted[k], "key k%d", k)
-	}
-	// Redis restarted empty; what the fallback counted was not written
-	// to it: Redis has seen only the calls since the breaker closed
-	// (those of the probe's round included, which Peek shows).
-	for k := range keys {
-		key := fmt.Sprint("k", k)
-		d, err := lim.Peek(ctx, key)
+		d, err := lim.Peek(ctx, fmt.Sprintf("up2-k%d", k))
+		require.NoError(t, err)
+		assert.Equal(t, shared.Limit-3*callers/keys, d.Remaining)
+		d, err = lim.Peek(ctx, fmt.Sprintf("open-k%d", k))
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceStore, d.Source)
-		assert.LessOrEqual(t, shared.Limit-d.Remaining, storeCalls[key]+callers/keys, "key %s", key)
-		assert.GreaterOrEqual(t, shared.Limit-d.Remaining, storeCalls[key], "key %s", key)
+		assert.Equal(t, shared.Limit, d.Remaining, "the fallback's count is not in Redis")
 	}
+
+	// Every phase's Redis calls, whenever they reached the wire: none
+	// while open (only the Peeks above, with the breaker closed); one
+	// probe at most per interval (a probe that gave up while queued for a
+	// busy batcher is never sent); the failures before the breaker
+	// opened, no more than the calls.
+	assert.Equal(t, int64(keys), calls.sent("open"))
+	assert.LessOrEqual(t, calls.sent("probe1"), int64(1))
+	assert.LessOrEqual(t, calls.sent("down"), int64(3*callers))
+	// The fallback admitted exactly its limit per key, and denied the
+	// rest: on the open phase's keys, more calls than the limit.
+	for key, n := range fallbackCalls {
+		assert.Equal(t, min(n, local.Limit), fallbackAdmitted[key], "key %s", key)
+	}
+	assert.Greater(t, fallbackCalls["open-k0"], local.Limit)
 }
 
 // TestFallbackWhenRedisIsSlow delays every reply of a real Redis by ten

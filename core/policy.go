@@ -271,6 +271,11 @@ func (p Policy) Validate() error {
 			return fmt.Errorf("core: %v burst %d at %d per %v takes longer than %v to refill", a, p.Burst, p.Limit, p.Window, time.Duration(maxSpan))
 		}
 	}
+	for i := 0; i < len(p.Name); i++ {
+		if c := p.Name[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("core: policy name %q must be printable ASCII (it is sent in the RateLimit-Policy header)", p.Name)
+		}
+	}
 	if p.Meter && a != AlgLeakyBucket {
 		return fmt.Errorf("core: meter mode applies to LeakyBucket only, not %v", a)
 	}

@@ -40,6 +40,7 @@ func TestPolicyValidation(t *testing.T) {
 		{"leaky rate not kept within 0.1%", core.LeakyBucket(1_000_000, 500700*time.Microsecond), "core: LeakyBucket rate 1000000 per 500.7ms cannot be kept within 0.1%: its interval (window/limit) rounds to 500ns; use a longer window or a limit that divides it"},
 		{"sliding buckets above MaxBuckets", core.SlidingWindow(100, time.Hour).WithBuckets(3_600_000), "core: SlidingWindow buckets must be <= 4096, got 3600000"},
 		{"sliding window not a multiple of its buckets", core.SlidingWindow(5, time.Second).WithBuckets(3), "core: SlidingWindow window 1s must be a whole number of nanoseconds per bucket (3 buckets)"},
+		{"a name that cannot be sent in a header", core.FixedWindow(1, time.Second).WithName("pér\n"), `core: policy name "pér\n" must be printable ASCII (it is sent in the RateLimit-Policy header)`},
 		{"literal token bucket without burst", core.Policy{Algorithm: core.AlgTokenBucket, Limit: 1, Window: time.Second}, "core: TokenBucket burst must be > 0, got 0"},
 	}
 	for _, tc := range cases {

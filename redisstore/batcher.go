@@ -2,6 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,54 +15,111 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// batcher sends the limiter's script calls to Redis from one goroutine,
-// several calls at once when they come together.
+// batcher sends a limiter's calls to Redis, many concurrent decisions in
+// one script call (one TIME, one Lua entry for all of them).
 //
-// Why a goroutine at all: a caller waits for its answer with a timer, so a
-// call returns within its timeout whatever the client does (go-redis honours
-// a context's deadline on the socket only with ContextTimeoutEnabled, and
-// retries on its own schedule otherwise).
+// Group commit: at most maxFlights round trips are in flight at once. A
+// call that finds fewer starts one, on a goroutine of its own, and waits
+// for its answer; the calls that arrive while all are in flight queue up,
+// and the next round trip to finish sends all of them (up to maxBatch) as
+// its next round trip, from the same goroutine. So a lone call costs one
+// round trip and a goroutine start, and under load every round trip carries
+// what queued up during the previous one: the busier, the larger the
+// batches and the less Redis time per decision.
 //
-// Why batches: the goroutine takes whatever calls queued up while the
-// previous round trip was in flight and sends them as one pipeline, one
-// write and one read for all of them. With 64 callers on 2 cores this
-// about tripled throughput over sending each call alone (see "Performance"
-// in doc.go). More than one sending goroutine measured no better: the
-// batches get smaller.
+// Why a goroutine per round trip, not the caller's own: the caller waits
+// for its answer with its own timer, so that a call returns at its timeout
+// whatever the client does (go-redis honours a context's deadline on the
+// socket only with ContextTimeoutEnabled, and retries on its own schedule).
+// The new goroutine runs on the caller's P as soon as the caller blocks, so
+// nothing crosses to another core; a goroutine parked between round trips
+// measured no faster (BenchmarkHandoff) and has to be stopped by Close.
 //
-// A call that finds fewer than maxDirect others in progress skips the
-// batcher when the client honours context deadlines (Limiter.sendDirect):
-// the two goroutine hand-offs cost little on an idle machine but up to tens
-// of microseconds on a busy one, when the batcher wakes on the other core,
-// and a pipeline of one or two saves nothing.
+// What the timeout measures: that Redis is slow or down, not that this
+// process is busy. A sent call fails once its round trip has been out for
+// the timeout; a queued call, once no round trip has been sent or answered
+// for the timeout (Redis has stopped answering, and the calls ahead of it
+// are stuck). Time spent queued behind round trips that Redis answers does
+// not count: the queue moves at Redis's pace, which is the backpressure.
+// And before concluding that Redis did not answer, a caller lets the
+// goroutines that were ready to run before it run first (catchUp): on a
+// saturated process, a timer wakes its goroutine at once while the answer
+// Redis sent in time waits for the network poller and the run queue.
 type batcher struct {
-	rdb      redis.UniversalClient
-	timeout  time.Duration
-	maxBatch int
-	queue    chan *call
-	stop     chan struct{}
-	done     chan struct{} // closed when run returns
+	rdb        redis.UniversalClient
+	cluster    *redis.ClusterClient // the same client, when it is one
+	route      route
+	scripts    scripts
+	timeout    time.Duration
+	maxBatch   int
+	maxFlights int
+	testClock  bool        // calls carry their own now: batch only equal ones
+	noCross    atomic.Bool // the server rejected the cross-slot form: per key
+
+	mu      sync.Mutex
+	pending []*call // FIFO
+	flying  int     // round trips in flight (goroutines running fly)
+	closed  bool
+	wg      sync.WaitGroup
+
+	base     time.Time    // monotonic origin of the ns below
+	progress atomic.Int64 // when a round trip was last sent or answered
 }
 
-// defaultMaxBatch is how many calls one pipeline carries at most.
-const defaultMaxBatch = 256
+// route says how the calls of one round trip are grouped into script calls.
+type route uint8
 
-// call is one script call on its way through the batcher. The caller
-// builds the command; the batcher fills in the reply and signals done.
+const (
+	// routeOne: one server (a *redis.Client: a single node, or the primary
+	// of a Sentinel failover client). All calls in one script call.
+	routeOne route = iota
+	// routeCluster: a *redis.ClusterClient. One script call per node,
+	// in the cross-slot form when it decides several keys.
+	routeCluster
+	// routePerKey: any other client (a Ring shards keys by its own hash,
+	// which this package cannot see). One script call per key.
+	routePerKey
+)
+
+// Defaults of the batcher, measured in benchmarks/README.md.
+const (
+	// defaultMaxBatch bounds the calls one script call decides: about a
+	// millisecond of Redis time, for which the server serves nobody else.
+	defaultMaxBatch = 512
+	// defaultMaxFlights is how many round trips may be in flight at once.
+	defaultMaxFlights = 4
+	// catchUpRounds bounds how often a call that is overdue yields to the
+	// goroutines ahead of it, while each round shows this process behind
+	// by more than catchUpLag.
+	catchUpRounds = 4
+	catchUpLag    = time.Millisecond
+	// flightLimit bounds a round trip on clients that honour context
+	// deadlines (the callers have given up long before): a busy process
+	// may read an answer late, and a deadline that passes before the read
+	// turns an answer that is there into an error.
+	flightLimit = 10 * time.Second
+)
+
+// call is one decision or Reset on its way to Redis. The caller fills in
+// the request; the batcher fills in the answer and signals done.
 type call struct {
-	cmd    *redis.Cmd
-	script bool   // cmd runs a script: parse its reply into res
-	src    string // the script's source, for EVAL
+	key    string // the Redis key
+	n      int64  // the cost; 0 for Peek
+	del    bool   // Reset: DEL key
+	now    int64  // tests: the script's now in ns, when hasNow
+	hasNow bool
+
 	state  atomic.Int32
+	sentAt atomic.Int64 // the batcher's clock when it was sent
 	res    core.Decision
 	err    error
 	done   chan struct{} // capacity 1: the batcher never blocks on it
-	timer  *time.Timer   // the caller's deadline, reused with the call
+	timer  *time.Timer   // the caller's, reused with the call
 }
 
 const (
 	callPending   = iota // queued, not yet sent
-	callSent             // taken by the batcher: it will answer
+	callSent             // taken by a round trip: it will answer
 	callAbandoned        // the caller gave up before it was sent: skipped
 )
 
@@ -71,7 +132,6 @@ var callPool = sync.Pool{New: func() any {
 func getCall() *call {
 	c := callPool.Get().(*call)
 	c.state.Store(callPending)
-	c.res, c.err = core.Decision{}, nil
 	return c
 }
 
@@ -79,122 +139,370 @@ func getCall() *call {
 // caller gave up on is never recycled: the batcher may still write to it.
 func putCall(c *call) {
 	c.timer.Stop()
-	c.cmd, c.script, c.src = nil, false, ""
+	*c = call{done: c.done, timer: c.timer}
 	callPool.Put(c)
 }
 
-func newBatcher(rdb redis.UniversalClient, timeout time.Duration, maxBatch int) *batcher {
-	b := &batcher{
-		rdb:      rdb,
-		timeout:  timeout,
-		maxBatch: maxBatch,
-		queue:    make(chan *call, 4*maxBatch),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+// answered reports whether c's answer is there (and takes the signal).
+func (c *call) answered() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
 	}
-	go b.run()
+}
+
+func newBatcher(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBatch, maxFlights int, testClock bool) *batcher {
+	b := &batcher{
+		rdb:        rdb,
+		scripts:    s,
+		timeout:    timeout,
+		maxBatch:   maxBatch,
+		maxFlights: maxFlights,
+		testClock:  testClock,
+		base:       time.Now(),
+		route:      routePerKey,
+	}
+	switch c := rdb.(type) {
+	case *redis.Client:
+		b.route = routeOne
+	case *redis.ClusterClient:
+		b.route, b.cluster = routeCluster, c
+	}
 	return b
 }
 
-func (b *batcher) run() {
-	defer close(b.done)
-	batch := make([]*call, 0, b.maxBatch)
+func (b *batcher) nanotime() int64 { return int64(time.Since(b.base)) }
+
+// submit hands c to the batcher: to a new round trip when fewer than
+// maxFlights are in flight, else to the queue. It returns false when the
+// batcher is closed.
+func (b *batcher) submit(c *call) bool {
+	b.mu.Lock()
+	switch {
+	case b.closed:
+		b.mu.Unlock()
+		return false
+	case b.flying < b.maxFlights:
+		b.flying++
+		b.wg.Add(1)
+		b.mu.Unlock()
+		go b.fly(c)
+	default:
+		b.pending = append(b.pending, c)
+		b.mu.Unlock()
+	}
+	return true
+}
+
+// fly sends first, then whatever queued up meanwhile, until the queue is
+// empty.
+func (b *batcher) fly(first *call) {
+	defer b.wg.Done()
+	batch := append(make([]*call, 0, 8), first)
 	for {
-		select {
-		case c := <-b.queue:
-			batch = append(batch[:0], c)
-		case <-b.stop:
-			return
-		}
-	fill:
-		for len(batch) < b.maxBatch {
-			select {
-			case c := <-b.queue:
-				batch = append(batch, c)
-			default:
-				break fill
-			}
-		}
 		b.send(batch)
 		clear(batch)
+		b.mu.Lock()
+		if len(b.pending) == 0 {
+			b.flying--
+			b.mu.Unlock()
+			return
+		}
+		batch = b.take(batch[:0])
+		b.mu.Unlock()
 	}
 }
 
-// send runs one batch: the calls whose callers still wait.
+// take moves up to maxBatch queued calls to batch, oldest first (with a
+// test clock, only those with the first one's now). b.mu is held.
+func (b *batcher) take(batch []*call) []*call {
+	if !b.testClock {
+		k := min(len(b.pending), b.maxBatch)
+		batch = append(batch, b.pending[:k]...)
+		rest := copy(b.pending, b.pending[k:])
+		clear(b.pending[rest:])
+		b.pending = b.pending[:rest]
+		return batch
+	}
+	rest := b.pending[:0]
+	first := b.pending[0]
+	for _, c := range b.pending {
+		if len(batch) < b.maxBatch && c.hasNow == first.hasNow && c.now == first.now {
+			batch = append(batch, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	clear(b.pending[len(rest):])
+	b.pending = rest
+	return batch
+}
+
+// send runs one round trip for the calls of batch whose callers still wait.
 func (b *batcher) send(batch []*call) {
+	now := b.nanotime()
 	live := batch[:0]
 	for _, c := range batch {
+		c.sentAt.Store(now)
 		if c.state.CompareAndSwap(callPending, callSent) {
 			live = append(live, c)
 		}
 	}
+	b.progress.Store(now)
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), flightLimit)
 	b.exec(ctx, live)
+	cancel()
+	b.progress.Store(b.nanotime())
 	for _, c := range live {
 		c.done <- struct{}{}
 	}
 }
 
-// exec runs the calls' commands, as one command or one pipeline, then
-// again with EVAL for those whose server did not have the script, and
-// fills in each call's reply.
+// untilOverdue is how long c may still wait before Redis counts as not
+// answering it (<= 0: overdue): its round trip's time out, or, while it
+// is queued, the time since a round trip was last sent or answered.
+func (b *batcher) untilOverdue(c *call) time.Duration {
+	since := b.progress.Load()
+	if c.state.Load() == callSent {
+		since = c.sentAt.Load()
+	}
+	return b.timeout - time.Duration(b.nanotime()-since)
+}
+
+// catchUp is called when c is overdue. It yields the processor to the
+// goroutines that were ready to run before the caller, again while each
+// round took more than catchUpLag (this process is behind), so that an
+// answer that came in time but waits to be read is not taken for Redis's
+// silence. It reports whether c was answered meanwhile.
+func (b *batcher) catchUp(c *call) bool {
+	for range catchUpRounds {
+		start := b.nanotime()
+		runtime.Gosched()
+		if c.answered() {
+			return true
+		}
+		if b.untilOverdue(c) > 0 || b.nanotime()-start < int64(catchUpLag) {
+			return false
+		}
+	}
+	return false
+}
+
+func (b *batcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+// group is one command of a round trip: a script call deciding calls, or
+// a DEL.
+type group struct {
+	calls []*call
+	cross bool // the cross-slot form
+	eval  bool // send the source (EVAL): the server lacked the script
+	cmd   *redis.Cmd
+}
+
+// exec runs the calls of one round trip and fills in their answers.
 func (b *batcher) exec(ctx context.Context, calls []*call) {
-	b.process(ctx, calls, func(c *call) *redis.Cmd { return c.cmd })
-	var missing []*call
-	for _, c := range calls {
-		if isNoScript(c.cmd.Err()) {
-			missing = append(missing, c)
+	b.run(ctx, b.group(ctx, calls))
+}
+
+// run sends groups, then again those the server could not run as sent,
+// and fills in their calls' answers.
+func (b *batcher) run(ctx context.Context, groups []*group) {
+	for round := 0; len(groups) > 0; round++ {
+		for _, g := range groups {
+			g.cmd = b.command(ctx, g)
 		}
-	}
-	if len(missing) > 0 {
-		// EVAL runs the script from source and caches it on that
-		// server, so the next EVALSHA there succeeds.
-		b.process(ctx, missing, evalOf)
-	}
-	for _, c := range calls {
-		cmd := c.cmd
-		if c.err = cmd.Err(); c.err == nil && c.script {
-			c.err = parseReply(cmd.Val(), &c.res)
+		b.process(ctx, groups)
+		var again []*group
+		for _, g := range groups {
+			err := g.cmd.Err()
+			switch {
+			case err == nil || round >= 3 || g.calls[0].del:
+			case isNoScript(err) && !g.eval:
+				// EVAL runs the script from source and caches it on
+				// that server, so the next EVALSHA there succeeds.
+				g.eval = true
+				again = append(again, g)
+				continue
+			case g.cross && isClusterRefusal(err):
+				// Nothing was written (every read comes before any
+				// write): decide the keys one by one, through the
+				// cluster client's MOVED and ASK handling.
+				if isCompileError(err) {
+					b.noCross.Store(true)
+				}
+				again = append(again, perKey(g.calls)...)
+				continue
+			}
+			b.answer(g)
 		}
+		groups = again
 	}
 }
 
-// process sends the commands of calls, replacing each call's cmd by the
-// one sent.
-func (b *batcher) process(ctx context.Context, calls []*call, cmdOf func(*call) *redis.Cmd) {
-	if len(calls) == 1 {
-		c := calls[0]
-		c.cmd = cmdOf(c)
-		_ = b.rdb.Process(ctx, c.cmd)
+// group splits the calls of a round trip into commands, each call's
+// order kept among the calls of its key.
+func (b *batcher) group(ctx context.Context, calls []*call) []*group {
+	var groups []*group
+	var decisions []*call
+	for _, c := range calls {
+		if c.del {
+			groups = append(groups, &group{calls: []*call{c}})
+		} else {
+			decisions = append(decisions, c)
+		}
+	}
+	if len(decisions) == 0 {
+		return groups
+	}
+	switch {
+	case b.route == routeOne:
+		return append(groups, &group{calls: decisions})
+	case b.route == routeCluster && !b.noCross.Load():
+		byNode := make(map[*redis.Client]*group)
+		var order []*group
+		for _, c := range decisions {
+			node, err := b.cluster.MasterForKey(ctx, c.key)
+			if err != nil {
+				node = nil // the cluster client reports the error on the call
+			}
+			g := byNode[node]
+			if g == nil {
+				g = &group{}
+				byNode[node] = g
+				order = append(order, g)
+			}
+			g.calls = append(g.calls, c)
+		}
+		for _, g := range order {
+			g.cross = distinctKeys(g.calls) > 1
+		}
+		return append(groups, order...)
+	default:
+		return append(groups, perKey(decisions)...)
+	}
+}
+
+// perKey returns one group per key of calls, in order.
+func perKey(calls []*call) []*group {
+	byKey := make(map[string]*group)
+	var order []*group
+	for _, c := range calls {
+		g := byKey[c.key]
+		if g == nil {
+			g = &group{}
+			byKey[c.key] = g
+			order = append(order, g)
+		}
+		g.calls = append(g.calls, c)
+	}
+	return order
+}
+
+func distinctKeys(calls []*call) int {
+	first := calls[0].key
+	for _, c := range calls[1:] {
+		if c.key != first {
+			return 2
+		}
+	}
+	return 1
+}
+
+// command builds the Redis command of g. A fresh one every time: a client
+// hook may keep a command after it was answered.
+func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
+	calls := g.calls
+	if calls[0].del {
+		cmd := redis.NewCmd(ctx, "del", calls[0].key)
+		cmd.SetFirstKeyPos(1)
+		return cmd
+	}
+	s := b.scripts.keyed
+	if g.cross {
+		s = b.scripts.cross
+	}
+	m := len(calls)
+	args := make([]any, 0, 5+2*m)
+	if g.eval {
+		args = append(args, "eval", s.src)
+	} else {
+		args = append(args, "evalsha", s.sha)
+	}
+	if g.cross {
+		args = append(args, 0) // the keys are arguments
+	} else {
+		args = append(args, m)
+	}
+	for _, c := range calls {
+		args = append(args, c.key)
+	}
+	if c := calls[0]; c.hasNow {
+		args = append(args, strconv.FormatInt(c.now/1000, 10), c.now%1000)
+	} else {
+		args = append(args, "", "")
+	}
+	for _, c := range calls {
+		args = append(args, c.n)
+	}
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3) // a cluster client routes by the first key
+	return cmd
+}
+
+// process sends the commands of groups: one alone, several as a pipeline
+// (which a cluster client splits by node and sends to each at once).
+func (b *batcher) process(ctx context.Context, groups []*group) {
+	if len(groups) == 1 {
+		_ = b.rdb.Process(ctx, groups[0].cmd)
 		return
 	}
 	pipe := b.rdb.Pipeline()
-	for _, c := range calls {
-		c.cmd = cmdOf(c)
-		_ = pipe.Process(ctx, c.cmd)
+	for _, g := range groups {
+		_ = pipe.Process(ctx, g.cmd)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 }
 
-// evalOf returns the EVAL form of a call's EVALSHA command.
-func evalOf(c *call) *redis.Cmd {
-	args := append([]any(nil), c.cmd.Args()...)
-	args[0] = "eval"
-	args[1] = c.src
-	cmd := redis.NewCmd(context.Background(), args...)
-	cmd.SetFirstKeyPos(3)
-	return cmd
+// answer fills in the answers of g's calls from its command.
+func (b *batcher) answer(g *group) {
+	err := g.cmd.Err()
+	if err == nil && !g.calls[0].del {
+		err = parseReplies(g.cmd.Val(), g.calls)
+	}
+	for _, c := range g.calls {
+		c.err = err
+	}
 }
 
-func (b *batcher) close() {
-	select {
-	case <-b.stop:
-	default:
-		close(b.stop)
+// isClusterRefusal reports whether err is Redis Cluster refusing a
+// cross-slot script call before it changed anything: a key that another
+// node serves or that is moving, or a server without the flag.
+func isClusterRefusal(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false // no reply from the server: the script may have run
 	}
-	<-b.done
+	msg := err.Error()
+	for _, prefix := range []string{"MOVED", "ASK", "TRYAGAIN", "CROSSSLOT"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return strings.Contains(msg, "non local key") || isCompileError(err)
+}
+
+// isCompileError reports whether err is a server refusing the cross-slot
+// form's flag (Redis before 7.0).
+func isCompileError(err error) bool {
+	return strings.Contains(err.Error(), "Error compiling script") || strings.Contains(err.Error(), "shebang")
 }

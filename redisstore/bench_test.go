@@ -44,16 +44,16 @@ func BenchmarkRedis(b *testing.B) {
 	b.Run("op=evalsha-script/alg=TokenBucket", func(b *testing.B) {
 		rdb := newClient(b, addr)
 		p := core.TokenBucket(1e9, time.Second)
-		s, err := newScript(p, p.Recovery())
+		s, err := newScripts(p, p.Recovery())
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.lua.Load(ctx, rdb).Err(); err != nil {
+		if err := s.keyed.lua.Load(ctx, rdb).Err(); err != nil {
 			b.Fatal(err)
 		}
 		prefix := testPrefix()
 		run(b, func(i int) error {
-			return rdb.EvalSha(ctx, s.lua.Hash(), []string{prefix + keys[i%len(keys)]}, 1, "1", "", "").Err()
+			return rdb.EvalSha(ctx, s.keyed.lua.Hash(), []string{prefix + keys[i%len(keys)]}, "", "", 1).Err()
 		})
 	})
 

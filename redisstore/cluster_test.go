@@ -28,7 +28,9 @@ func TestCluster(t *testing.T) {
 	rdb.AddHook(&recorder{onCmd: func(cmd redis.Cmder) {
 		if isScriptCall(cmd) {
 			mu.Lock()
-			used[cmd.Args()[3].(string)] = true
+			for _, k := range scriptKeys(cmd) {
+				used[k] = true
+			}
 			mu.Unlock()
 		}
 	}})

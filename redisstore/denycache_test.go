@@ -50,6 +50,8 @@ func TestDenyCache(t *testing.T) {
 			require.NoError(t, err)
 			want, err := ref.Peek(ctx, "k") // what Redis would say
 			require.NoError(t, err)
+			assert.Equal(t, core.SourceDenyCache, d.Source, "the cache answered")
+			want.Source = core.SourceDenyCache
 			assert.Equal(t, want, d, "after %ds", i+1)
 			assert.Equal(t, first.RetryAfter-time.Duration(i+1)*time.Second, d.RetryAfter, "RetryAfter shrinks with the clock")
 		}

@@ -116,6 +116,7 @@ func testRedisDown(t *testing.T, newClient func(string) *redis.Client) {
 		_, err := lim.Allow(ctx, "k")
 		elapsed := time.Since(start)
 		require.Error(t, err, "call %d with the server down", i)
+		assert.ErrorIs(t, err, ErrUnavailable, "a store failure")
 		assert.Contains(t, err.Error(), "redisstore: AllowN")
 		assert.Less(t, elapsed, 5*timeout, "call %d took %v", i, elapsed)
 	}
@@ -163,8 +164,10 @@ func testSlowRedis(t *testing.T, newClient func(string) *redis.Client) {
 
 	proxy.delay.Store(int64(10 * timeout))
 	start := time.Now()
-	_, err = lim.Allow(ctx, "k") // alone: direct when the client allows
+	d, err := lim.Allow(ctx, "k") // alone
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, ErrUnavailable, "Redis did not answer: a store failure")
+	assert.Equal(t, core.Decision{Limit: 1000, Policy: lim.Policy()}, d, "what is known without Redis")
 	assert.Less(t, time.Since(start), 5*timeout)
 	var wg sync.WaitGroup
 	for range 20 {
@@ -184,6 +187,7 @@ func testSlowRedis(t *testing.T, newClient func(string) *redis.Client) {
 		start := time.Now()
 		_, err := lim.Allow(short, "k")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, ErrUnavailable, "the caller's own deadline: not a store failure")
 		assert.Less(t, time.Since(start), timeout)
 	})
 

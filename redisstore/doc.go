@@ -5,18 +5,18 @@
 // schedule of requests: the conformance suite core/coretest runs against
 // both, on a single Redis and on a Redis Cluster.
 //
-//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{
-//		Addrs:                 []string{"127.0.0.1:6379"},
-//		ContextTimeoutEnabled: true, // see "Timeouts and errors"
-//	})
+//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 //	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 //	if err != nil { ... }
 //	defer lim.Close()
 //	d, err := lim.AllowN(ctx, key, 1)
 //
 // Any redis.UniversalClient works: a single node, Sentinel (a failover
-// client) or Cluster. Redis 5.0 or newer is needed (scripts that read TIME
-// and then write); the tests run Redis 7.0.
+// client) or Cluster, with go-redis's default options; no option of the
+// client matters to speed or to the timeout. Redis 5.0 or newer is needed
+// (scripts that read TIME and then write); on a Cluster, deciding keys of
+// several slots in one script call needs Redis 7.0 (older clusters get one
+// call per key). The tests run Redis 7.0.
 //
 // # Consistency
 //
@@ -127,8 +127,8 @@
 // Remaining stays 0 until RetryAfter under every algorithm; the cached
 // Decision's RetryAfter and ResetAfter shrink with the local monotonic
 // clock, exactly as Redis's would absent other traffic. It keeps one
-// abusive client from becoming a Redis load problem. Other costs and Peek
-// always ask Redis.
+// abusive client from becoming a Redis load problem. Its Decisions say
+// Source core.SourceDenyCache. Other costs and Peek always ask Redis.
 //
 // Reset clears this process's cache for the key once Redis has answered
 // its DEL, and a denial Redis produced before the DEL that this process
@@ -142,29 +142,43 @@
 //
 // # Timeouts and errors
 //
-// Every call is bounded by WithTimeout (default 50ms), or by its context's
-// deadline when that comes first, queueing included. It then returns an
-// error wrapping context.DeadlineExceeded; Redis errors come back wrapped
-// too ("redisstore: AllowN: ..."). The bound holds whatever the client's
-// settings (TestRedisDown, TestSlowRedis: behind a proxy that delays every
-// reply by seconds): a call is sent from the caller's goroutine only when
-// the client applies the context's deadline to its socket
-// (ContextTimeoutEnabled on a *redis.Client or *redis.ClusterClient, and
-// neither ReadTimeout nor WriteTimeout -2, which switch socket deadlines
-// off); otherwise the batcher's goroutine sends it and the caller waits
-// with its own timer. Set ContextTimeoutEnabled: the connection of a call
-// that timed out is then also released at the deadline rather than at the
-// client's ReadTimeout, and calls that do not overlap much skip the
-// batcher. A stopped Redis shows as errors within the timeout; once it is
-// back, decisions resume with the same Limiter.
+// WithTimeout (default 50ms) is how long Redis may take to answer, not how
+// long a call may take: a call fails when the request carrying it has been
+// with Redis for the timeout without an answer, or, while the call waits
+// for its turn to be sent, when Redis has answered nothing for the
+// timeout (the requests ahead of it are stuck). A call waiting its turn
+// behind requests that Redis answers waits for them, however busy this
+// process is: the queue moves at the pace Redis answers, which is the
+// backpressure, and at most four requests are in flight per Limiter. Before
+// it concludes that Redis did not answer, a call lets this process run
+// what was ready before it, so that an answer that came in time but was
+// not read yet still wins. So a call returns about the timeout after Redis
+// stopped answering, plus this process's own delay in getting to it; a
+// stopped Redis shows as errors, and once it is back, decisions resume
+// with the same Limiter. The bound holds whatever the client's settings
+// (TestRedisDown, TestSlowRedis: behind a proxy that delays every reply by
+// seconds): the round trip runs on a goroutine of its own while the
+// caller waits with its own timer. The context passed to a call bounds
+// the whole call, queueing included.
 //
-// What an error says about counting: a call that returns an error
-// wrapping context.DeadlineExceeded or context.Canceled had no reply from
-// Redis by then (a reply there when the deadline passes, even at the same
-// instant, is returned instead: TestReplyAndDeadlineArrivingTogether).
+// The errors, for an adapter's failure policy:
+//   - Redis failed (an error reply, a broken connection, no answer within
+//     the timeout): the error wraps ErrUnavailable, and for the timeout
+//     context.DeadlineExceeded too. This is a store failure.
+//   - The call's context ended first (the client hung up, the request's
+//     own deadline passed): the error wraps ctx.Err(), context.Canceled
+//     or context.DeadlineExceeded, and never ErrUnavailable. This is not a
+//     store failure.
+//
+// In both cases the Decision carries the policy's Limit and Policy, and
+// nothing else.
+//
+// What an error says about counting: a call that returns an error had no
+// reply from Redis by then (a reply there when the deadline passes, even
+// at the same instant, is returned instead: TestReplyAndDeadlineArrivingTogether).
 // Redis did not count it if the context had ended before the call (nothing
-// is sent: TestAnEndedContextSendsNothing) or if it was still queued for
-// the batcher (it is withdrawn). Otherwise it had been written to Redis,
+// is sent: TestAnEndedContextSendsNothing) or if it was still waiting for
+// its turn (it is withdrawn). Otherwise it had been written to Redis,
 // which may have counted it: the reply came too late, or was lost
 // (TestATimedOutCallMayHaveBeenCounted). A limiter cannot tell the two
 // apart without waiting past its timeout; over-counting is the safe side
@@ -199,20 +213,17 @@
 //
 // # Performance
 //
-// One round trip per decision. While fewer than four calls are in flight,
-// each is sent from its caller's goroutine when the client applies context
-// deadlines to its sockets (ContextTimeoutEnabled), as a caller of a bare
-// EVALSHA would; beyond that, and always without ContextTimeoutEnabled, one
-// goroutine per Limiter sends them, and the calls that arrive while a round
-// trip is in flight go together as one pipeline. With 64 concurrent callers
-// on 2 cores that is about three times the throughput of sending each
-// decision alone, more than any other Go Redis limiter measured in
-// benchmarks/README.md, and 0.86x of 64 callers each sending a bare EVALSHA
-// of "return 1": the gap is the script's own server time. A lone decision
-// costs a round trip plus that server time (TIME, GET, SET; 7 to 9µs for the
-// buckets and the fixed window, 12µs for a 10-bucket sliding window, as
-// reported by INFO commandstats), about 1.4x a trivial EVALSHA here.
-// A decision allocates 7 or 8 objects when pipelined and 15 or 16 alone.
+// One round trip per decision at most, and fewer under load: the calls
+// that arrive while requests are in flight are decided together by one
+// script call (one TIME and one Lua entry for all of them, each key read
+// and written once), in the order they arrived, as separate calls would
+// decide them. On a Cluster that is one script call per node, in a
+// pipeline that reaches the nodes at once; a node that does not serve
+// every key of its call (during resharding or a failover) refuses it
+// before changing anything, and those calls are then sent key by key,
+// following MOVED and ASK. A lone call costs a round trip, the script's
+// server time and a goroutine start. benchmarks/README.md has the figures,
+// against a bare EVALSHA and the other Go Redis limiters.
 //
 // # Testing
 //

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
@@ -18,10 +19,7 @@ import (
 // one limit per client. (No Output: the example needs a Redis server;
 // examples/redis runs the same against a real one.)
 func Example() {
-	rdb := redis.NewUniversalClient(&redis.UniversalOptions{
-		Addrs:                 []string{"127.0.0.1:6379"},
-		ContextTimeoutEnabled: true,
-	})
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	defer rdb.Close()
 
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
@@ -38,7 +36,7 @@ func Example() {
 
 // Calling the limiter directly, as a job worker would.
 func ExampleLimiter_AllowN() {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
 	lim, err := redisstore.New(rdb, core.TokenBucket(10, time.Second).WithBurst(20),
 		redisstore.WithPrefix("jobs"), redisstore.WithTimeout(20*time.Millisecond))
@@ -49,8 +47,10 @@ func ExampleLimiter_AllowN() {
 
 	d, err := lim.AllowN(context.Background(), "tenant-42", 5)
 	switch {
-	case err != nil:
+	case errors.Is(err, redisstore.ErrUnavailable):
 		log.Printf("rate limit unavailable: %v", err) // apply your failure policy
+	case err != nil:
+		log.Printf("not decided: %v", err) // the context ended, or a cost above the limit
 	case !d.Allowed:
 		log.Printf("over the limit, retry in %v", d.RetryAfter)
 	default:

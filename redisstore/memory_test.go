@@ -29,7 +29,7 @@ func TestMemoryPerKey(t *testing.T) {
 		{core.LeakyBucket(100, time.Minute), 112},
 	} {
 		t.Run(tc.p.String(), func(t *testing.T) {
-			lim, err := New(rdb, tc.p) // the default prefix: the key as users get it
+			lim, err := New(rdb, tc.p, WithTimeout(testTimeout)) // the default prefix: the key as users get it
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = lim.Close() })
 			user := "203.0.113.7/32" // an IPv4 key from package keyfunc

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,20 +21,22 @@ import (
 type Limiter struct {
 	policy  core.Policy
 	keys    keyLayout
-	script  script
 	timeout time.Duration
 	deny    *denyCache       // nil when switched off
 	local   func() int64     // the deny cache's clock, ns
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
 	b       *batcher
-	direct  bool         // the client applies context deadlines to its sockets
-	busy    atomic.Int32 // calls in progress: the first maxDirect go direct
 	closed  atomic.Bool
 	once    sync.Once
 	fb      *fallback // nil without WithFallback
 }
 
 var _ core.Limiter = (*Limiter)(nil)
+
+// ErrUnavailable is wrapped by the errors of calls that Redis failed: it
+// returned an error, or did not answer within the timeout (see WithTimeout).
+// The error of a call whose own context ended first does not wrap it.
+var ErrUnavailable = errors.New("redisstore: Redis unavailable")
 
 // Defaults of the options.
 const (
@@ -48,13 +49,14 @@ const (
 type Option func(*config) error
 
 type config struct {
-	prefix   string
-	timeout  time.Duration
-	denySize int // 0: no deny cache
-	maxBatch int
-	clock    func() time.Time // tests: fixes the scripts' now
-	localNow func() time.Time // tests: the deny cache's clock alone
-	fallback *fallbackConfig  // nil without WithFallback
+	prefix     string
+	timeout    time.Duration
+	denySize   int // 0: no deny cache
+	maxBatch   int
+	maxFlights int
+	clock      func() time.Time // tests: fixes the scripts' now
+	localNow   func() time.Time // tests: the deny cache's clock alone
+	fallback   *fallbackConfig  // nil without WithFallback
 }
 
 // WithPrefix sets the first part of every Redis key the limiter writes
@@ -71,9 +73,14 @@ func WithPrefix(prefix string) Option {
 	}
 }
 
-// WithTimeout bounds each call: AllowN, Peek and Reset return an error
-// when Redis has not answered within d (or earlier, when the context
-// passed to them ends first). d must be > 0. The default is 50ms.
+// WithTimeout is how long Redis may take to answer: AllowN, Peek and Reset
+// return an error wrapping ErrUnavailable and context.DeadlineExceeded
+// when the request carrying their call has been with Redis for d without
+// an answer, or, while their call waits its turn to be sent, when Redis
+// has answered nothing for d. Waiting for its turn behind requests that
+// Redis answers does not count (see "Timeouts and errors" in the package
+// docs). The context passed to a call bounds the whole call. d must be >
+// 0. The default is 50ms.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -107,8 +114,8 @@ func WithDenyCacheSize(n int) Option {
 // contact Redis: a Redis that is down shows as errors from the calls. It
 // returns an error naming the field when p is invalid, when p's Recovery
 // time exceeds 2^52 ns (about 52 days; see "Clock"), or when an option is
-// invalid. It starts one goroutine; call Close to stop it. Closing the
-// limiter does not close rdb.
+// invalid. Call Close when done with it; closing the limiter does not
+// close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: New needs a Redis client, got nil")
@@ -116,7 +123,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	c := config{prefix: DefaultPrefix, timeout: DefaultTimeout, denySize: DefaultDenyCacheSize, maxBatch: defaultMaxBatch}
+	c := config{prefix: DefaultPrefix, timeout: DefaultTimeout, denySize: DefaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
@@ -128,11 +135,11 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		// Redis expires keys: keep the state long enough for any test.
 		ttl += testKeyLife
 	}
-	s, err := newScript(p, ttl)
+	s, err := newScripts(p, ttl)
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{policy: p, keys: newKeyLayout(c.prefix, p), script: s, timeout: c.timeout, clock: c.clock}
+	l := &Limiter{policy: p, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock}
 	switch {
 	case c.localNow != nil:
 		l.local = func() int64 { return c.localNow().UnixNano() }
@@ -150,8 +157,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	l.b = newBatcher(rdb, c.timeout, c.maxBatch)
-	l.direct = honoursDeadlines(rdb)
+	l.b = newBatcher(rdb, s, c.timeout, c.maxBatch, c.maxFlights, c.clock != nil)
 	return l, nil
 }
 
@@ -166,9 +172,11 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // AllowN decides whether a request of cost n for key may pass now and, if
 // so, consumes n, in one round trip to Redis (none when the deny cache
 // answers). Besides the core errors (ErrInvalidCost; a denial with
-// ErrCostExceedsCapacity; ErrClosed) it returns an error when Redis fails
-// or does not answer within the timeout. See "Timeouts and errors" in the
-// package docs for when a call that returned an error was counted.
+// ErrCostExceedsCapacity; ErrClosed) it returns an error wrapping
+// ErrUnavailable when Redis fails or does not answer within the timeout,
+// and one wrapping ctx.Err() when ctx ends first; either way the Decision
+// carries the policy's Limit and nothing else. See "Timeouts and errors"
+// in the package docs for when a call that returned an error was counted.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if l.fb != nil {
 		return l.fb.allowN(ctx, key, n) // see fallback.go
@@ -186,9 +194,8 @@ func (l *Limiter) allowN(ctx context.Context, key string, n int64) (core.Decisio
 	case n > l.policy.Capacity():
 		// A denial reporting the key's current state, with no RetryAfter.
 		// It is a denial even when Redis cannot tell the state.
-		d, err := l.do(ctx, "AllowN", key, 1, false)
+		d, err := l.decide(ctx, "AllowN", key, 0)
 		if err != nil {
-			d = core.Decision{Limit: l.policy.Limit, Policy: l.policy}
 			return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(l.policy), err)
 		}
 		d.Allowed, d.RetryAfter = false, 0
@@ -204,8 +211,11 @@ func (l *Limiter) allowN(ctx context.Context, key string, n int64) (core.Decisio
 		}
 		gen = g // before the call is sent: see Reset
 	}
-	d, err := l.do(ctx, "AllowN", key, n, true)
-	if err == nil && l.deny != nil && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 {
+	d, err := l.decide(ctx, "AllowN", key, n)
+	if err == nil && l.deny != nil && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
+		d.RetryAfter <= maxSpan && d.ResetAfter <= maxSpan {
+		// Only durations the scripts compute exactly (not those of a clock
+		// that stepped back by decades): the cache repeats them.
 		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter)}, sent, gen)
 	}
 	return d, err
@@ -219,11 +229,13 @@ func (l *Limiter) cachedDenial(e denyEntry, now int64) core.Decision {
 		ResetAfter: time.Duration(max(e.resetAt-now, 0)),
 		RetryAfter: time.Duration(e.until - now),
 		Policy:     l.policy,
+		Source:     core.SourceDenyCache,
 	}
 }
 
 // Peek reports what a unit-cost request for key would be told now, without
-// consuming anything or writing to Redis. It always asks Redis.
+// consuming anything or writing to Redis. It always asks Redis. Its errors
+// are AllowN's.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 	if l.fb != nil {
 		return l.fb.peek(ctx, key)
@@ -236,7 +248,7 @@ func (l *Limiter) peek(ctx context.Context, key string) (core.Decision, error) {
 	if l.closed.Load() {
 		return core.Decision{}, fmt.Errorf("redisstore: Peek: %w", core.ErrClosed)
 	}
-	return l.do(ctx, "Peek", key, 1, false)
+	return l.decide(ctx, "Peek", key, 0)
 }
 
 // Reset forgets key in Redis, for every process, and in this process's
@@ -244,7 +256,7 @@ func (l *Limiter) peek(ctx context.Context, key string) (core.Decision, error) {
 // unit-cost call for key asks Redis, even if a denial Redis produced before
 // the reset is answered only afterwards. Other processes' deny caches keep
 // a denial they hold until its RetryAfter passes. A Reset that returns an
-// error may or may not have deleted the key.
+// error may or may not have deleted the key; its errors are AllowN's.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.fb != nil {
 		return l.fb.reset(ctx, key)
@@ -267,15 +279,14 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 		defer l.deny.forget(key)
 	}
 	c := getCall()
-	c.cmd = redis.NewCmd(ctx, "del", l.keys.key(key))
-	c.cmd.SetFirstKeyPos(1)
+	c.key, c.del = l.keys.key(key), true
 	if err := l.wait(ctx, "Reset", c); err != nil {
 		return err
 	}
 	err := c.err
 	putCall(c)
 	if err != nil {
-		return fmt.Errorf("redisstore: Reset: %w", err)
+		return &storeError{op: "Reset", err: err}
 	}
 	return nil
 }
@@ -297,149 +308,93 @@ func (l *Limiter) Close() error {
 	return nil
 }
 
-// do runs the policy's script for key and returns its Decision.
-func (l *Limiter) do(ctx context.Context, op, key string, n int64, consume bool) (core.Decision, error) {
+// decide runs the policy's script for key and returns its Decision: cost n
+// consumed if admitted, or, for n = 0, a unit cost without consuming.
+func (l *Limiter) decide(ctx context.Context, op, key string, n int64) (core.Decision, error) {
 	c := getCall()
-	// A fresh slice, not one recycled with c: a client hook may keep the
-	// command after the call returns.
-	args := []any{"evalsha", l.script.sha, "1", l.keys.key(key), n, "0", "", ""}
-	if consume {
-		args[5] = "1"
-	}
+	c.key, c.n = l.keys.key(key), n
 	if l.clock != nil {
-		ns := l.clock().UnixNano()
-		args[6], args[7] = strconv.FormatInt(ns/1000, 10), ns%1000
+		c.now, c.hasNow = l.clock().UnixNano(), true
 	}
-	c.cmd, c.script, c.src = redis.NewCmd(ctx, args...), true, l.script.src
-	c.cmd.SetFirstKeyPos(3)
-	var err error
-	if l.busy.Add(1) <= maxDirect && l.direct {
-		err = l.sendDirect(ctx, op, c)
-	} else {
-		err = l.wait(ctx, op, c)
-	}
-	l.busy.Add(-1)
-	if err != nil {
-		return core.Decision{}, err
+	if err := l.wait(ctx, op, c); err != nil {
+		return core.Decision{Limit: l.policy.Limit, Policy: l.policy}, err
 	}
 	d, err := c.res, c.err
 	putCall(c)
 	if err != nil {
-		return core.Decision{}, fmt.Errorf("redisstore: %s: %w", op, err)
+		return core.Decision{Limit: l.policy.Limit, Policy: l.policy}, &storeError{op: op, err: err}
 	}
 	d.Limit, d.Policy = l.policy.Limit, l.policy
 	return d, nil
 }
 
-// limit is how long a call with ctx may take: the limiter's timeout, or
-// less when ctx's deadline comes first.
-func (l *Limiter) limit(ctx context.Context) time.Duration {
-	limit := l.timeout
-	if dl, ok := ctx.Deadline(); ok {
-		limit = min(limit, time.Until(dl))
-	}
-	return limit
-}
-
-// sendDirect sends c from the caller's goroutine, bounded by a context
-// deadline, which the client honours (see New). A reply read before the
-// deadline is returned even when the deadline has passed since: only a
-// call without a reply is an error.
-func (l *Limiter) sendDirect(ctx context.Context, op string, c *call) error {
-	limit := l.limit(ctx)
-	if err := ctx.Err(); err != nil {
-		// Ended already: hand the client nothing, rather than rely on
-		// it to notice before it writes.
-		return l.gaveUp(op, c, limit, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	c.state.Store(callSent)
-	l.b.exec(ctx, []*call{c})
-	if c.err != nil && ctx.Err() != nil {
-		if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
-			return l.gaveUp(op, c, limit, cause)
-		}
-		return l.gaveUp(op, c, limit, nil)
-	}
-	return nil
-}
-
-// wait queues c for the batcher and waits for its answer, the timeout or
-// the end of ctx, whichever comes first. On an error c is not recycled.
+// wait hands c to the batcher and waits for its answer. It returns an
+// error when Redis has not answered in time (see batcher.untilOverdue) or
+// ctx ended first; then c is not recycled. A call whose context has ended
+// already is never sent. An answer that is there when the caller gives
+// up, even at the same instant, wins: an error means that no answer had
+// arrived.
 func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
-	limit := l.limit(ctx)
 	if err := ctx.Err(); err != nil {
-		// Ended already: do not queue a call that the batcher could take
-		// before the select below notices.
-		return l.gaveUp(op, c, limit, err)
+		return l.gaveUp(op, c, err)
 	}
-	c.timer.Reset(limit)
-	select {
-	case l.b.queue <- c:
-	case <-c.timer.C:
-		return l.gaveUp(op, c, limit, nil)
-	case <-ctx.Done():
-		return l.gaveUp(op, c, limit, ctx.Err())
-	case <-l.b.done:
+	if !l.b.submit(c) {
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
 	}
-	return l.await(ctx, op, c, limit)
+	c.timer.Reset(l.timeout)
+	return l.await(ctx, op, c)
 }
 
-// await waits for the batcher's answer to the queued call c, its timer
-// running. When the answer is there by the time the timer fires or ctx
-// ends, even at the same instant, the answer wins (select alone would pick
-// at random): an error means that no answer had arrived.
-func (l *Limiter) await(ctx context.Context, op string, c *call, limit time.Duration) error {
-	var err error
-	select {
-	case <-c.done:
-		return nil
-	case <-c.timer.C:
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-l.b.done:
-		err = core.ErrClosed
+// await waits for the answer to the submitted call c, its timer running.
+func (l *Limiter) await(ctx context.Context, op string, c *call) error {
+	for {
+		select {
+		case <-c.done:
+			return nil
+		case <-ctx.Done():
+			if c.answered() {
+				return nil
+			}
+			return l.gaveUp(op, c, ctx.Err())
+		case <-c.timer.C:
+		}
+		if c.answered() {
+			return nil
+		}
+		if d := l.b.untilOverdue(c); d > 0 {
+			c.timer.Reset(d)
+			continue
+		}
+		if l.b.catchUp(c) {
+			return nil
+		}
+		if d := l.b.untilOverdue(c); d > 0 {
+			c.timer.Reset(d)
+			continue
+		}
+		return l.gaveUp(op, c, nil)
 	}
-	select {
-	case <-c.done:
-		return nil
-	default:
-	}
-	if errors.Is(err, core.ErrClosed) {
-		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-	}
-	return l.gaveUp(op, c, limit, err)
 }
 
 // gaveUp abandons c (if it was not sent yet, Redis never sees it) and
-// returns the error for a call that ran out of time or context.
-func (l *Limiter) gaveUp(op string, c *call, limit time.Duration, ctxErr error) error {
+// returns the error for a call that Redis did not answer in time (ctxErr
+// nil) or whose context ended (ctxErr).
+func (l *Limiter) gaveUp(op string, c *call, ctxErr error) error {
 	c.state.CompareAndSwap(callPending, callAbandoned)
 	if ctxErr != nil {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
 	}
-	return fmt.Errorf("redisstore: %s: no answer from Redis within %v: %w", op, limit, context.DeadlineExceeded)
+	return &storeError{op: op, err: fmt.Errorf("no answer from Redis within %v: %w", l.timeout, context.DeadlineExceeded)}
 }
 
-// honoursDeadlines reports whether the client bounds its socket reads and
-// writes by a context's deadline, so that a call made on the caller's own
-// goroutine cannot outlive its timeout: ContextTimeoutEnabled, and socket
-// deadlines not switched off (ReadTimeout or WriteTimeout -2, which the
-// options hold as -1 on a Client and as -2 on a ClusterClient; -1, "no
-// timeout", is held as 0 and still applies the context's deadline).
-func honoursDeadlines(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case *redis.Client:
-		o := c.Options()
-		return o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && o.WriteTimeout >= 0
-	case *redis.ClusterClient:
-		o := c.Options()
-		return o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && o.WriteTimeout >= 0
-	}
-	return false
+// storeError is the error of a call that Redis failed.
+type storeError struct {
+	op  string
+	err error
 }
+
+func (e *storeError) Error() string   { return "redisstore: " + e.op + ": " + e.err.Error() }
+func (e *storeError) Unwrap() []error { return []error{ErrUnavailable, e.err} }
 
 func capacityText(p core.Policy) string {
 	if p.Algorithm == core.AlgTokenBucket || p.Algorithm == core.AlgLeakyBucket {
@@ -447,11 +402,3 @@ func capacityText(p core.Policy) string {
 	}
 	return fmt.Sprintf("%v limit is %d per %v", p.Algorithm, p.Limit, p.Window)
 }
-
-// maxDirect is how many calls may be in flight on their callers' own
-// goroutines before further ones go through the batcher. With one, a
-// second concurrent caller always paid the batcher's hand-offs for a
-// pipeline of one: 2 callers measured 48 µs per decision against 27 µs with
-// four (BenchmarkRedis callers=2, benchstat n=5, p=0.008); 64 callers were
-// unchanged (17 and 16 µs), and 16 measured no different from 4.
-const maxDirect = 4

@@ -197,8 +197,8 @@ func TestServerClock(t *testing.T) {
 		lim := newLimiter(t, c, p)
 		_, err := lim.Allow(ctx, "k")
 		require.NoError(t, err)
-		require.Len(t, args, 8)
-		assert.Equal(t, []any{"", ""}, args[6:8], "ARGV[3] and ARGV[4] empty: the script reads TIME")
+		require.Len(t, args, 7) // evalsha sha 1 key now_us now_ns cost
+		assert.Equal(t, []any{"", ""}, args[4:6], "ARGV[1] and ARGV[2] empty: the script reads TIME")
 	})
 }
 
@@ -281,10 +281,40 @@ func TestNoScript(t *testing.T) {
 type recorder struct {
 	commands  atomic.Int64 // script calls sent, pipelined or not
 	roundTrip atomic.Int64 // single script calls and pipelines of them
+	cross     atomic.Int64 // script calls in the cross-slot form
+	refused   atomic.Int64 // script calls a cluster refused
 	onCmd     func(redis.Cmder)
 }
 
+// done counts what cmd was, once answered.
+func (r *recorder) done(cmd redis.Cmder) {
+	if !isScriptCall(cmd) {
+		return
+	}
+	if cmd.Args()[2] == 0 {
+		r.cross.Add(1)
+	}
+	if err := cmd.Err(); err != nil && isClusterRefusal(err) {
+		r.refused.Add(1)
+	}
+}
+
 func isScriptCall(cmd redis.Cmder) bool { return cmd.Name() == "evalsha" || cmd.Name() == "eval" }
+
+// scriptKeys returns the keys a script call decides: its KEYS, or the
+// first half of its ARGV but for the clock in the cross-slot form.
+func scriptKeys(cmd redis.Cmder) []string {
+	args := cmd.Args()
+	m := args[2].(int)
+	if m == 0 {
+		m = (len(args) - 5) / 2
+	}
+	var keys []string
+	for _, k := range args[3 : 3+m] {
+		keys = append(keys, k.(string))
+	}
+	return keys
+}
 
 func (r *recorder) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -301,7 +331,9 @@ func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if r.onCmd != nil {
 			r.onCmd(cmd)
 		}
-		return next(ctx, cmd)
+		err := next(ctx, cmd)
+		r.done(cmd)
+		return err
 	}
 }
 
@@ -318,33 +350,31 @@ func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		if isScriptCall(cmds[0]) {
 			r.roundTrip.Add(1)
 		}
-		return next(ctx, cmds)
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			r.done(cmd)
+		}
+		return err
 	}
 }
 
-// TestDirectSend: a lone call goes out on the caller's goroutine only
-// when the client bounds its sockets by the context's deadline; otherwise
-// the batcher's goroutine sends it and the caller waits with a timer.
-// ReadTimeout or WriteTimeout -2 switch socket deadlines off, the
-// context's included (TestSlowRedis shows the bound holding then).
-func TestDirectSend(t *testing.T) {
+// TestRoute: how a round trip groups its calls into script calls follows
+// the client's type, and nothing else about it (a client's options change
+// no path).
+func TestRoute(t *testing.T) {
 	p := core.TokenBucket(1, time.Second)
 	for _, tc := range []struct {
-		rdb    redis.UniversalClient
-		direct bool
+		rdb   redis.UniversalClient
+		route route
 	}{
-		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), true},
-		{redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), true},
-		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, ReadTimeout: -1, WriteTimeout: -1}), true},
-		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, ReadTimeout: -2}), false},
-		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, WriteTimeout: -2}), false},
-		{redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, ReadTimeout: -1}), true},
-		{redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, ReadTimeout: -2}), false},
-		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), false},
-		{redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), false},
+		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), routeOne},
+		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), routeOne},
+		{redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}}), routeOne},
+		{redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), routeCluster},
+		{redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), routePerKey},
 	} {
 		t.Cleanup(func() { _ = tc.rdb.Close() })
 		lim := newLimiter(t, tc.rdb, p)
-		assert.Equal(t, tc.direct, lim.direct, "%T", tc.rdb)
+		assert.Equal(t, tc.route, lim.b.route, "%T", tc.rdb)
 	}
 }

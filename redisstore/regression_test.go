@@ -119,11 +119,10 @@ func TestResetUndoneByAnInFlightDenial(t *testing.T) {
 	// setup returns a limiter with the deny cache whose client runs hook,
 	// on a frozen test clock, with the key "k" used up.
 	setup := func(t *testing.T, hook hookFunc) *Limiter {
-		rdb := newClient(t, addr) // ContextTimeoutEnabled: a lone call goes out on its caller's goroutine
+		rdb := newClient(t, addr)
 		rdb.AddHook(hook)
 		clock := coretest.NewClock(coretest.Epoch)
 		lim := newLimiter(t, rdb, p, withClock(clock.Now), WithTimeout(time.Minute))
-		require.True(t, lim.direct)
 		d, err := lim.Allow(ctx, "k")
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
@@ -218,8 +217,8 @@ func TestResetUndoneByAnInFlightDenial(t *testing.T) {
 // had answered (and counted) when the answer and the deadline were both
 // there when it looked, because select picks among ready cases at random.
 // The answer must win, every time. The call here has its answer ready and
-// its timer expired (or its context ended, or the limiter closed) before
-// await looks: each round was a coin toss before.
+// its timer expired (or its context ended) before await looks: each round
+// was a coin toss before.
 func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 	answered := func() *call {
 		c := getCall()
@@ -229,13 +228,15 @@ func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 		return c
 	}
 	check := func(t *testing.T, l *Limiter, ctx context.Context, c *call) {
-		err := l.await(ctx, "AllowN", c, time.Second)
+		err := l.await(ctx, "AllowN", c)
 		require.NoError(t, err, "the answer is there: it wins")
 		assert.Equal(t, core.Decision{Allowed: true, Remaining: 7}, c.res)
 		putCall(c)
 	}
+	// A batcher whose every call is overdue at once.
+	overdue := func() *Limiter { return &Limiter{b: &batcher{base: time.Now()}} }
 	t.Run("the timer fired", func(t *testing.T) {
-		l := &Limiter{b: &batcher{done: make(chan struct{})}}
+		l := overdue()
 		for range 100 {
 			c := answered()
 			c.timer.Reset(0) // expired when await receives from it
@@ -243,7 +244,7 @@ func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 		}
 	})
 	t.Run("the context ended", func(t *testing.T) {
-		l := &Limiter{b: &batcher{done: make(chan struct{})}}
+		l := overdue()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		for range 100 {
@@ -252,21 +253,13 @@ func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 			check(t, l, ctx, c)
 		}
 	})
-	t.Run("the limiter closed", func(t *testing.T) {
-		l := &Limiter{b: &batcher{done: make(chan struct{})}}
-		close(l.b.done)
-		for range 100 {
-			c := answered()
-			c.timer.Reset(time.Hour)
-			check(t, l, context.Background(), c)
-		}
-	})
 	t.Run("without an answer it is a timeout", func(t *testing.T) {
-		l := &Limiter{b: &batcher{done: make(chan struct{})}}
+		l := overdue()
 		c := getCall()
 		c.timer.Reset(0)
-		err := l.await(context.Background(), "AllowN", c, time.Second)
+		err := l.await(context.Background(), "AllowN", c)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorIs(t, err, ErrUnavailable)
 		assert.Equal(t, int32(callAbandoned), c.state.Load(), "not sent yet: the batcher skips it")
 	})
 }
@@ -284,8 +277,8 @@ func TestATimedOutCallMayHaveBeenCounted(t *testing.T) {
 	armed := make(chan struct{}, 1)
 	counted := make(chan struct{}) // Redis has answered the held call
 	gaveUp := make(chan struct{})  // its caller has returned
-	// go-redis's defaults: the batcher sends, the caller waits, so holding
-	// the reply back does not hold the caller.
+	// The batcher sends, the caller waits, so holding the reply back does
+	// not hold the caller.
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = rdb.Close() })
 	rdb.AddHook(hookFunc(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
@@ -302,7 +295,6 @@ func TestATimedOutCallMayHaveBeenCounted(t *testing.T) {
 	}))
 	clock := coretest.NewClock(coretest.Epoch)
 	lim := newLimiter(t, rdb, p, withClock(clock.Now), WithTimeout(time.Minute))
-	require.False(t, lim.direct)
 	d, err := lim.Peek(ctx, "k") // loads the script: the call below is one EVALSHA
 	require.NoError(t, err)
 	require.Equal(t, int64(10), d.Remaining)
@@ -316,6 +308,7 @@ func TestATimedOutCallMayHaveBeenCounted(t *testing.T) {
 	_, err = lim.Allow(callCtx, "k")
 	close(gaveUp)
 	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, ErrUnavailable, "the caller hung up: not a store failure")
 
 	d, err = lim.Peek(ctx, "k")
 	require.NoError(t, err)

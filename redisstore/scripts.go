@@ -18,6 +18,13 @@ import (
 // with tonumber on every call measured about a quarter of the script's
 // server time, and server time is what all app servers share.
 //
+// One script call decides a batch of calls (see batcher.go): it reads the
+// server's TIME once, then decides the calls in order, as many separate
+// calls at that instant would, several calls for one key included. It
+// reads each key at most once and writes each admitted key once, at the
+// end, so that every read comes before any write: a script stopped by an
+// error (a key another Cluster node serves) has changed nothing.
+//
 // Time. Lua numbers are doubles, exact for integers up to 2^53. An instant
 // is held as whole microseconds since the epoch (about 1.8e15, exact until
 // the year 2255) plus a nanosecond remainder; spans (ResetAfter, a bucket's
@@ -31,23 +38,44 @@ import (
 // write, where parsing decimal strings in Lua measured several times
 // slower).
 //
-// Arguments:
+// Two forms of each script share that body. The keyed form names the keys
+// the way Redis expects (KEYS), so that a cluster client routes it and
+// follows MOVED and ASK; Redis Cluster accepts it only when every key
+// hashes to one slot. The cross-slot form (Redis 7's allow-cross-slot-keys
+// flag) passes the keys as arguments, so that one call can decide keys of
+// many slots served by one Cluster node.
 //
-//	KEYS[1]  the state key
-//	ARGV[1]  n, the cost
-//	ARGV[2]  "1" to consume when admitted, "0" to only look (Peek)
-//	ARGV[3]  "" to read the server's TIME; else now in µs (tests only)
-//	ARGV[4]  now's nanosecond remainder (tests only)
+// Arguments of the keyed form, for m calls:
 //
-// Reply: an array {allowed, remaining, resetAfter, retryAfter, delay}, the
-// durations in ns.
+//	KEYS[i]     the state key of call i
+//	ARGV[1]     "" to read the server's TIME; else now in µs (tests only)
+//	ARGV[2]     now's nanosecond remainder (tests only)
+//	ARGV[2+i]   the cost of call i, to consume when admitted; 0 to only
+//	            look (Peek: cost 1, nothing consumed)
+//
+// The cross-slot form has no KEYS: ARGV[i] is the key of call i, and the
+// arguments above follow, m places further on.
+//
+// Reply: an array of 5m integers, for each call in order {allowed,
+// remaining, resetAfter, retryAfter, delay}, the durations in ns.
+const luaKeyed = `
+local keys, m, o = KEYS, #KEYS, 0
+`
+
+// luaCrossSlot heads the cross-slot form. The flag needs Redis 7.
+const luaCrossSlot = `#!lua flags=allow-cross-slot-keys
+local m = (#ARGV - 2) / 2
+local keys, o = ARGV, m
+`
+
+// luaPrelude reads now once for the batch.
 const luaPrelude = `
-local n = tonumber(ARGV[1])
-local now_us, now_r = tonumber(ARGV[3]), 0
-if now_us then now_r = tonumber(ARGV[4]) else
+local now_us, now_r = tonumber(ARGV[o + 1]), 0
+if now_us then now_r = tonumber(ARGV[o + 2]) else
   local t = redis.call('TIME')
   now_us = t[1] * 1000000 + t[2]
 end
+local out = {}
 `
 
 // luaSpan computes, for the policy's span (a fixed window or a sliding
@@ -74,28 +102,44 @@ while rem >= w do q, rem = q + 1, rem - w end
 // division's rounding error.
 const luaGCRA = luaPrelude + `
 local interval, tau, ttl, delays = %d, %d, '%d', %t
-local base = 0 -- max(tat, now) - now
-local tat = redis.call('GET', KEYS[1])
-if tat then
-  local us, r = struct.unpack('<dH', tat)
-  base = (us - now_us) * 1000 + r - now_r
-  if base < 0 then base = 0 end
+local tus, tr, dirty = {}, {}, {} -- per key: the TAT (false: none), and whether to write it
+for i = 1, m do
+  local k, n = keys[i], tonumber(ARGV[o + 2 + i])
+  local consume = n > 0
+  if not consume then n = 1 end
+  local us = tus[k]
+  if us == nil then
+    local v = redis.call('GET', k)
+    us = false
+    if v then us, tr[k] = struct.unpack('<dH', v) end
+    tus[k] = us
+  end
+  local base = 0 -- max(tat, now) - now
+  if us then
+    base = (us - now_us) * 1000 + tr[k] - now_r
+    if base < 0 then base = 0 end
+  end
+  local nxt = base + n * interval -- the new tat - now
+  local j = 5 * i
+  if nxt > tau then
+    local left = tau - base
+    if left < 0 then left = 0 end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, 0
+  elseif not consume then
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - base) / interval), base, 0, 0
+  else
+    local t = now_r + nxt
+    local carry = math.floor(t / 1000)
+    tus[k], tr[k], dirty[k] = now_us + carry, t - carry * 1000, true
+    local delay = 0
+    if delays then delay = base end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - nxt) / interval), nxt, 0, delay
+  end
 end
-local nxt = base + n * interval -- the new tat - now
-if nxt > tau then
-  local left = tau - base
-  if left < 0 then left = 0 end
-  return {0, math.floor(left / interval), base, nxt - tau, 0}
+for k in pairs(dirty) do
+  redis.call('SET', k, struct.pack('<dH', tus[k], tr[k]), 'PX', ttl)
 end
-if ARGV[2] ~= '1' then
-  return {1, math.floor((tau - base) / interval), base, 0, 0}
-end
-local t = now_r + nxt
-local carry = math.floor(t / 1000)
-redis.call('SET', KEYS[1], struct.pack('<dH', now_us + carry, t - carry * 1000), 'PX', ttl)
-local delay = 0
-if delays then delay = base end
-return {1, math.floor((tau - nxt) / interval), nxt, 0, delay}
+return out
 `
 
 // luaFixedWindow is core/fixedwindow.go: the window number and the count
@@ -103,30 +147,44 @@ return {1, math.floor((tau - nxt) / interval), nxt, 0, delay}
 // b, then Limit and the expiry in ms.
 const luaFixedWindow = luaPrelude + luaSpan + `
 local limit, ttl = %d, %d
-local count, back = 0, 0 -- back: windows the stored one is ahead of now's
-local v = redis.call('GET', KEYS[1])
-if v then
-  local stored, c = struct.unpack('<dI4', v)
-  if stored >= q then
+local win, cnt, px = {}, {}, {} -- per key: the stored window (false: none), its count, the expiry to write
+for i = 1, m do
+  local k, n = keys[i], tonumber(ARGV[o + 2 + i])
+  local consume = n > 0
+  if not consume then n = 1 end
+  local stored = win[k]
+  if stored == nil then
+    local v = redis.call('GET', k)
+    stored = false
+    if v then stored, cnt[k] = struct.unpack('<dI4', v) end
+    win[k] = stored
+  end
+  local count, back = 0, 0 -- back: windows the stored one is ahead of now's
+  if stored and stored >= q then
     -- A clock that stepped back stays in the stored window, so it cannot
     -- reopen a used-up window.
-    count, back = c, stored - q
+    count, back = cnt[k], stored - q
+  end
+  local untilEnd = (back + 1) * w - rem
+  local j = 5 * i
+  if count + n > limit then
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, limit - count, untilEnd, untilEnd, 0
+  elseif not consume then
+    if count == 0 then untilEnd = 0 end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count, untilEnd, 0, 0
+  else
+    -- The key lives until its window ends: longer than ttl only after the
+    -- clock stepped back.
+    local p = math.ceil(untilEnd / 1000000)
+    if p < ttl then p = ttl end
+    win[k], cnt[k], px[k] = q + back, count + n, p
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count - n, untilEnd, 0, 0
   end
 end
-local untilEnd = (back + 1) * w - rem
-if count + n > limit then
-  return {0, limit - count, untilEnd, untilEnd, 0}
+for k, p in pairs(px) do
+  redis.call('SET', k, struct.pack('<dI4', win[k], cnt[k]), 'PX', string.format('%%d', p))
 end
-if ARGV[2] ~= '1' then
-  if count == 0 then untilEnd = 0 end
-  return {1, limit - count, untilEnd, 0, 0}
-end
--- The key lives until its window ends: longer than ttl only after the
--- clock stepped back.
-local px = math.ceil(untilEnd / 1000000)
-if px < ttl then px = ttl end
-redis.call('SET', KEYS[1], struct.pack('<dI4', q + back, count + n), 'PX', string.format('%%d', px))
-return {1, limit - count - n, untilEnd, 0, 0}
+return out
 `
 
 // luaSlidingWindow is core/slidingwindow.go: the number of the newest
@@ -140,39 +198,20 @@ return {1, limit - count - n, untilEnd, 0, 0}
 const luaSlidingWindow = luaPrelude + luaSpan + `
 local buckets, limit, cap2, ttl, fmt = %d, %d, %d, %d, '%s'
 local ring = buckets + 1
-local c, head = nil, 0 -- c[1]: the newest bucket; c[2 + b %% ring]: bucket b's count
-local v = redis.call('GET', KEYS[1])
-if v then
-  c = {struct.unpack(fmt, v)}
-  head = c[1]
-end
--- q is now's bucket. A clock that stepped back counts in the newest bucket
--- seen, so it cannot revive buckets that already dropped out.
-local top = q
-if head > top then top = head end
-if not v or top - head >= ring then
-  c = {top}
-  for i = 2, ring + 1 do c[i] = 0 end
-else
-  for bk = head + 1, top do c[2 + bk %% ring] = 0 end
-  c[1] = top
-end
-local all = 0
-for i = 2, ring + 1 do all = all + c[i] end
-local trailing = all - c[2 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
 
 -- ns from now until, with no further traffic, cost m is admitted and at
--- least want unit requests remain after it: after(0, limit) is core's
--- slidingState.untilFull (ResetAfter), after(n, n) its untilAdmits
--- (RetryAfter). Buckets only drop out at bucket boundaries.
-local function after(m, want)
+-- least want unit requests remain after it: after(c, ..., 0, limit) is
+-- core's slidingState.untilFull (ResetAfter), after(c, ..., n, n) its
+-- untilAdmits (RetryAfter). Buckets only drop out at bucket boundaries.
+-- c[1] is the newest bucket top; c[2 + b %% ring] bucket b's count.
+local function after(c, top, trailing, all, cost, want)
   local tr, al = trailing, all
   for j = 0, ring do
     if j > 0 then
       al = al - c[2 + (top - buckets + j - 1) %% ring]
       if j < ring then tr = tr - c[2 + (top - buckets + j) %% ring] else tr = 0 end
     end
-    if tr + m <= limit and al + m <= cap2 and math.min(limit - tr - m, cap2 - al - m) + m >= want then
+    if tr + cost <= limit and al + cost <= cap2 and math.min(limit - tr - cost, cap2 - al - cost) + cost >= want then
       if j == 0 then return 0 end
       return (top + j - q) * w - rem
     end
@@ -180,81 +219,127 @@ local function after(m, want)
   return (top + ring - q) * w - rem
 end
 
-local left = math.min(limit - trailing, cap2 - all)
-if trailing + n > limit or all + n > cap2 then
-  if left < 0 then left = 0 end
-  return {0, left, after(0, limit), after(n, n), 0}
+local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write
+for i = 1, m do
+  local k, n = keys[i], tonumber(ARGV[o + 2 + i])
+  local consume = n > 0
+  if not consume then n = 1 end
+  local c = rings[k]
+  if c == nil then
+    local v = redis.call('GET', k)
+    c = false
+    if v then c = {struct.unpack(fmt, v)} end
+  end
+  -- q is now's bucket. A clock that stepped back counts in the newest
+  -- bucket seen, so it cannot revive buckets that already dropped out.
+  local top = q
+  if c and c[1] > top then top = c[1] end
+  if not c or top - c[1] >= ring then
+    c = {top}
+    for x = 2, ring + 1 do c[x] = 0 end
+  else
+    for bk = c[1] + 1, top do c[2 + bk %% ring] = 0 end
+    c[1] = top
+  end
+  rings[k] = c
+  local all = 0
+  for x = 2, ring + 1 do all = all + c[x] end
+  local trailing = all - c[2 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
+
+  local left = math.min(limit - trailing, cap2 - all)
+  local j = 5 * i
+  if trailing + n > limit or all + n > cap2 then
+    if left < 0 then left = 0 end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), 0
+  else
+    if consume then
+      local x = 2 + top %% ring
+      c[x] = c[x] + n
+      trailing, all, left = trailing + n, all + n, left - n
+      -- The key lives until its newest bucket drops out: longer than ttl
+      -- only after the clock stepped back.
+      local p = math.ceil(((top + ring - q) * w - rem) / 1000000)
+      if p < ttl then p = ttl end
+      px[k] = p
+    end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, left, after(c, top, trailing, all, 0, limit), 0, 0
+  end
 end
-if ARGV[2] == '1' then
-  local i = 2 + top %% ring
-  c[i] = c[i] + n
-  trailing, all, left = trailing + n, all + n, left - n
-  -- The key lives until its newest bucket drops out: longer than ttl only
-  -- after the clock stepped back.
-  local px = math.ceil(((top + ring - q) * w - rem) / 1000000)
-  if px < ttl then px = ttl end
-  redis.call('SET', KEYS[1], struct.pack(fmt, unpack(c, 1, ring + 1)), 'PX', string.format('%%d', px))
+for k, p in pairs(px) do
+  redis.call('SET', k, struct.pack(fmt, unpack(rings[k], 1, ring + 1)), 'PX', string.format('%%d', p))
 end
-return {1, left, after(0, limit), 0, 0}
+return out
 `
 
 // maxSpan is the longest Recovery time (and Window) the scripts compute
 // exactly: 2^52 ns, about 52 days.
 const maxSpan = time.Duration(1) << 52
 
-// script is the Lua script of one policy.
+// script is one form of a policy's Lua script.
 type script struct {
 	lua *redis.Script
 	sha any    // lua.Hash(), boxed once so that calls do not box it
 	src string // for EVAL when the server lacks the script
 }
 
-// newScript returns the script of policy p, whose keys expire ttl after
+func newScriptForm(src string) script {
+	lua := redis.NewScript(src)
+	return script{lua: lua, sha: lua.Hash(), src: src}
+}
+
+// scripts are the two forms of one policy's script.
+type scripts struct {
+	keyed, cross script
+}
+
+// newScripts returns the scripts of policy p, whose keys expire ttl after
 // each write.
-func newScript(p core.Policy, ttl time.Duration) (script, error) {
+func newScripts(p core.Policy, ttl time.Duration) (scripts, error) {
 	if rec := p.Recovery(); rec > maxSpan || p.Window > maxSpan {
-		return script{}, fmt.Errorf("redisstore: %v: window %v or recovery time %v exceeds %v, the longest the scripts compute exactly in Lua's float64 numbers", p.Algorithm, p.Window, rec, maxSpan)
+		return scripts{}, fmt.Errorf("redisstore: %v: window %v or recovery time %v exceeds %v, the longest the scripts compute exactly in Lua's float64 numbers", p.Algorithm, p.Window, rec, maxSpan)
 	}
 	ttlMs := int64((ttl + time.Millisecond - 1) / time.Millisecond)
-	var src string
+	var body string
 	switch p.Algorithm {
 	case core.AlgTokenBucket, core.AlgLeakyBucket:
 		interval := int64(p.Interval())
 		delays := p.Algorithm == core.AlgLeakyBucket && !p.Meter
-		src = fmt.Sprintf(luaGCRA, interval, p.Burst*interval, ttlMs, delays)
+		body = fmt.Sprintf(luaGCRA, interval, p.Burst*interval, ttlMs, delays)
 	case core.AlgFixedWindow:
 		w := int64(p.Window)
-		src = fmt.Sprintf(luaFixedWindow, w/1000, w%1000, p.Limit, ttlMs)
+		body = fmt.Sprintf(luaFixedWindow, w/1000, w%1000, p.Limit, ttlMs)
 	case core.AlgSlidingWindow:
 		w := int64(p.Interval())
 		// core.MaxBuckets bounds the ring, which the script unpacks onto
 		// Lua's stack (8000 values): TestMaxBucketsFitLua.
-		src = fmt.Sprintf(luaSlidingWindow, w/1000, w%1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs,
+		body = fmt.Sprintf(luaSlidingWindow, w/1000, w%1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs,
 			"<d"+strings.Repeat("I4", int(p.Buckets+1)))
 	default:
-		return script{}, fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
+		return scripts{}, fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
 	}
-	lua := redis.NewScript(src)
-	return script{lua: lua, sha: lua.Hash(), src: src}, nil
+	return scripts{keyed: newScriptForm(luaKeyed + body), cross: newScriptForm(luaCrossSlot + body)}, nil
 }
 
-// parseReply reads a script's reply into d.
-func parseReply(v any, d *core.Decision) error {
+// parseReplies reads a script's reply into the Decisions of its calls.
+func parseReplies(v any, calls []*call) error {
 	f, ok := v.([]any)
-	if !ok || len(f) != 5 {
-		return fmt.Errorf("redisstore: unexpected script reply %v", v)
+	if !ok || len(f) != 5*len(calls) {
+		return fmt.Errorf("redisstore: unexpected script reply of %d values for %d calls", len(f), len(calls))
 	}
-	var x [5]int64
-	for i, e := range f {
-		if x[i], ok = e.(int64); !ok {
-			return fmt.Errorf("redisstore: unexpected script reply %v", v)
+	for i, c := range calls {
+		var x [5]int64
+		for j := range x {
+			if x[j], ok = f[5*i+j].(int64); !ok {
+				return fmt.Errorf("redisstore: unexpected script reply %v", f[5*i:5*i+5])
+			}
 		}
+		d := &c.res
+		d.Allowed = x[0] == 1
+		d.Remaining = x[1]
+		d.ResetAfter = time.Duration(max(x[2], 0))
+		d.RetryAfter = time.Duration(max(x[3], 0))
+		d.Delay = time.Duration(max(x[4], 0))
 	}
-	d.Allowed = x[0] == 1
-	d.Remaining = x[1]
-	d.ResetAfter = time.Duration(max(x[2], 0))
-	d.RetryAfter = time.Duration(max(x[3], 0))
-	d.Delay = time.Duration(max(x[4], 0))
 	return nil
 }
 

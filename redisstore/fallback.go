@@ -43,8 +43,9 @@ type fallbackConfig struct {
 // WithFallback, a Redis failure is returned as an error, which an adapter
 // answers by its failure policy (open or closed). With it:
 //
-//   - A call that Redis fails (an error, or no answer within WithTimeout)
-//     is decided by the fallback, and counted there even if Redis had
+//   - A call that Redis fails (its error would wrap ErrUnavailable: an
+//     error reply, a broken connection, no answer within WithTimeout) is
+//     decided by the fallback, and counted there even if Redis had
 //     counted it too (see "Timeouts and errors" in the package docs).
 //     BreakerFailures consecutive failures open the breaker: Redis is then
 //     not called, and the fallback decides every call at once.
@@ -57,9 +58,9 @@ type fallbackConfig struct {
 //     core.ErrCostExceedsCapacity for a cost above p's capacity): adapters
 //     serve it like any decision, and their error hooks do not see the
 //     Redis error. Count Source in a decision hook, or use OnBreakerChange.
-//   - A call whose context has ended (the caller's cancellation, or its own
-//     deadline before WithTimeout's) is not a Redis failure: it returns its
-//     error, undecided, and the breaker does not count it.
+//   - A call whose context ends first (the caller's cancellation, or its
+//     own deadline before WithTimeout's) is not a Redis failure: it returns
+//     its error, undecided, and the breaker does not count it.
 //   - Peek is answered the same way. Reset also forgets the key in the
 //     fallback; while the breaker is open it returns an error wrapping
 //     ErrBreakerOpen, because the key in Redis was not reset. A denial in
@@ -245,7 +246,7 @@ func (f *fallback) allowN(ctx context.Context, key string, n int64) (core.Decisi
 		return f.local("AllowN", key, n)
 	}
 	d, err := l.allowN(ctx, key, n)
-	if f.br.done(ctx, t, d.Source, err) {
+	if f.br.done(t, d.Source, err) {
 		return f.local("AllowN", key, n)
 	}
 	return d, err
@@ -281,7 +282,7 @@ func (f *fallback) peek(ctx context.Context, key string) (core.Decision, error) 
 		return f.local("Peek", key, 0)
 	}
 	d, err := f.l.peek(ctx, key)
-	if f.br.done(ctx, t, core.SourceStore, err) {
+	if f.br.done(t, core.SourceStore, err) {
 		return f.local("Peek", key, 0)
 	}
 	return d, err
@@ -304,7 +305,7 @@ func (f *fallback) reset(ctx context.Context, key string) error {
 		return fmt.Errorf("redisstore: Reset: %w", ErrBreakerOpen)
 	}
 	err := f.l.reset(ctx, key)
-	f.br.done(ctx, t, core.SourceStore, err)
+	f.br.done(t, core.SourceStore, err)
 	return err
 }
 
@@ -402,15 +403,15 @@ func (b *breaker) admit() (ticket, bool) {
 }
 
 // done records the outcome of a call admit let through: err and src as
-// the call returned them, ctx its context. It reports whether Redis failed
-// the call, which the fallback then decides.
-func (b *breaker) done(ctx context.Context, t ticket, src core.Source, err error) (failed bool) {
+// the call returned them. It reports whether Redis failed the call (err
+// wraps ErrUnavailable), which the fallback then decides.
+func (b *breaker) done(t ticket, src core.Source, err error) (failed bool) {
 	switch {
 	case err == nil && src == core.SourceDenyCache,
-		err != nil && (ctx.Err() != nil || errors.Is(err, core.ErrClosed)):
+		err != nil && !errors.Is(err, ErrUnavailable):
 		// Nothing learnt about Redis: not asked (the deny cache took a
-		// denial just cached by another call), or the caller (or Close)
-		// ended the call.
+		// denial just cached by another call), or the caller (its
+		// context) or Close ended the call.
 		if t.probe {
 			b.mu.Lock()
 			if b.word.Load() == t.word {

@@ -545,6 +545,7 @@ func TestBreaker(t *testing.T) {
 		assert.Zero(t, s.calls.n.Load(), "an ended context sends nothing")
 		// Ending while Redis is being asked.
 		hold := make(chan struct{})
+		t.Cleanup(func() { close(hold) }) // before the limiter's Close
 		s.calls.hold.Store(&hold)
 		for range 5 {
 			short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
@@ -560,6 +561,7 @@ func TestBreaker(t *testing.T) {
 		s := newBreakerSetup(t, p)
 		s.open(t)
 		hold := make(chan struct{})
+		t.Cleanup(func() { close(hold) }) // before the limiter's Close
 		s.calls.hold.Store(&hold)
 		s.clock.Advance(breakerTestInterval)
 		short, cancel := context.WithTimeout(ctx, 5*time.Millisecond)

@@ -238,8 +238,10 @@ func (f *fallback) allowN(ctx context.Context, key string, n int64) (core.Decisi
 		d := core.Decision{Limit: l.policy.Limit, Policy: l.policy, Source: core.SourceFallback}
 		return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(l.policy), ErrBreakerOpen)
 	}
-	if d, ok := f.cached(key, n); ok {
-		return d, nil
+	if f.br.state() != BreakerClosed {
+		if d, ok := f.cached(key, n); ok {
+			return d, nil
+		}
 	}
 	t, ok := f.br.admit()
 	if !ok {
@@ -252,10 +254,10 @@ func (f *fallback) allowN(ctx context.Context, key string, n int64) (core.Decisi
 	return d, err
 }
 
-// cached answers a unit-cost call from the deny cache, as allowN would:
-// in every state of the breaker, since a denial Redis gave stands, and
-// before the breaker is asked, so that it never takes a cached denial for
-// an answer from Redis (nor a probe for one).
+// cached answers a unit-cost call from the deny cache, as allowN would,
+// while the breaker is not closed: a denial Redis gave stands, and a probe
+// should be a call that asks Redis. (While it is closed, allowN looks the
+// key up itself, and done ignores the answers marked SourceDenyCache.)
 func (f *fallback) cached(key string, n int64) (core.Decision, bool) {
 	l := f.l
 	if l.deny == nil || n != 1 {

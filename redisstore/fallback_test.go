@@ -578,7 +578,7 @@ func TestBreaker(t *testing.T) {
 		assert.Equal(t, []string{"closed->open (error)", "open->half-open", "half-open->closed"}, s.changes.path())
 	})
 
-	t.Run("the deny cache answers its denials in every state, and never as a probe", func(t *testing.T) {
+	t.Run("the deny cache answers its denials while open, and never as a probe", func(t *testing.T) {
 		s := newBreakerSetup(t, core.TokenBucket(1, time.Hour))
 		d, err := s.lim.Allow(ctx, "denied")
 		require.NoError(t, err)
@@ -593,7 +593,7 @@ func TestBreaker(t *testing.T) {
 			d, err = s.lim.Allow(ctx, "denied")
 			require.NoError(t, err)
 			assert.False(t, d.Allowed)
-			assert.NotEqual(t, core.SourceFallback, d.Source, "the deny cache's")
+			assert.Equal(t, core.SourceDenyCache, d.Source)
 			assert.Equal(t, time.Hour-breakerTestInterval, d.RetryAfter, "Redis's denial, from the cache")
 		}
 		assert.Equal(t, sent, s.calls.n.Load())
@@ -602,6 +602,27 @@ func TestBreaker(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.Equal(t, sent+1, s.calls.n.Load())
+	})
+
+	t.Run("a denial from the deny cache neither fails nor starts the count again", func(t *testing.T) {
+		s := newBreakerSetup(t, core.TokenBucket(1, time.Hour))
+		for range 2 { // admitted, then denied for an hour: cached
+			_, err := s.lim.Allow(ctx, "denied")
+			require.NoError(t, err)
+		}
+		s.calls.fail.Store(true)
+		sent := s.calls.n.Load()
+		for i := range 3 {
+			require.Equal(t, BreakerClosed, s.lim.BreakerState(), "after %d failures", i)
+			d, err := s.lim.Allow(ctx, "denied")
+			require.NoError(t, err)
+			assert.Equal(t, core.SourceDenyCache, d.Source)
+			d, err = s.lim.Allow(ctx, "k")
+			require.NoError(t, err)
+			assert.Equal(t, core.SourceFallback, d.Source)
+		}
+		assert.Equal(t, BreakerOpen, s.lim.BreakerState())
+		assert.Equal(t, sent+3, s.calls.n.Load())
 	})
 
 	t.Run("the hook may call the Limiter", func(t *testing.T) {

@@ -1,58 +1,20 @@
+// The root module: core, keyfunc, nethttp, and the test kits core/coretest
+// and nethttp/adaptertest. It requires nothing but the standard library, so
+// that a net/http program's `go list -m all` shows no module of ours but
+// this one. Everything that needs a third-party module (chimw, ginmw,
+// echomw, redisstore, examples, benchmarks) is a module of its own.
+//
+// Keep this file without a require, tests included: `go mod tidy` in a
+// program that imports core or nethttp also loads their tests, so a module
+// imported by one of our tests would land in that program's go.mod. The
+// tests here use internal/testkit (stand-ins for testify, goleak and rapid)
+// instead. `go mod tidy` here must leave this file as it is; .ci/run checks
+// that (scripts/check-modules.sh), and that a throwaway consumer's
+// `go list -m all` lists this module only (scripts/consumer-proof.sh).
+//
+// go 1.25: the tests use testing/synctest.Test and nethttp/adaptertest uses
+// sync.WaitGroup.Go, both new in Go 1.25. (core, keyfunc and nethttp alone
+// need 1.23, for http.Request.Pattern.)
 module github.com/go-ratelimit/ratelimit
 
 go 1.25
-
-require (
-	github.com/gin-gonic/gin v1.11.0
-	github.com/go-chi/chi/v5 v5.2.3
-	github.com/labstack/echo/v4 v4.15.1
-	github.com/redis/go-redis/v9 v9.22.0
-	github.com/stretchr/testify v1.11.1
-	go.uber.org/goleak v1.3.0
-	pgregory.net/rapid v1.2.0
-)
-
-require (
-	github.com/bytedance/sonic v1.14.0 // indirect
-	github.com/bytedance/sonic/loader v0.3.0 // indirect
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/cloudwego/base64x v0.1.6 // indirect
-	github.com/davecgh/go-spew v1.1.1 // indirect
-	github.com/gabriel-vasile/mimetype v1.4.8 // indirect
-	github.com/gin-contrib/sse v1.1.0 // indirect
-	github.com/go-playground/locales v0.14.1 // indirect
-	github.com/go-playground/universal-translator v0.18.1 // indirect
-	github.com/go-playground/validator/v10 v10.27.0 // indirect
-	github.com/goccy/go-json v0.10.2 // indirect
-	github.com/goccy/go-yaml v1.18.0 // indirect
-	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
-	github.com/kr/text v0.2.0 // indirect
-	github.com/labstack/gommon v0.4.2 // indirect
-	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/mattn/go-colorable v0.1.14 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
-	github.com/modern-go/concurrent v0.0.0-20180228061459-e0a39a4cb421 // indirect
-	github.com/modern-go/reflect2 v1.0.2 // indirect
-	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
-	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/quic-go/qpack v0.5.1 // indirect
-	github.com/quic-go/quic-go v0.54.0 // indirect
-	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect
-	github.com/ugorji/go/codec v1.3.0 // indirect
-	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fasttemplate v1.2.2 // indirect
-	go.uber.org/atomic v1.11.0 // indirect
-	go.uber.org/mock v0.5.0 // indirect
-	golang.org/x/arch v0.20.0 // indirect
-	golang.org/x/crypto v0.46.0 // indirect
-	golang.org/x/mod v0.30.0 // indirect
-	golang.org/x/net v0.48.0 // indirect
-	golang.org/x/sync v0.19.0 // indirect
-	golang.org/x/sys v0.39.0 // indirect
-	golang.org/x/text v0.32.0 // indirect
-	golang.org/x/time v0.14.0 // indirect
-	golang.org/x/tools v0.39.0 // indirect
-	google.golang.org/protobuf v1.36.9 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
-)

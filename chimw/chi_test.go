@@ -142,7 +142,7 @@ func TestRouteKeys(t *testing.T) {
 		assert.Equal(t, []string{"/api/users/{id}"}, keys)
 		require.Len(t, seen, 2)
 		assert.Same(t, seen[0], seen[1], "the handler gets the request chi gave the limit")
-		assert.Equal(t, []string{"/users/{id}"}, patterns, "chi's own Pattern, local to the sub-router")
+		assert.Equal(t, []string{"/api/users/{id}"}, patterns, "chi's own Pattern: the full pattern since chi v5.3.0")
 	})
 }
 

@@ -10,10 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
-	"pgregory.net/rapid"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/goleak"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/rapid"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"

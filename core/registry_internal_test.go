@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 )
 
 var epoch = time.Date(2027, time.January, 15, 0, 0, 0, 0, time.UTC)

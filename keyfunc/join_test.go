@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
 
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )

@@ -3,7 +3,7 @@ package nethttp_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/goleak"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind (a

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
 
 	"github.com/go-ratelimit/ratelimit/core"
 )

@@ -221,13 +221,10 @@ func newFallback(l *Limiter, c *fallbackConfig, now func() time.Time) (*fallback
 // in-memory limiter when it fails or the breaker is open.
 func (f *fallback) allowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	l := f.l
-	if n <= 0 || l.closed.Load() {
-		return l.allowN(ctx, key, n) // the error, without Redis
-	}
-	if err := ctx.Err(); err != nil {
-		// The caller is gone: nothing to decide, nothing learnt about
-		// Redis. (Redis would not have been called either.)
-		return core.Decision{}, fmt.Errorf("redisstore: AllowN: %w", err)
+	if n <= 0 || l.closed.Load() || ctx.Err() != nil {
+		// The error as without a fallback (an ended context sends
+		// nothing), and nothing for the breaker to learn.
+		return l.allowN(ctx, key, n)
 	}
 	if n > l.policy.Capacity() {
 		// A denial whatever the state. Redis, when it is asked, tells
@@ -273,11 +270,8 @@ func (f *fallback) cached(key string, n int64) (core.Decision, bool) {
 
 // peek is Peek with a fallback.
 func (f *fallback) peek(ctx context.Context, key string) (core.Decision, error) {
-	if f.l.closed.Load() {
-		return f.l.peek(ctx, key) // the error
-	}
-	if err := ctx.Err(); err != nil {
-		return core.Decision{}, fmt.Errorf("redisstore: Peek: %w", err)
+	if f.l.closed.Load() || ctx.Err() != nil {
+		return f.l.peek(ctx, key) // the error, without Redis
 	}
 	t, ok := f.br.admit()
 	if !ok {
@@ -293,11 +287,8 @@ func (f *fallback) peek(ctx context.Context, key string) (core.Decision, error) 
 // reset is Reset with a fallback: the key is forgotten in the fallback
 // too, whatever Redis does.
 func (f *fallback) reset(ctx context.Context, key string) error {
-	if f.l.closed.Load() {
-		return f.l.reset(ctx, key) // the error
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstore: Reset: %w", err)
+	if f.l.closed.Load() || ctx.Err() != nil {
+		return f.l.reset(ctx, key) // the error, without Redis
 	}
 	if err := f.mem.Reset(ctx, key); err != nil {
 		return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile

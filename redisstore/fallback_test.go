@@ -536,8 +536,10 @@ func TestBreaker(t *testing.T) {
 		ended, cancel := context.WithCancel(ctx)
 		cancel()
 		for range 5 {
-			_, err := s.lim.Allow(ended, "k")
+			d, err := s.lim.Allow(ended, "k")
 			assert.ErrorIs(t, err, context.Canceled)
+			assert.NotErrorIs(t, err, ErrUnavailable)
+			assert.Equal(t, core.Decision{Limit: p.Limit, Policy: p}, d, "undecided, as without a fallback")
 			_, err = s.lim.Peek(ended, "k")
 			assert.ErrorIs(t, err, context.Canceled)
 			assert.ErrorIs(t, s.lim.Reset(ended, "k"), context.Canceled)

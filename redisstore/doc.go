@@ -210,9 +210,24 @@
 // that out, trading the retry for an error.
 //
 // The adapters apply the failure policy (nethttp fails open by default, or
-// closed with WithFailClosed) and never send the error text to a client.
+// closed with WithFailClosed) and never send the error text to a client;
+// with WithFallback, a local limiter decides instead (see "Fallback").
 // A cost above the policy's capacity is a denial with
 // core.ErrCostExceedsCapacity, not a store failure.
+//
+// # Fallback
+//
+// WithFallback keeps limiting while Redis is unavailable: a call Redis
+// fails is decided by an in-memory limiter of this process with a policy
+// of its own (typically the shared limit divided by the number of app
+// servers), and after BreakerFailures consecutive failures (default 5) a
+// circuit breaker stops calling Redis, so that no call waits for the
+// timeout, until a probe (one call every BreakerProbeInterval, default 1s)
+// is answered. Fallback decisions carry core.SourceFallback and a nil
+// error; OnBreakerChange reports each change of the breaker with its
+// cause. Redis's state resumes when the breaker closes; what only the
+// fallback counted is not written back. While the breaker is open, n app
+// servers admit up to n times the fallback policy in all.
 //
 // # Performance
 //

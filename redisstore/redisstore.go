@@ -28,6 +28,7 @@ type Limiter struct {
 	b       *batcher
 	closed  atomic.Bool
 	once    sync.Once
+	fb      *fallback // nil without WithFallback
 }
 
 var _ core.Limiter = (*Limiter)(nil)
@@ -55,6 +56,7 @@ type config struct {
 	maxFlights int
 	clock      func() time.Time // tests: fixes the scripts' now
 	localNow   func() time.Time // tests: the deny cache's clock alone
+	fallback   *fallbackConfig  // nil without WithFallback
 }
 
 // WithPrefix sets the first part of every Redis key the limiter writes
@@ -148,6 +150,11 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		base := time.Now()
 		l.local = func() int64 { return int64(time.Since(base)) } // monotonic
 	}
+	if c.fallback != nil {
+		if l.fb, err = newFallback(l, c.fallback, c.clock); err != nil {
+			return nil, err
+		}
+	}
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
@@ -172,6 +179,14 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // carries the policy's Limit and nothing else. See "Timeouts and errors"
 // in the package docs for when a call that returned an error was counted.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+	if l.fb != nil {
+		return l.fb.allowN(ctx, key, n) // see fallback.go
+	}
+	return l.allowN(ctx, key, n)
+}
+
+// allowN is AllowN without a fallback.
+func (l *Limiter) allowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	switch {
 	case l.closed.Load():
 		return core.Decision{}, fmt.Errorf("redisstore: AllowN: %w", core.ErrClosed)
@@ -223,6 +238,14 @@ func (l *Limiter) cachedDenial(e denyEntry, now int64) core.Decision {
 // consuming anything or writing to Redis. It always asks Redis. Its errors
 // are AllowN's.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
+	if l.fb != nil {
+		return l.fb.peek(ctx, key)
+	}
+	return l.peek(ctx, key)
+}
+
+// peek is Peek without a fallback.
+func (l *Limiter) peek(ctx context.Context, key string) (core.Decision, error) {
 	if l.closed.Load() {
 		return core.Decision{}, fmt.Errorf("redisstore: Peek: %w", core.ErrClosed)
 	}
@@ -236,6 +259,14 @@ func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 // a denial they hold until its RetryAfter passes. A Reset that returns an
 // error may or may not have deleted the key; its errors are AllowN's.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if l.fb != nil {
+		return l.fb.reset(ctx, key)
+	}
+	return l.reset(ctx, key)
+}
+
+// reset is Reset without a fallback.
+func (l *Limiter) reset(ctx context.Context, key string) error {
 	if l.closed.Load() {
 		return fmt.Errorf("redisstore: Reset: %w", core.ErrClosed)
 	}
@@ -264,14 +295,17 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // Policy returns the policy the limiter enforces.
 func (l *Limiter) Policy() core.Policy { return l.policy }
 
-// Close stops the limiter's goroutines, once the calls already made have
-// their answers (or their round trips failed). Calls after the first do
-// nothing; afterwards AllowN, Peek and Reset return core.ErrClosed. It does
-// not close the Redis client.
+// Close stops the limiter's goroutines, and the fallback's (WithFallback),
+// once the calls already made have their answers (or their round trips
+// failed). Calls after the first do nothing; afterwards AllowN, Peek and
+// Reset return core.ErrClosed. It does not close the Redis client.
 func (l *Limiter) Close() error {
 	l.once.Do(func() {
 		l.closed.Store(true)
 		l.b.close()
+		if l.fb != nil {
+			l.fb.close()
+		}
 	})
 	return nil
 }

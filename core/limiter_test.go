@@ -277,3 +277,31 @@ func TestHugeLimitsAndWindows(t *testing.T) {
 		assert.True(t, d.Allowed)
 	})
 }
+
+// TestSlidingWindowAdmitsAClientAtExactlyLimitPerWindow is defect 1 of the
+// review: when Buckets did not divide Limit, the second bound (then
+// Limit + Limit/Buckets, rounded down) denied a client sending steadily at
+// exactly Limit per Window, e.g. 10 of 60 requests for 5 per minute.
+func TestSlidingWindowAdmitsAClientAtExactlyLimitPerWindow(t *testing.T) {
+	for _, tc := range []struct {
+		p     core.Policy
+		every time.Duration
+	}{
+		{core.SlidingWindow(5, time.Minute), 12 * time.Second},
+		{core.SlidingWindow(5, time.Second), 200 * time.Millisecond},
+		{core.SlidingWindow(15, 1500*time.Millisecond), 100 * time.Millisecond},
+	} {
+		for phase := time.Duration(0); phase < tc.p.Interval(); phase += tc.p.Interval() / 7 {
+			clock := coretest.NewClock(coretest.Epoch.Add(phase))
+			lim, err := core.New(tc.p, core.WithClock(clock.Now))
+			require.NoError(t, err)
+			for i := range 60 {
+				d, err := lim.Allow(context.Background(), "k")
+				require.NoError(t, err)
+				require.True(t, d.Allowed, "%v, phase %v: request %d denied", tc.p, phase, i)
+				clock.Advance(tc.every)
+			}
+			require.NoError(t, lim.Close())
+		}
+	}
+}

@@ -92,8 +92,11 @@ const (
 	// defaultMaxBatch bounds the calls one script call decides: about a
 	// millisecond of Redis time, for which the server serves nobody else.
 	defaultMaxBatch = 512
-	// defaultMaxFlights is how many round trips may be in flight at once.
-	defaultMaxFlights = 4
+	// defaultMaxFlights is how many round trips may be in flight at once:
+	// with one, two callers take turns; with more than two, 64 callers'
+	// batches get smaller and their decisions slower (BenchmarkRedis,
+	// benchmarks/README.md).
+	defaultMaxFlights = 2
 	// catchUpRounds bounds how often a call that is overdue yields to the
 	// goroutines ahead of it, while each round shows this process behind
 	// by more than catchUpLag.

@@ -167,7 +167,7 @@
 // timeout (the requests ahead of it are stuck). A call waiting its turn
 // behind requests that Redis answers waits for them, however busy this
 // process is: the queue moves at the pace Redis answers, which is the
-// backpressure, and at most four requests are in flight per Limiter. Before
+// backpressure, and at most two requests are in flight per Limiter. Before
 // it concludes that Redis did not answer, a call lets this process run
 // what was ready before it, so that an answer that came in time but was
 // not read yet still wins. So a call returns about the timeout after Redis

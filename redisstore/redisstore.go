@@ -114,7 +114,7 @@ func WithDenyCacheSize(n int) Option {
 // contact Redis: a Redis that is down shows as errors from the calls. It
 // returns an error naming the field when p is invalid, when p's Recovery
 // time exceeds 2^52 ns (about 52 days; see "Clock"), or when an option is
-// invalid. It starts goroutines as calls come, four at most, that send
+// invalid. It starts goroutines as calls come, two at most, that send
 // them to Redis; call Close to stop them. Closing the limiter does not
 // close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {

@@ -70,6 +70,13 @@ type batcher struct {
 
 	base     time.Time    // monotonic origin of the ns below
 	progress atomic.Int64 // when a round trip was last sent or answered
+
+	// On a Cluster (routeCluster), a batcher per node once the cluster
+	// client knows the slots (routed), so that each node's calls go
+	// together and wait for that node alone.
+	routed  atomic.Bool
+	nodesMu sync.Mutex
+	nodes   map[*redis.Client]*batcher // route routeNode
 }
 
 // route says how the calls of one round trip are grouped into script calls.
@@ -79,12 +86,17 @@ const (
 	// routeOne: one server (a *redis.Client: a single node, or the primary
 	// of a Sentinel failover client). All calls in one script call.
 	routeOne route = iota
-	// routeCluster: a *redis.ClusterClient. One script call per node,
-	// in the cross-slot form when it decides several keys.
+	// routeCluster: a *redis.ClusterClient. Once the client knows the
+	// slots, submit hands each call to its node's batcher (routeNode);
+	// until then, one script call per node, in a cluster pipeline.
 	routeCluster
 	// routePerKey: any other client (a Ring shards keys by its own hash,
 	// which this package cannot see). One script call per key.
 	routePerKey
+	// routeNode: the calls of one Cluster node, sent through the cluster
+	// client: one script call, in the cross-slot form when it decides
+	// several keys.
+	routeNode
 )
 
 // Defaults of the batcher, measured in benchmarks/README.md.
@@ -118,6 +130,7 @@ type call struct {
 	now    int64  // tests: the script's now in ns, when hasNow
 	hasNow bool
 
+	b      *batcher // the batcher it was submitted to
 	state  atomic.Int32
 	sentAt atomic.Int64 // the batcher's clock when it was sent
 	res    core.Decision
@@ -163,7 +176,19 @@ func (c *call) answered() bool {
 }
 
 func newBatcher(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBatch, maxFlights int, testClock bool) *batcher {
-	b := &batcher{
+	b := newQueue(rdb, s, timeout, maxBatch, maxFlights, testClock)
+	switch c := rdb.(type) {
+	case *redis.Client:
+		b.route = routeOne
+	case *redis.ClusterClient:
+		b.route, b.cluster = routeCluster, c
+	}
+	return b
+}
+
+// newQueue returns a batcher of route routePerKey.
+func newQueue(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBatch, maxFlights int, testClock bool) *batcher {
+	return &batcher{
 		rdb:        rdb,
 		scripts:    s,
 		timeout:    timeout,
@@ -173,13 +198,22 @@ func newBatcher(rdb redis.UniversalClient, s scripts, timeout time.Duration, max
 		base:       time.Now(),
 		route:      routePerKey,
 	}
-	switch c := rdb.(type) {
-	case *redis.Client:
-		b.route = routeOne
-	case *redis.ClusterClient:
-		b.route, b.cluster = routeCluster, c
+}
+
+// node returns the batcher of a Cluster node, made on first use.
+func (b *batcher) node(n *redis.Client) *batcher {
+	b.nodesMu.Lock()
+	defer b.nodesMu.Unlock()
+	nb := b.nodes[n]
+	if nb == nil {
+		nb = newQueue(b.rdb, b.scripts, b.timeout, b.maxBatch, b.maxFlights, b.testClock)
+		nb.route, nb.cluster = routeNode, b.cluster
+		if b.nodes == nil {
+			b.nodes = make(map[*redis.Client]*batcher)
+		}
+		b.nodes[n] = nb
 	}
-	return b
+	return nb
 }
 
 func (b *batcher) nanotime() int64 { return int64(time.Since(b.base)) }
@@ -193,6 +227,13 @@ type worker struct {
 // maxFlights round trips are in flight, else to the queue. It returns
 // false when the batcher is closed.
 func (b *batcher) submit(c *call) bool {
+	if b.route == routeCluster && b.routed.Load() && !b.noCross.Load() {
+		// The slots are known, so this needs no round trip.
+		if n, err := b.cluster.MasterForKey(context.Background(), c.key); err == nil {
+			return b.node(n).submit(c)
+		}
+	}
+	c.b = b
 	b.mu.Lock()
 	switch {
 	case b.closed:
@@ -407,6 +448,12 @@ func (b *batcher) close() {
 	b.idle = nil
 	b.mu.Unlock()
 	b.wg.Wait()
+	b.nodesMu.Lock()
+	nodes := b.nodes
+	b.nodesMu.Unlock()
+	for _, nb := range nodes {
+		nb.close()
+	}
 }
 
 // group is one command of a round trip: a script call deciding calls, or
@@ -476,6 +523,8 @@ func (b *batcher) group(ctx context.Context, calls []*call) []*group {
 	switch {
 	case b.route == routeOne:
 		return append(groups, &group{calls: decisions})
+	case b.route == routeNode && !b.noCross.Load():
+		return append(groups, &group{calls: decisions, cross: distinctKeys(decisions) > 1})
 	case b.route == routeCluster && !b.noCross.Load():
 		byNode := make(map[*redis.Client]*group)
 		var order []*group
@@ -483,6 +532,8 @@ func (b *batcher) group(ctx context.Context, calls []*call) []*group {
 			node, err := b.cluster.MasterForKey(ctx, c.key)
 			if err != nil {
 				node = nil // the cluster client reports the error on the call
+			} else {
+				b.routed.Store(true) // from now on submit routes by node
 			}
 			g := byNode[node]
 			if g == nil {
@@ -571,6 +622,16 @@ func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 // process sends the commands of groups: one alone, several as a pipeline
 // (which a cluster client splits by node and sends to each at once).
 func (b *batcher) process(ctx context.Context, groups []*group) {
+	if len(groups) == 1 || b.route == routeNode {
+		// One node: rather than a cluster pipeline, which sends from a
+		// goroutine per node that a busy process runs late, one command
+		// after the other (there is one but for a Reset, or after a
+		// refusal).
+		for _, g := range groups {
+			_ = b.rdb.Process(ctx, g.cmd)
+		}
+		return
+	}
 	if len(groups) == 1 {
 		_ = b.rdb.Process(ctx, groups[0].cmd)
 		return

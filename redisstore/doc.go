@@ -163,21 +163,24 @@
 // WithTimeout (default 50ms) is how long Redis may take to answer, not how
 // long a call may take: a call fails when the request carrying it has been
 // with Redis for the timeout without an answer, or, while the call waits
-// for its turn to be sent, when Redis has answered nothing for the
-// timeout (the requests ahead of it are stuck). A call waiting its turn
-// behind requests that Redis answers waits for them, however busy this
-// process is: the queue moves at the pace Redis answers, which is the
-// backpressure, and at most two requests are in flight per Limiter. Before
-// it concludes that Redis did not answer, a call lets this process run
-// what was ready before it, so that an answer that came in time but was
-// not read yet still wins. So a call returns about the timeout after Redis
-// stopped answering, plus this process's own delay in getting to it; a
-// stopped Redis shows as errors, and once it is back, decisions resume
+// for its turn to be sent, when Redis has answered nothing for the timeout
+// (the requests ahead of it are stuck). A call waiting its turn behind
+// requests that Redis answers waits for them, however busy this process
+// is: at most two requests are in flight per Limiter (per node on a
+// Cluster), the queue moves at the pace Redis answers, and that is the
+// backpressure on the callers. Before it concludes that Redis did not
+// answer, a call checks that this process reads its own network promptly,
+// and waits while it does not, so that an answer that came in time but
+// was not read yet still wins. So a call returns about the timeout after
+// Redis stopped answering, plus this process's own delay in getting to
+// it. A stopped Redis shows as errors; once it is back, decisions resume
 // with the same Limiter. The bound holds whatever the client's settings
 // (TestRedisDown, TestSlowRedis: behind a proxy that delays every reply by
-// seconds): the round trip runs on a goroutine of its own while the
+// seconds): the round trip runs on a goroutine of the Limiter while the
 // caller waits with its own timer. The context passed to a call bounds
-// the whole call, queueing included.
+// the whole call, queueing included. With these rules the default 50ms
+// holds under a load that saturates the machine (TestLoadManyClients;
+// figures in benchmarks/README.md).
 //
 // The errors, for an adapter's failure policy:
 //   - Redis failed (an error reply, a broken connection, no answer within
@@ -235,13 +238,13 @@
 // that arrive while requests are in flight are decided together by one
 // script call (one TIME and one Lua entry for all of them, each key read
 // and written once), in the order they arrived, as separate calls would
-// decide them. On a Cluster that is one script call per node, in a
-// pipeline that reaches the nodes at once; a node that does not serve
-// every key of its call (during resharding or a failover) refuses it
-// before changing anything, and those calls are then sent key by key,
-// following MOVED and ASK. A lone call costs a round trip, the script's
-// server time and a goroutine start. benchmarks/README.md has the figures,
-// against a bare EVALSHA and the other Go Redis limiters.
+// decide them. On a Cluster the calls queue per node, so a node's calls
+// go together and wait for that node alone; a node that does not serve
+// every key of a call (during resharding or a failover) refuses it before
+// changing anything, and those calls are then sent key by key, following
+// MOVED and ASK. A lone call costs a round trip, the script's server time
+// and a hand-off to a goroutine of the Limiter. benchmarks/README.md has
+// the figures, against a bare EVALSHA and the other Go Redis limiters.
 //
 // # Testing
 //

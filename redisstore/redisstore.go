@@ -364,17 +364,17 @@ func (l *Limiter) await(ctx context.Context, op string, c *call) error {
 		if c.answered() {
 			return nil
 		}
-		if d := l.b.untilOverdue(c); d > 0 {
+		if d := c.b.untilOverdue(c); d > 0 {
 			c.timer.Reset(d)
 			continue
 		}
-		if l.b.catchUp(ctx, c) {
+		if c.b.catchUp(ctx, c) {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return l.gaveUp(op, c, err)
 		}
-		if d := l.b.untilOverdue(c); d > 0 {
+		if d := c.b.untilOverdue(c); d > 0 {
 			c.timer.Reset(d)
 			continue
 		}

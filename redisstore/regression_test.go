@@ -222,6 +222,7 @@ func TestResetUndoneByAnInFlightDenial(t *testing.T) {
 func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 	answered := func() *call {
 		c := getCall()
+		c.b = &batcher{base: time.Now()}
 		c.state.Store(callSent)
 		c.res = core.Decision{Allowed: true, Remaining: 7}
 		c.done <- struct{}{}
@@ -256,6 +257,7 @@ func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 	t.Run("without an answer it is a timeout", func(t *testing.T) {
 		l := overdue()
 		c := getCall()
+		c.b = l.b
 		c.timer.Reset(0)
 		err := l.await(context.Background(), "AllowN", c)
 		require.ErrorIs(t, err, context.DeadlineExceeded)

@@ -12,13 +12,36 @@ import (
 )
 
 // RedisLib is one Redis-backed limiter as scenario 6 sees it. Every one
-// gets its own client built the same way (go-redis defaults, a pool of 10
-// connections per CPU, plus ContextTimeoutEnabled), against the same server.
+// gets its own client built the same way (see RedisClients), against the
+// same server.
 type RedisLib struct {
 	Name string
 	// Denies is false for the bare EVALSHA ceiling, which decides nothing.
 	Denies bool
 	New    func(rdb *redis.Client, l Limit) (Limiter, error)
+}
+
+// RedisClient is one way of building the go-redis client every library of
+// scenario 6 gets.
+type RedisClient struct {
+	Name string
+	New  func(addr string) *redis.Client
+}
+
+// RedisClients returns the client settings scenario 6 measures, the one
+// users get first: redis.NewClient(&redis.Options{Addr: addr}), as
+// go-redis's README builds it (ContextTimeoutEnabled false, a pool of 10
+// connections per CPU, 3 s socket timeouts); then the same with
+// ContextTimeoutEnabled, which makes go-redis apply a context's deadline
+// to its sockets (the peers' calls carry no deadline, so it changes
+// nothing for them).
+func RedisClients() []RedisClient {
+	return []RedisClient{
+		{Name: "default", New: func(addr string) *redis.Client { return redis.NewClient(&redis.Options{Addr: addr}) }},
+		{Name: "ctxtimeout", New: func(addr string) *redis.Client {
+			return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		}},
+	}
 }
 
 // RedisLibs returns the ceiling, ours (once it has landed) and the peers.

@@ -350,6 +350,7 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 // when the delay goes, the state Redis had resumes: what the fallback
 // counted is not written back.
 func TestFallbackWhenRedisIsSlow(t *testing.T) {
+	redistest.RequireTimingTests(t)
 	proxy := startProxy(t, redistest.Addr(t))
 	rdb := newClient(t, proxy.addr())
 	calls := &redisCalls{}

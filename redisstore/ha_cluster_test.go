@@ -71,6 +71,7 @@ func checkSlotOf(t *testing.T, addr string) {
 // ClusterStateReloadInterval, within go-redis's default 60s otherwise. Run
 // with -v for the figures; -short skips it.
 func TestClusterFailover(t *testing.T) {
+	redistest.RequireTimingTests(t)
 	skipIfShort(t)
 	const nodeTimeout = time.Second
 	c := redistest.ClusterWithReplicas(t, nodeTimeout)
@@ -135,6 +136,7 @@ func TestClusterFailover(t *testing.T) {
 // most its quota, exactly its quota when none of its calls failed, whether
 // its slot moved or not. Run with -v for the figures; -short skips it.
 func TestClusterResharding(t *testing.T) {
+	redistest.RequireTimingTests(t)
 	skipIfShort(t)
 	addrs := redistest.Cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -27,6 +27,7 @@ const haLag = 100 * time.Millisecond
 // than one extra quota, and that decisions resume once the replica is
 // promoted. Run with -v for the figures; -short skips it.
 func TestSentinelFailover(t *testing.T) {
+	redistest.RequireTimingTests(t)
 	skipIfShort(t)
 	t.Run("replica in sync", func(t *testing.T) { testSentinelFailover(t, 0) })
 	t.Run("replica 100ms behind", func(t *testing.T) { testSentinelFailover(t, haLag) })

@@ -87,6 +87,7 @@ func loadClients(t *testing.T) int {
 }
 
 func TestLoadManyClients(t *testing.T) {
+	redistest.RequireTimingTests(t)
 	addr := redistest.Addr(t)
 	runLoad(t, func(t *testing.T) redis.UniversalClient {
 		return redis.NewClient(&redis.Options{Addr: addr})
@@ -94,6 +95,7 @@ func TestLoadManyClients(t *testing.T) {
 }
 
 func TestLoadManyClientsCluster(t *testing.T) {
+	redistest.RequireTimingTests(t)
 	addrs := redistest.Cluster(t)
 	runLoad(t, func(t *testing.T) redis.UniversalClient {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})

@@ -281,3 +281,19 @@ func ping(addr string, timeout time.Duration) error {
 	}
 	return nil
 }
+
+// EnvTimingTests, set to "1", runs the tests that measure call durations
+// and exact counts under heavy load (Sentinel and Cluster failover,
+// resharding, the many-clients load scenario, the slow-Redis fallback).
+// They need a machine with no other load: beside the rest of the suite run
+// in parallel under the race detector, on 2 cores, their 50-250ms timeouts
+// measure CPU starvation rather than Redis.
+const EnvTimingTests = "RATELIMIT_TIMING_TESTS"
+
+// RequireTimingTests skips t unless RATELIMIT_TIMING_TESTS=1.
+func RequireTimingTests(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvTimingTests) != "1" {
+		t.Skipf("load and failover timing test: set %s=1 to run it (on an otherwise idle machine)", EnvTimingTests)
+	}
+}

@@ -81,6 +81,13 @@ var (
 	// Decision is a denial with RetryAfter 0, because waiting cannot help.
 	// Adapters must deny such a request, never treat it as a store failure.
 	ErrCostExceedsCapacity = errors.New("core: cost exceeds what the policy can ever admit")
+	// ErrAlgorithmMismatch: a policy given with a call (PolicyLimiter) uses
+	// another algorithm than the limiter's own policy. One limiter holds
+	// one kind of per-key state; use one limiter per algorithm.
+	ErrAlgorithmMismatch = errors.New("core: policy's algorithm differs from the limiter's")
+	// ErrInvalidUsage: PolicyLimiter.Set was given a usage below 0 or
+	// above the policy's capacity.
+	ErrInvalidUsage = errors.New("core: usage must be between 0 and the policy's capacity")
 	// ErrClosed: the limiter was closed.
 	ErrClosed = errors.New("core: limiter closed")
 )

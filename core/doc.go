@@ -41,6 +41,46 @@
 // when a flood fills the limiter, keys are evicted without ever handing
 // quota back (see WithMaxKeys).
 //
+// # Policies per call
+//
+// A MemoryLimiter (and the Redis store) is also a PolicyLimiter: AllowPolicy
+// decides a key under a policy given with the call, so that one limiter and
+// one set of keys serve every plan of an API, the policy looked up per
+// request (nethttp.WithPolicyFunc does it for HTTP):
+//
+//	free := core.TokenBucket(100, time.Hour).WithName("free")
+//	pro := core.TokenBucket(10_000, time.Hour).WithName("pro")
+//	lim := core.MustNew(free)
+//	d, err := lim.AllowPolicy(ctx, pro, apiKey, 1)
+//
+// Every policy given to one limiter uses the algorithm of the limiter's own
+// (ErrAlgorithmMismatch otherwise). A key has one state whatever the policy
+// it is decided under, and WithMaxKeys bounds the keys of all policies
+// together.
+//
+// When the policy a key is decided under changes (a key moved from free to
+// pro, or a plan's limit changed by a configuration reload while traffic
+// runs), the key keeps what it has used, counted in units of cost, and the
+// new policy applies from then on:
+//
+//   - token and leaky bucket: the tokens taken and not yet refilled (the
+//     requests still in the bucket) are kept exactly, fractions included,
+//     and refill (leave) at the new rate; a key that used 80 of free's 100
+//     has 9,920 of pro's 10,000, and one moved to a smaller Burst than it
+//     has used is denied until it is back under it;
+//   - fixed window: the count of the key's current window carries into the
+//     new policy's current window, and is gone when that window ends; a
+//     window of the old policy that has already ended carries nothing;
+//   - sliding window: with the same Window and Buckets the counts are kept
+//     bucket by bucket; otherwise everything the trailing window counts is
+//     carried into the new policy's current bucket, and so expires one new
+//     Window later (stricter, never more generous).
+//
+// A change never adds capacity beyond that. Get reads a key's usage (Used,
+// Remaining, ResetAfter) under a policy without consuming, and Set writes it
+// (grant credits, import state from another system), in the same units;
+// both convert as above.
+//
 // # What is promised
 //
 // For every algorithm and every store (this one and the Redis store): a

@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Limiter is the contract every store meets: the in-memory limiter of this
 // package and the Redis store alike, so that every HTTP adapter works with
@@ -24,4 +27,41 @@ type Limiter interface {
 	Reset(ctx context.Context, key string) error
 	// Policy returns the policy the limiter enforces.
 	Policy() Policy
+}
+
+// PolicyLimiter is a Limiter that also decides under a policy given with
+// each call, like Hammer's hit(key, scale, limit, increment): plans (free
+// 100/h, pro 10,000/h) served by one limiter and one set of keys, with the
+// policy looked up per request. The in-memory limiter and the Redis store
+// implement it. See "Policies per call" in the package documentation for
+// what a key's state means when the policy it is decided under changes.
+type PolicyLimiter interface {
+	Limiter
+	// AllowPolicy is AllowN under p instead of the limiter's own policy.
+	// p must be valid (else the error names the field) and use the
+	// limiter's algorithm (else ErrAlgorithmMismatch).
+	AllowPolicy(ctx context.Context, p Policy, key string, n int64) (Decision, error)
+	// Get reads key's usage under p without consuming anything or
+	// changing the key's state.
+	Get(ctx context.Context, p Policy, key string) (Usage, error)
+	// Set makes key's usage under p exactly used units now, 0 <= used <=
+	// p.Capacity() (else ErrInvalidUsage): a grant of credits, or state
+	// imported from another system. Set(ctx, p, key, 0) gives the key its
+	// full quota back.
+	Set(ctx context.Context, p Policy, key string, used int64) error
+}
+
+// Usage is a key's state under a policy, in units of cost, as Get reports
+// it.
+type Usage struct {
+	// Used is the cost counted against the key now: for the fixed window,
+	// what the current window admitted; for the sliding window, what the
+	// trailing window counts; for the token bucket, the tokens taken and
+	// not yet refilled; for the leaky bucket, the requests still in the
+	// bucket. Bucket usage is rounded up to whole units.
+	Used int64
+	// Remaining, ResetAfter and Policy are as in a Decision of Peek.
+	Remaining  int64
+	ResetAfter time.Duration
+	Policy     Policy
 }

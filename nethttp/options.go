@@ -27,6 +27,8 @@ type config struct {
 	style      HeaderStyle
 	resetUnix  bool
 	deny       func(http.ResponseWriter, *http.Request, core.Decision)
+	hooks      []func(Event)
+	policy     func(*http.Request, string) (core.Policy, error)
 }
 
 // nilFunc is the panic of an option given a nil function: a mistake in the

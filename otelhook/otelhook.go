@@ -1,0 +1,303 @@
+package otelhook
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// ScopeName is the instrumentation scope (the meter's name) of the
+// instruments, this package's import path as OpenTelemetry asks.
+const ScopeName = "github.com/go-ratelimit/ratelimit/otelhook"
+
+// The names of the instruments. There is no semantic convention for rate
+// limiting outside ASP.NET Core's own (aspnetcore.rate_limiting.*), so these
+// follow the general naming rules: a namespace, dot-separated lowercase
+// words, units in UCUM.
+const (
+	// RequestsName is a counter of requests, unit {request}, with the
+	// attributes PolicyKey, OutcomeKey and SourceKey.
+	RequestsName = "ratelimit.requests"
+	// StoreDurationName is a histogram of the limiter's call durations,
+	// unit s, with the attribute PolicyKey: one per request for which the
+	// limiter was called (Event.Latency > 0).
+	StoreDurationName = "ratelimit.store.duration"
+	// KeysName is an asynchronous up-down counter of the keys that the
+	// limiters given to WatchKeys hold, unit {key}, with the attribute
+	// PolicyKey. An up-down counter, not a gauge: the keys of several
+	// limiters or servers add up.
+	KeysName = "ratelimit.keys"
+	// FallbackActiveName is an asynchronous gauge, unit 1: 1 while a store
+	// is decided by its fallback (SetFallbackActive), 0 otherwise, with the
+	// attribute StoreKey.
+	FallbackActiveName = "ratelimit.fallback.active"
+)
+
+// The attribute keys. The request's key (Event.Key, an IP address or an API
+// key) is personal data and never an attribute.
+const (
+	// PolicyKey is the policy's name (core.Policy.Name, possibly ""), or
+	// the name given to WatchKeys.
+	PolicyKey = attribute.Key("ratelimit.policy")
+	// OutcomeKey is nethttp.Outcome.String(): "allowed", "denied", ...
+	OutcomeKey = attribute.Key("ratelimit.outcome")
+	// SourceKey is core.Source.String() of the decision: "store",
+	// "deny-cache" or "fallback" (the zero value, "store", when the
+	// limiter decided nothing: key and cost errors, failures).
+	SourceKey = attribute.Key("ratelimit.source")
+	// StoreKey is the name given to SetFallbackActive.
+	StoreKey = attribute.Key("ratelimit.store")
+)
+
+// DefaultDurationBoundaries are the bucket boundaries, in seconds, of the
+// ratelimit.store.duration histogram: 10 µs (an in-memory decision takes
+// far less) to 1 s (the Redis store's default timeout is 50 ms).
+var DefaultDurationBoundaries = []float64{
+	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+}
+
+const (
+	numOutcomes = int(nethttp.OutcomeCanceled) + 1
+	numSources  = int(core.SourceFallback) + 1
+	// maxCachedPolicies bounds the cache of attribute sets: policy names
+	// are meant to be few (a plan, a route), but a WithPolicyFunc that
+	// names policies per client must not grow memory without bound.
+	// Beyond it, sets are built per call (allocating).
+	maxCachedPolicies = 1000
+)
+
+// Metrics records the middleware's [nethttp.Event]s as OpenTelemetry
+// metrics. Create it with [New] and add [Metrics.Observe] to a middleware
+// with nethttp.WithHook. It is safe for simultaneous use by multiple
+// goroutines; one Metrics can serve any number of middlewares.
+type Metrics struct {
+	requests metric.Int64Counter
+	duration metric.Float64Histogram
+	keys     metric.Int64ObservableUpDownCounter
+	fallback metric.Int64ObservableGauge
+	reg      metric.Registration
+
+	// attrs maps a policy name to its precomputed options; copied on
+	// write under mu, read without a lock.
+	attrs atomic.Pointer[map[string]*policyAttrs]
+
+	mu       sync.Mutex
+	watched  map[string]watch
+	stores   map[string]storeState
+	closed   bool
+	closeErr error
+}
+
+// policyAttrs are the measurement options of one policy, built once so that
+// Observe allocates nothing for them.
+type policyAttrs struct {
+	add [numOutcomes][numSources][]metric.AddOption
+	rec []metric.RecordOption
+}
+
+type watch struct {
+	lim interface{ Len() int }
+	opt []metric.ObserveOption
+}
+
+type storeState struct {
+	active bool
+	opt    []metric.ObserveOption
+}
+
+// New creates the instruments on a meter of mp named [ScopeName]. A nil mp
+// means the global provider, otel.GetMeterProvider(), as it is when
+// measurements are made (it delegates to a provider set later with
+// otel.SetMeterProvider). It returns an error if an instrument cannot be
+// created or an option is invalid. Call [Metrics.Close] to stop observing
+// the watched limiters.
+func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
+	c := config{bounds: DefaultDurationBoundaries}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("otelhook: New: nil Option")
+		}
+		o.apply(&c)
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	meter := mp.Meter(ScopeName)
+	m := &Metrics{watched: map[string]watch{}, stores: map[string]storeState{}}
+	var errs [5]error
+	m.requests, errs[0] = meter.Int64Counter(RequestsName,
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Requests decided by the rate-limiting middleware, by policy, outcome and decision source."))
+	m.duration, errs[1] = meter.Float64Histogram(StoreDurationName,
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of the rate limiter's calls (the store's round trip), by policy."),
+		metric.WithExplicitBucketBoundaries(c.bounds...))
+	m.keys, errs[2] = meter.Int64ObservableUpDownCounter(KeysName,
+		metric.WithUnit("{key}"),
+		metric.WithDescription("Keys held by the watched in-memory rate limiters."))
+	m.fallback, errs[3] = meter.Int64ObservableGauge(FallbackActiveName,
+		metric.WithUnit("1"),
+		metric.WithDescription("1 while a rate-limit store is decided by its local fallback, 0 otherwise."))
+	if err := errors.Join(errs[:4]...); err != nil {
+		return nil, err
+	}
+	m.reg, errs[4] = meter.RegisterCallback(m.observe, m.keys, m.fallback)
+	if errs[4] != nil {
+		return nil, errs[4]
+	}
+	m.attrs.Store(&map[string]*policyAttrs{})
+	return m, nil
+}
+
+// Observe records ev: one to ratelimit.requests, and the limiter's latency
+// to ratelimit.store.duration when the limiter was called. Add it with
+// nethttp.WithHook(m.Observe). It takes the request's context for the
+// measurements (exemplars link them to its trace) and never the request's
+// key. For a known policy it allocates nothing of its own.
+func (m *Metrics) Observe(ev nethttp.Event) {
+	ctx := context.Background()
+	if ev.Request != nil {
+		ctx = ev.Request.Context()
+	}
+	pa := m.policy(ev.Decision.Policy.Name)
+	o, s := int(ev.Outcome), int(ev.Decision.Source)
+	if pa != nil && o < numOutcomes && s < numSources {
+		m.requests.Add(ctx, 1, pa.add[o][s]...)
+	} else {
+		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(ev.Decision.Policy.Name, ev.Outcome, ev.Decision.Source)))
+	}
+	if ev.Latency > 0 {
+		if pa != nil {
+			m.duration.Record(ctx, ev.Latency.Seconds(), pa.rec...)
+		} else {
+			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(ev.Decision.Policy.Name))))
+		}
+	}
+}
+
+// policy returns the options of the policy named name, building them on
+// first use; nil once maxCachedPolicies other names are cached.
+func (m *Metrics) policy(name string) *policyAttrs {
+	if pa, ok := (*m.attrs.Load())[name]; ok {
+		return pa
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.attrs.Load()
+	if pa, ok := old[name]; ok {
+		return pa
+	}
+	if len(old) >= maxCachedPolicies {
+		return nil
+	}
+	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(name)))}}
+	for o := range numOutcomes {
+		for s := range numSources {
+			set := requestSet(name, nethttp.Outcome(o), core.Source(s))
+			pa.add[o][s] = []metric.AddOption{metric.WithAttributeSet(set)}
+		}
+	}
+	next := make(map[string]*policyAttrs, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[name] = pa
+	m.attrs.Store(&next)
+	return pa
+}
+
+func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
+	return attribute.NewSet(PolicyKey.String(policy), OutcomeKey.String(o.String()), SourceKey.String(s.String()))
+}
+
+// WatchKeys reports lim.Len() as ratelimit.keys with the attribute
+// ratelimit.policy = name, at every collection: for a *core.MemoryLimiter,
+// the keys it holds. Usually name is lim.Policy().Name. A second call with
+// the same name replaces the limiter watched under it, and a nil lim stops
+// watching it.
+func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if lim == nil {
+		delete(m.watched, name)
+		return
+	}
+	m.watched[name] = watch{lim: lim, opt: []metric.ObserveOption{
+		metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(name))),
+	}}
+}
+
+// SetFallbackActive sets ratelimit.fallback.active for the store named
+// store (the attribute ratelimit.store): 1 while active, 0 otherwise. Call
+// it from redisstore's breaker hook, which decides by the fallback whenever
+// the breaker is not closed:
+//
+//	redisstore.OnBreakerChange(func(c redisstore.BreakerChange) {
+//		m.SetFallbackActive("redis", c.To != redisstore.BreakerClosed)
+//	})
+//
+// A store is reported from its first call on: call it with false at startup
+// for a series that starts at 0.
+func (m *Metrics) SetFallbackActive(store string, active bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, ok := m.stores[store]
+	if !ok {
+		st.opt = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(StoreKey.String(store)))}
+	}
+	st.active = active
+	m.stores[store] = st
+}
+
+// observe is the callback of the asynchronous instruments. It copies what
+// it reports under the lock and calls Len outside it.
+func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
+	m.mu.Lock()
+	watched := make([]watch, 0, len(m.watched))
+	for _, w := range m.watched {
+		watched = append(watched, w)
+	}
+	stores := make([]storeState, 0, len(m.stores))
+	for _, st := range m.stores {
+		stores = append(stores, st)
+	}
+	m.mu.Unlock()
+	for _, w := range watched {
+		obs.ObserveInt64(m.keys, int64(w.lim.Len()), w.opt...)
+	}
+	for _, st := range stores {
+		v := int64(0)
+		if st.active {
+			v = 1
+		}
+		obs.ObserveInt64(m.fallback, v, st.opt...)
+	}
+	return nil
+}
+
+// Close stops the asynchronous instruments' callback: ratelimit.keys and
+// ratelimit.fallback.active are no longer reported, and the watched
+// limiters are released. Observe still records. Calling Close again
+// returns the first call's result.
+func (m *Metrics) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.closed = true
+		m.closeErr = m.reg.Unregister()
+		clear(m.watched)
+	}
+	return m.closeErr
+}

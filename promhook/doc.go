@@ -28,7 +28,8 @@
 // failed-closed, key-error, cost-error or canceled. source is
 // core.Decision.Source's String: store (the store itself, and always the
 // in-memory limiter), deny-cache or fallback. Requests the limiter did not
-// decide (a key error, a store failure) have the zero source, store.
+// decide (a key error, a store failure) have the zero source, store, unless
+// the store said otherwise.
 //
 // Deny-cache hits, the denials redisstore repeated from its local cache
 // without a round trip to Redis, have no metric of their own: they are
@@ -38,11 +39,11 @@
 //
 // limiter_duration_seconds is Event.Latency, the time the limiter call took
 // (for redisstore a round trip to Redis, or the time until it failed or
-// timed out), observed for every request where the limiter was called:
-// never for a key error or a cost error. It includes the fast answers of
-// the deny cache and of the fallback; requests_total's source says how many
-// there were. The buckets (DefaultBuckets, or WithBuckets) run from 10µs to
-// 250ms.
+// timed out), observed for every request where the limiter was called: not
+// for a key error, a failed cost function or a failed policy lookup. It
+// includes the fast answers of the deny cache and of the fallback;
+// requests_total's source says how many there were. The buckets
+// (DefaultBuckets, or WithBuckets) run from 10µs to 250ms.
 //
 // memory_keys is read at every scrape from the limiters given to WatchKeys
 // (any value with a Len() int method: *core.MemoryLimiter, say), under the
@@ -64,8 +65,10 @@
 //
 // The policy label is core.Policy.Name, or, for a policy without a name, the
 // name the middleware gives it in the IETF RateLimit-Policy header, derived
-// from the policy alone ("tokenbucket-100-per-60s"); "" when no policy was
-// known (a key error under nethttp.WithPolicyFunc). Policy names come from
+// from the policy alone ("tokenbucket-100-per-60s"). It is "" when the
+// middleware knew no policy: for key-error and cost-error, which happen
+// before the limiter is asked, and when a nethttp.WithPolicyFunc lookup
+// failed. Policy names come from
 // the program, never from the request, so the number of series is bounded
 // by the number of policies the program uses: with WithPolicyFunc, that is
 // the number of distinct policies it returns (one per plan, say). A

@@ -86,7 +86,7 @@ type Metrics struct {
 // that Observe neither builds label values nor looks them up in the vectors.
 type series struct {
 	policy   string
-	latency  prometheus.Observer
+	latency  atomic.Pointer[prometheus.Observer] // nil until observed
 	counters [numOutcomes][numSources]atomic.Pointer[prometheus.Counter]
 }
 
@@ -141,7 +141,7 @@ func (m *Metrics) Observe(e nethttp.Event) {
 	s := m.seriesFor(e.Decision.Policy)
 	m.counter(s, e.Outcome, e.Decision.Source).Inc()
 	if limiterCalled(e) {
-		s.latency.Observe(e.Latency.Seconds())
+		m.observer(s).Observe(e.Latency.Seconds())
 	}
 }
 
@@ -169,7 +169,7 @@ func (m *Metrics) seriesFor(p core.Policy) *series {
 		return s
 	}
 	name := policyLabel(p)
-	s := &series{policy: name, latency: m.latency.WithLabelValues(name)}
+	s := &series{policy: name}
 	next := make(map[core.Policy]*series, len(old)+1)
 	maps.Copy(next, old)
 	next[p] = s
@@ -194,11 +194,23 @@ func (m *Metrics) counter(s *series, o nethttp.Outcome, src core.Source) prometh
 	return c
 }
 
+// observer returns the latency histogram of s's policy. It is created on
+// the first observation, so that a policy seen only in key errors has no
+// empty histogram.
+func (m *Metrics) observer(s *series) prometheus.Observer {
+	if o := s.latency.Load(); o != nil {
+		return *o
+	}
+	o := m.latency.WithLabelValues(s.policy)
+	s.latency.Store(&o)
+	return o
+}
+
 // policyLabel returns the policy label of p: p.Name when set, otherwise the
 // name the middleware gives p in the IETF RateLimit-Policy header, derived
 // from the policy alone, such as "tokenbucket-100-per-60s". It is "" for
-// the zero Policy (no policy was known, as for a key error under
-// nethttp.WithPolicyFunc).
+// the zero Policy: no policy was known (a key error, a cost error, a
+// failed WithPolicyFunc lookup).
 func policyLabel(p core.Policy) string {
 	switch {
 	case p.Name != "":

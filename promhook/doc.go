@@ -6,7 +6,7 @@
 //	prometheus.MustRegister(m) // or reg.MustRegister(m) on a registry of your own
 //
 //	lim := core.MustNew(core.TokenBucket(100, time.Minute).WithName("per-ip"))
-//	m.WatchKeys("per-ip", lim) // memory_keys{limiter="per-ip"}
+//	m.WatchKeys("per-ip", lim) // ratelimit_keys{limiter="per-ip"}
 //	mux.Handle("/", nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(app))
 //	mux.Handle("GET /metrics", promhttp.Handler())
 //
@@ -18,12 +18,12 @@
 //
 // With the default namespace "ratelimit" (WithNamespace changes it):
 //
-//	ratelimit_requests_total{policy, outcome, source}       counter
-//	ratelimit_limiter_duration_seconds{policy}               histogram
-//	ratelimit_memory_keys{limiter}                           gauge
-//	ratelimit_fallback_active{store}                         gauge
+//	ratelimit_requests_total{policy, outcome, source}   counter
+//	ratelimit_store_duration_seconds{policy}            histogram
+//	ratelimit_keys{limiter}                             gauge
+//	ratelimit_fallback_active{store}                    gauge
 //
-// requests_total counts every request the middleware did not skip. outcome
+// ratelimit_requests_total counts every request the middleware did not skip. outcome
 // is nethttp.Outcome's String: allowed, denied, dry-run, failed-open,
 // failed-closed, key-error, cost-error or canceled. source is
 // core.Decision.Source's String: store (the store itself, and always the
@@ -33,11 +33,12 @@
 //
 // Deny-cache hits, the denials redisstore repeated from its local cache
 // without a round trip to Redis, have no metric of their own: they are
-// requests_total{source="deny-cache"} (outcome denied, or dry-run). In PromQL:
+// ratelimit_requests_total{source="deny-cache"} (outcome denied, or
+// dry-run). In PromQL:
 //
 //	sum by (policy) (rate(ratelimit_requests_total{source="deny-cache"}[5m]))
 //
-// limiter_duration_seconds is Event.Latency, the time the limiter call took
+// ratelimit_store_duration_seconds is Event.Latency, the time the limiter call took
 // (for redisstore a round trip to Redis, or the time until it failed or
 // timed out), observed for every request where the limiter was called: not
 // for a key error, a failed cost function or a failed policy lookup. It
@@ -45,11 +46,11 @@
 // requests_total's source says how many there were. The buckets
 // (DefaultBuckets, or WithBuckets) run from 10µs to 250ms.
 //
-// memory_keys is read at every scrape from the limiters given to WatchKeys
-// (any value with a Len() int method: *core.MemoryLimiter, say), under the
-// name you give each.
+// ratelimit_keys is read at every scrape from the limiters given to
+// WatchKeys (any value with a Len() int method: *core.MemoryLimiter, say),
+// under the name you give each.
 //
-// fallback_active is 1 while a store's local fallback decides in its place,
+// ratelimit_fallback_active is 1 while a store's local fallback decides in its place,
 // 0 otherwise, as set by SetFallbackActive. promhook does not import
 // redisstore: call it from the breaker's hook, and once at startup so that
 // the series exists before the first change:
@@ -68,9 +69,9 @@
 // from the policy alone ("tokenbucket-100-per-60s"). It is "" when the
 // middleware knew no policy: for key-error and cost-error, which happen
 // before the limiter is asked, and when a nethttp.WithPolicyFunc lookup
-// failed. Policy names come from
-// the program, never from the request, so the number of series is bounded
-// by the number of policies the program uses: with WithPolicyFunc, that is
+// failed. Policy names come from the program, never from the request, so
+// the number of series is bounded by the number of policies the program
+// uses: with WithPolicyFunc, that is
 // the number of distinct policies it returns (one per plan, say). A
 // WithPolicyFunc that builds a policy per client (a limit read from a
 // database row) should name the policies after the plan, not the client, or

@@ -115,7 +115,7 @@ func New(opts ...Option) *Metrics {
 		}, []string{"policy", "outcome", "source"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: c.namespace,
-			Name:      "limiter_duration_seconds",
+			Name:      "store_duration_seconds",
 			Help:      "Time the limiter took to answer a request (the store's round trip), in seconds, by policy name.",
 			Buckets:   c.buckets,
 		}, []string{"policy"}),
@@ -124,7 +124,7 @@ func New(opts ...Option) *Metrics {
 			Name:      "fallback_active",
 			Help:      "1 while a store's local fallback decides in its place (circuit breaker open or half-open), 0 otherwise.",
 		}, []string{"store"}),
-		keysDesc: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "", "memory_keys"),
+		keysDesc: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "", "keys"),
 			"Keys held in memory by an in-memory limiter.", []string{"limiter"}, nil),
 		watched: make(map[string]KeyCounter),
 	}
@@ -133,7 +133,7 @@ func New(opts ...Option) *Metrics {
 }
 
 // Observe counts one request: pass it to nethttp.WithHook. It increments
-// requests_total for the request's policy, outcome and source and, when
+// ratelimit_requests_total for the request's policy, outcome and source and, when
 // the limiter was called, observes its latency. It never reads Event.Key or
 // the request. It allocates only the first time a policy, outcome and
 // source are seen together.
@@ -225,8 +225,9 @@ func policyLabel(p core.Policy) string {
 	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
 }
 
-// WatchKeys reports the number of keys lim holds as memory_keys{limiter=
-// name}, read at every scrape. Watching a name again replaces its limiter.
+// WatchKeys reports the number of keys lim holds, read at every scrape, as
+// ratelimit_keys{limiter=name} (with the default namespace). Watching a
+// name again replaces its limiter.
 // It panics on a nil lim. Use the policy's name for name, or any other
 // name the program chooses.
 func (m *Metrics) WatchKeys(name string, lim KeyCounter) {
@@ -246,7 +247,8 @@ func (m *Metrics) UnwatchKeys(name string) {
 	delete(m.watched, name)
 }
 
-// SetFallbackActive sets fallback_active{store} to 1 when active, else 0.
+// SetFallbackActive sets ratelimit_fallback_active{store} (with the default
+// namespace) to 1 when active, else 0.
 // Call it from redisstore's OnBreakerChange hook (see the package
 // documentation); store names the store in the label.
 func (m *Metrics) SetFallbackActive(store string, active bool) {

@@ -141,7 +141,7 @@ func TestObserveCountsEachPolicyOutcomeAndSource(t *testing.T) {
 		`outcome="cost-error",policy="per-api-key",source="store"`:    1,
 	}, counts(t, reg, "ratelimit_requests_total"))
 
-	n, sum := samples(t, reg, "ratelimit_limiter_duration_seconds")
+	n, sum := samples(t, reg, "ratelimit_store_duration_seconds")
 	assert.Equal(t, map[string]uint64{
 		`policy="per-ip"`:      13, // every decision, the fallback's 0 included
 		`policy="per-api-key"`: 4,  // dry-run, two failures, canceled; not the key and cost errors
@@ -162,7 +162,7 @@ func TestObserveLabelsUnnamedPoliciesAsTheMiddlewareNamesThem(t *testing.T) {
 		`outcome="denied",policy="slidingwindow-5-per-1.5s",source="store"`: 1,
 		`outcome="key-error",policy="",source="store"`:                      1,
 	}, counts(t, reg, "ratelimit_requests_total"))
-	n, _ := samples(t, reg, "ratelimit_limiter_duration_seconds")
+	n, _ := samples(t, reg, "ratelimit_store_duration_seconds")
 	assert.Equal(t, map[string]uint64{
 		`policy="tokenbucket-100-per-60s"`:  1,
 		`policy="slidingwindow-5-per-1.5s"`: 1,
@@ -178,7 +178,7 @@ func TestObserveSharesSeriesBetweenPoliciesOfOneName(t *testing.T) {
 
 	assert.Equal(t, map[string]float64{`outcome="allowed",policy="free",source="store"`: 2},
 		counts(t, reg, "ratelimit_requests_total"))
-	n, _ := samples(t, reg, "ratelimit_limiter_duration_seconds")
+	n, _ := samples(t, reg, "ratelimit_store_duration_seconds")
 	assert.Equal(t, map[string]uint64{`policy="free"`: 2}, n)
 }
 
@@ -205,10 +205,10 @@ func TestObserveNeverLabelsTheKey(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string][]string{
-		"ratelimit_requests_total":           {"outcome", "policy", "source"},
-		"ratelimit_limiter_duration_seconds": {"policy"},
-		"ratelimit_memory_keys":              {"limiter"},
-		"ratelimit_fallback_active":          {"store"},
+		"ratelimit_requests_total":         {"outcome", "policy", "source"},
+		"ratelimit_store_duration_seconds": {"policy"},
+		"ratelimit_keys":                   {"limiter"},
+		"ratelimit_fallback_active":        {"store"},
 	}, labels)
 }
 
@@ -255,7 +255,7 @@ func TestObserveConcurrently(t *testing.T) {
 		total += v
 	}
 	assert.Equal(t, float64(goroutines*each), total)
-	n, _ := samples(t, reg, "ratelimit_limiter_duration_seconds")
+	n, _ := samples(t, reg, "ratelimit_store_duration_seconds")
 	var observed uint64
 	for _, v := range n {
 		observed += v
@@ -271,7 +271,7 @@ func TestWatchKeysReadsTheLimiterAtEachScrape(t *testing.T) {
 	other := memory(t, perKey, core.WithClock(func() time.Time { return now }))
 
 	m.WatchKeys("per-ip", lim)
-	assert.Equal(t, map[string]float64{`limiter="per-ip"`: 0}, counts(t, reg, "ratelimit_memory_keys"))
+	assert.Equal(t, map[string]float64{`limiter="per-ip"`: 0}, counts(t, reg, "ratelimit_keys"))
 
 	ctx := t.Context()
 	for _, key := range []string{"a", "b", "c", "a"} {
@@ -282,17 +282,17 @@ func TestWatchKeysReadsTheLimiterAtEachScrape(t *testing.T) {
 	require.NoError(t, err)
 	m.WatchKeys("per-api-key", other)
 	assert.Equal(t, map[string]float64{`limiter="per-ip"`: 3, `limiter="per-api-key"`: 1},
-		counts(t, reg, "ratelimit_memory_keys"))
+		counts(t, reg, "ratelimit_keys"))
 
 	require.NoError(t, lim.Reset(ctx, "b"))
 	assert.Equal(t, map[string]float64{`limiter="per-ip"`: 2, `limiter="per-api-key"`: 1},
-		counts(t, reg, "ratelimit_memory_keys"))
+		counts(t, reg, "ratelimit_keys"))
 
 	// Watching a name again replaces the limiter; UnwatchKeys removes it.
 	m.WatchKeys("per-ip", other)
 	m.UnwatchKeys("per-api-key")
 	m.UnwatchKeys("never-watched")
-	assert.Equal(t, map[string]float64{`limiter="per-ip"`: 1}, counts(t, reg, "ratelimit_memory_keys"))
+	assert.Equal(t, map[string]float64{`limiter="per-ip"`: 1}, counts(t, reg, "ratelimit_keys"))
 
 	assert.PanicsWithValue(t, `promhook: WatchKeys("nil") got a nil limiter`, func() { m.WatchKeys("nil", nil) })
 }
@@ -321,9 +321,9 @@ func TestOptions(t *testing.T) {
 
 	assert.Equal(t, map[string]float64{`outcome="allowed",policy="per-ip",source="store"`: 2},
 		counts(t, reg, "myapp_requests_total"))
-	assert.Len(t, counts(t, reg, "myapp_memory_keys"), 1)
+	assert.Len(t, counts(t, reg, "myapp_keys"), 1)
 	assert.Len(t, counts(t, reg, "myapp_fallback_active"), 1)
-	h := series(t, reg, "myapp_limiter_duration_seconds")[`policy="per-ip"`].GetHistogram()
+	h := series(t, reg, "myapp_store_duration_seconds")[`policy="per-ip"`].GetHistogram()
 	require.Len(t, h.GetBucket(), 2)
 	assert.Equal(t, 0.001, h.GetBucket()[0].GetUpperBound())
 	assert.Equal(t, uint64(0), h.GetBucket()[0].GetCumulativeCount())

@@ -7,6 +7,7 @@
 // attribute and the global provider); the SDK (go.opentelemetry.io/otel/sdk/metric)
 // is required by the tests alone, which read the measurements with its
 // ManualReader; a program that imports otelhook does not build it.
+// testify v1.12.1, not the v1.11.1 of the other modules: the SDK requires it.
 //
 // Published go.mod: no replace here. It requires this repository's other
 // modules at the placeholder v0.0.0-00010101000000-000000000000, which the
@@ -19,8 +20,10 @@ go 1.25.0
 
 require (
 	github.com/go-ratelimit/ratelimit v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/metric v1.46.0
+	go.opentelemetry.io/otel/sdk/metric v1.46.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -28,6 +31,10 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel/sdk v1.46.0 // indirect
 	go.opentelemetry.io/otel/trace v1.46.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )

@@ -3,8 +3,13 @@ package otelhook
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -26,13 +31,14 @@ const (
 	// RequestsName is a counter of requests, unit {request}, with the
 	// attributes PolicyKey, OutcomeKey and SourceKey.
 	RequestsName = "ratelimit.requests"
-	// StoreDurationName is a histogram of the limiter's call durations,
-	// unit s, with the attribute PolicyKey: one per request for which the
-	// limiter was called (Event.Latency > 0).
+	// StoreDurationName is a histogram of the limiter's call durations
+	// (Event.Latency), unit s, with the attribute PolicyKey: one per
+	// request for which the limiter was called, never for a key or cost
+	// error.
 	StoreDurationName = "ratelimit.store.duration"
 	// KeysName is an asynchronous up-down counter of the keys that the
 	// limiters given to WatchKeys hold, unit {key}, with the attribute
-	// PolicyKey. An up-down counter, not a gauge: the keys of several
+	// LimiterKey. An up-down counter, not a gauge: the keys of several
 	// limiters or servers add up.
 	KeysName = "ratelimit.keys"
 	// FallbackActiveName is an asynchronous gauge, unit 1: 1 while a store
@@ -44,8 +50,10 @@ const (
 // The attribute keys. The request's key (Event.Key, an IP address or an API
 // key) is personal data and never an attribute.
 const (
-	// PolicyKey is the policy's name (core.Policy.Name, possibly ""), or
-	// the name given to WatchKeys.
+	// PolicyKey is the policy's name: core.Policy.Name, or for a policy
+	// without a name the one the middleware gives it in the IETF
+	// RateLimit-Policy header ("tokenbucket-100-per-60s"); "" when no
+	// policy was known (a key or cost error).
 	PolicyKey = attribute.Key("ratelimit.policy")
 	// OutcomeKey is nethttp.Outcome.String(): "allowed", "denied", ...
 	OutcomeKey = attribute.Key("ratelimit.outcome")
@@ -53,25 +61,29 @@ const (
 	// "deny-cache" or "fallback" (the zero value, "store", when the
 	// limiter decided nothing: key and cost errors, failures).
 	SourceKey = attribute.Key("ratelimit.source")
+	// LimiterKey is the name given to WatchKeys.
+	LimiterKey = attribute.Key("ratelimit.limiter")
 	// StoreKey is the name given to SetFallbackActive.
 	StoreKey = attribute.Key("ratelimit.store")
 )
 
 // DefaultDurationBoundaries are the bucket boundaries, in seconds, of the
-// ratelimit.store.duration histogram: 10 µs (an in-memory decision takes
-// far less) to 1 s (the Redis store's default timeout is 50 ms).
+// ratelimit.store.duration histogram, promhook's DefaultBuckets: 10 µs (an
+// in-memory decision takes well under a microsecond) to 250 ms (past
+// redisstore's default 50 ms timeout). OpenTelemetry's default boundaries
+// (0 to 10000) suit milliseconds, not seconds.
 var DefaultDurationBoundaries = []float64{
-	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
-	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+	.00001, .000025, .00005, .0001, .00025, .0005,
+	.001, .0025, .005, .01, .025, .05, .1, .25,
 }
 
 const (
 	numOutcomes = int(nethttp.OutcomeCanceled) + 1
 	numSources  = int(core.SourceFallback) + 1
-	// maxCachedPolicies bounds the cache of attribute sets: policy names
-	// are meant to be few (a plan, a route), but a WithPolicyFunc that
-	// names policies per client must not grow memory without bound.
-	// Beyond it, sets are built per call (allocating).
+	// maxCachedPolicies bounds the cache of attribute sets: policies are
+	// meant to be few (a plan, a route), but a WithPolicyFunc that builds
+	// policies per client must not grow memory without bound. Beyond it,
+	// sets are built per call (allocating).
 	maxCachedPolicies = 1000
 )
 
@@ -86,9 +98,9 @@ type Metrics struct {
 	fallback metric.Int64ObservableGauge
 	reg      metric.Registration
 
-	// attrs maps a policy name to its precomputed options; copied on
-	// write under mu, read without a lock.
-	attrs atomic.Pointer[map[string]*policyAttrs]
+	// attrs maps a policy to its precomputed options; copied on write
+	// under mu, read without a lock.
+	attrs atomic.Pointer[map[core.Policy]*policyAttrs]
 
 	mu       sync.Mutex
 	watched  map[string]watch
@@ -104,8 +116,14 @@ type policyAttrs struct {
 	rec []metric.RecordOption
 }
 
+// KeyCounter is what WatchKeys reads at every collection: the number of
+// keys a limiter holds. *core.MemoryLimiter implements it.
+type KeyCounter interface {
+	Len() int
+}
+
 type watch struct {
-	lim interface{ Len() int }
+	lim KeyCounter
 	opt []metric.ObserveOption
 }
 
@@ -157,51 +175,82 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if errs[4] != nil {
 		return nil, errs[4]
 	}
-	m.attrs.Store(&map[string]*policyAttrs{})
+	m.attrs.Store(&map[core.Policy]*policyAttrs{})
 	return m, nil
 }
 
 // Observe records ev: one to ratelimit.requests, and the limiter's latency
 // to ratelimit.store.duration when the limiter was called. Add it with
 // nethttp.WithHook(m.Observe). It takes the request's context for the
-// measurements (exemplars link them to its trace) and never the request's
-// key. For a known policy it allocates nothing of its own.
+// measurements (exemplars link them to its trace) and never reads the
+// request's key. For a policy seen before it allocates nothing of its own.
 func (m *Metrics) Observe(ev nethttp.Event) {
 	ctx := context.Background()
 	if ev.Request != nil {
 		ctx = ev.Request.Context()
 	}
-	pa := m.policy(ev.Decision.Policy.Name)
+	p := ev.Decision.Policy
+	pa := m.policy(p)
 	o, s := int(ev.Outcome), int(ev.Decision.Source)
 	if pa != nil && o < numOutcomes && s < numSources {
 		m.requests.Add(ctx, 1, pa.add[o][s]...)
 	} else {
-		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(ev.Decision.Policy.Name, ev.Outcome, ev.Decision.Source)))
+		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(policyLabel(p), ev.Outcome, ev.Decision.Source)))
 	}
-	if ev.Latency > 0 {
+	if limiterCalled(ev) {
 		if pa != nil {
 			m.duration.Record(ctx, ev.Latency.Seconds(), pa.rec...)
 		} else {
-			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(ev.Decision.Policy.Name))))
+			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(policyLabel(p)))))
 		}
 	}
 }
 
-// policy returns the options of the policy named name, building them on
-// first use; nil once maxCachedPolicies other names are cached.
-func (m *Metrics) policy(name string) *policyAttrs {
-	if pa, ok := (*m.attrs.Load())[name]; ok {
+// limiterCalled reports whether the limiter answered or failed to answer
+// ev's request: the outcomes only a decision gives, and any other with a
+// latency (a store that failed or timed out; Latency is 0 when the limiter
+// was not called). As promhook decides.
+func limiterCalled(ev nethttp.Event) bool {
+	switch ev.Outcome {
+	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
+		return true
+	}
+	return ev.Latency > 0
+}
+
+// policyLabel is the PolicyKey value of p: p.Name when set, otherwise the
+// name the middleware gives p in the IETF RateLimit-Policy header (derived
+// from the policy alone), and "" for the zero Policy. As promhook labels it.
+func policyLabel(p core.Policy) string {
+	switch {
+	case p.Name != "":
+		return p.Name
+	case p == core.Policy{}:
+		return ""
+	}
+	w := p.Window.String()
+	if p.Window > 0 && p.Window%time.Second == 0 {
+		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
+	}
+	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
+}
+
+// policy returns the options of p, building them on first use; nil once
+// maxCachedPolicies other policies are cached.
+func (m *Metrics) policy(p core.Policy) *policyAttrs {
+	if pa, ok := (*m.attrs.Load())[p]; ok {
 		return pa
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := *m.attrs.Load()
-	if pa, ok := old[name]; ok {
+	if pa, ok := old[p]; ok {
 		return pa
 	}
 	if len(old) >= maxCachedPolicies {
 		return nil
 	}
+	name := policyLabel(p)
 	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(name)))}}
 	for o := range numOutcomes {
 		for s := range numSources {
@@ -209,11 +258,9 @@ func (m *Metrics) policy(name string) *policyAttrs {
 			pa.add[o][s] = []metric.AddOption{metric.WithAttributeSet(set)}
 		}
 	}
-	next := make(map[string]*policyAttrs, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[name] = pa
+	next := make(map[core.Policy]*policyAttrs, len(old)+1)
+	maps.Copy(next, old)
+	next[p] = pa
 	m.attrs.Store(&next)
 	return pa
 }
@@ -223,20 +270,27 @@ func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
 }
 
 // WatchKeys reports lim.Len() as ratelimit.keys with the attribute
-// ratelimit.policy = name, at every collection: for a *core.MemoryLimiter,
-// the keys it holds. Usually name is lim.Policy().Name. A second call with
-// the same name replaces the limiter watched under it, and a nil lim stops
-// watching it.
-func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
+// ratelimit.limiter = name, at every collection: for a *core.MemoryLimiter,
+// the keys it holds. Use the policy's name for name, or any other name the
+// program chooses. Watching a name again replaces its limiter. It panics on
+// a nil lim.
+func (m *Metrics) WatchKeys(name string, lim KeyCounter) {
+	if lim == nil {
+		panic(fmt.Sprintf("otelhook: WatchKeys(%q) got a nil limiter", name))
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if lim == nil {
-		delete(m.watched, name)
-		return
-	}
 	m.watched[name] = watch{lim: lim, opt: []metric.ObserveOption{
-		metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(name))),
+		metric.WithAttributeSet(attribute.NewSet(LimiterKey.String(name))),
 	}}
+}
+
+// UnwatchKeys stops reporting the limiter watched as name (one that is
+// closed, say).
+func (m *Metrics) UnwatchKeys(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.watched, name)
 }
 
 // SetFallbackActive sets ratelimit.fallback.active for the store named

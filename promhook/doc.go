@@ -75,8 +75,9 @@
 // the number of distinct policies it returns (one per plan, say). A
 // WithPolicyFunc that builds a policy per client (a limit read from a
 // database row) should name the policies after the plan, not the client, or
-// every client becomes a series. Metrics keeps one small entry per distinct
-// policy it has seen, for the life of the process.
+// every client becomes a series. Metrics keeps one small entry per policy
+// name it has seen (per distinct policy for unnamed ones), for the life of
+// the process.
 //
 // The key (Event.Key: a client address, an API key) is personal data and is
 // never a label, and nothing from the request is read.

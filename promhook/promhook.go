@@ -74,12 +74,29 @@ type Metrics struct {
 	fallback *prometheus.GaugeVec
 	keysDesc *prometheus.Desc
 
-	// series maps each policy seen to its bound metrics. It is replaced,
+	// index holds the bound metrics of each policy seen. It is replaced,
 	// never modified, under mu, so that Observe reads it without a lock.
-	series atomic.Pointer[map[core.Policy]*series]
+	index atomic.Pointer[index]
 
 	mu      sync.Mutex
 	watched map[string]KeyCounter // under mu
+}
+
+// index finds the series of a policy: a named policy by its name, so that
+// policies of one name (a plan whose limits differ per client) share one
+// entry, and an unnamed one by its value, whose label is derived from it.
+type index struct {
+	named   map[string]*series
+	unnamed map[core.Policy]*series
+}
+
+func (x *index) get(p core.Policy) (*series, bool) {
+	if p.Name != "" {
+		s, ok := x.named[p.Name]
+		return s, ok
+	}
+	s, ok := x.unnamed[p]
+	return s, ok
 }
 
 // series holds the metrics of one policy, bound to its label values, so
@@ -128,7 +145,7 @@ func New(opts ...Option) *Metrics {
 			"Keys held in memory by an in-memory limiter.", []string{"limiter"}, nil),
 		watched: make(map[string]KeyCounter),
 	}
-	m.series.Store(&map[core.Policy]*series{})
+	m.index.Store(&index{})
 	return m
 }
 
@@ -159,21 +176,31 @@ func limiterCalled(e nethttp.Event) bool {
 
 // seriesFor returns the metrics of policy p, creating them the first time.
 func (m *Metrics) seriesFor(p core.Policy) *series {
-	if s, ok := (*m.series.Load())[p]; ok {
+	if s, ok := m.index.Load().get(p); ok {
 		return s
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	old := *m.series.Load()
-	if s, ok := old[p]; ok {
+	old := m.index.Load()
+	if s, ok := old.get(p); ok {
 		return s
 	}
-	name := policyLabel(p)
-	s := &series{policy: name}
-	next := make(map[core.Policy]*series, len(old)+1)
-	maps.Copy(next, old)
-	next[p] = s
-	m.series.Store(&next)
+	s := &series{policy: policyLabel(p)}
+	next := &index{named: old.named, unnamed: old.unnamed}
+	if p.Name != "" {
+		next.named = maps.Clone(old.named)
+		if next.named == nil {
+			next.named = map[string]*series{}
+		}
+		next.named[p.Name] = s
+	} else {
+		next.unnamed = maps.Clone(old.unnamed)
+		if next.unnamed == nil {
+			next.unnamed = map[core.Policy]*series{}
+		}
+		next.unnamed[p] = s
+	}
+	m.index.Store(next)
 	return s
 }
 

@@ -77,4 +77,10 @@ func ExampleNew() {
 	for _, l := range lines {
 		fmt.Println(l)
 	}
+	// Output:
+	// ratelimit.fallback.active {ratelimit.store=redis} = 0
+	// ratelimit.keys {ratelimit.limiter=per-ip} = 1
+	// ratelimit.requests {ratelimit.outcome=allowed,ratelimit.policy=per-ip,ratelimit.source=store} = 2
+	// ratelimit.requests {ratelimit.outcome=denied,ratelimit.policy=per-ip,ratelimit.source=store} = 1
+	// ratelimit.store.duration {ratelimit.policy=per-ip}: 3 calls
 }

@@ -2,6 +2,7 @@ package otelhook_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -541,6 +542,80 @@ func TestMiddleware(t *testing.T) {
 		assert.Equal(t, uint64(4), h4.DataPoints[0].Count, "one latency per limiter call, none for the key error")
 		assert.Equal(t, map[string]int64{"ratelimit.limiter=per-ip": 2}, int64Points(t, got, otelhook.KeysName))
 	})
+}
+
+// stubLimiter answers every call with its decision and error after a
+// millisecond, as a remote store with a fallback would.
+type stubLimiter struct {
+	d   core.Decision
+	err error
+}
+
+func (l stubLimiter) AllowN(context.Context, string, int64) (core.Decision, error) {
+	time.Sleep(time.Millisecond)
+	return l.d, l.err
+}
+func (l stubLimiter) Peek(context.Context, string) (core.Decision, error) { return l.d, l.err }
+func (l stubLimiter) Reset(context.Context, string) error                 { return l.err }
+func (l stubLimiter) Policy() core.Policy                                 { return l.d.Policy }
+
+func TestMiddlewareFailuresAndSources(t *testing.T) {
+	p := core.SlidingWindow(100, time.Minute).WithName("shared")
+	serve := func(h http.Handler) int {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = "192.0.2.1:1000"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+
+	t.Run("counts a store failure as failed-open or failed-closed with its latency", func(t *testing.T) {
+		m, reader := newMetrics(t)
+		down := stubLimiter{d: core.Decision{Limit: p.Limit, Policy: p}, err: errors.New("redis: connection refused")}
+		assert.Equal(t, 200, serve(nethttp.Middleware(down, nethttp.WithHook(m.Observe))(ok)))
+		assert.Equal(t, 503, serve(nethttp.Middleware(down, nethttp.WithHook(m.Observe), nethttp.WithFailClosed())(ok)))
+
+		got := collect(t, reader)
+		assert.Equal(t, map[string]int64{
+			"ratelimit.outcome=failed-open,ratelimit.policy=shared,ratelimit.source=store":   1,
+			"ratelimit.outcome=failed-closed,ratelimit.policy=shared,ratelimit.source=store": 1,
+		}, requests(t, got))
+		h := got[otelhook.StoreDurationName].Data.(metricdata.Histogram[float64])
+		require.Len(t, h.DataPoints, 1)
+		assert.Equal(t, uint64(2), h.DataPoints[0].Count)
+		assertAtLeast(t, 0.001, h.DataPoints[0].Min)
+	})
+
+	t.Run("counts a fallback's decisions under source fallback", func(t *testing.T) {
+		m, reader := newMetrics(t)
+		fb := stubLimiter{d: core.Decision{Allowed: true, Limit: p.Limit, Remaining: 7, Policy: p, Source: core.SourceFallback}}
+		assert.Equal(t, 200, serve(nethttp.Middleware(fb, nethttp.WithHook(m.Observe))(ok)))
+		assert.Equal(t, map[string]int64{
+			"ratelimit.outcome=allowed,ratelimit.policy=shared,ratelimit.source=fallback": 1,
+		}, requests(t, collect(t, reader)))
+	})
+
+	t.Run("counts denials served under WithDryRun as dry-run", func(t *testing.T) {
+		m, reader := newMetrics(t)
+		now := time.Unix(1_700_000_034, 0)
+		lim, err := core.New(core.FixedWindow(1, time.Minute).WithName("dry"), core.WithClock(func() time.Time { return now }))
+		require.NoError(t, err)
+		defer lim.Close()
+		h := nethttp.Middleware(lim, nethttp.WithHook(m.Observe), nethttp.WithDryRun())(ok)
+		assert.Equal(t, []int{200, 200, 200}, []int{serve(h), serve(h), serve(h)})
+		assert.Equal(t, map[string]int64{
+			"ratelimit.outcome=allowed,ratelimit.policy=dry,ratelimit.source=store": 1,
+			"ratelimit.outcome=dry-run,ratelimit.policy=dry,ratelimit.source=store": 2,
+		}, requests(t, collect(t, reader)))
+	})
+}
+
+func assertAtLeast(t *testing.T, least float64, e metricdata.Extrema[float64]) {
+	t.Helper()
+	v, ok := e.Value()
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, v, least)
 }
 
 func BenchmarkObserve(b *testing.B) {

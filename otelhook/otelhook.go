@@ -53,13 +53,13 @@ const (
 	// PolicyKey is the policy's name: core.Policy.Name, or for a policy
 	// without a name the one the middleware gives it in the IETF
 	// RateLimit-Policy header ("tokenbucket-100-per-60s"); "" when no
-	// policy was known (a key or cost error).
+	// policy was known (a key or cost error, a failed WithPolicyFunc).
 	PolicyKey = attribute.Key("ratelimit.policy")
 	// OutcomeKey is nethttp.Outcome.String(): "allowed", "denied", ...
 	OutcomeKey = attribute.Key("ratelimit.outcome")
 	// SourceKey is core.Source.String() of the decision: "store",
-	// "deny-cache" or "fallback" (the zero value, "store", when the
-	// limiter decided nothing: key and cost errors, failures).
+	// "deny-cache" or "fallback"; the zero value, "store", when the
+	// limiter was not asked (key and cost errors).
 	SourceKey = attribute.Key("ratelimit.source")
 	// LimiterKey is the name given to WatchKeys.
 	LimiterKey = attribute.Key("ratelimit.limiter")

@@ -183,10 +183,12 @@ func (rd *renderer) number(b []byte, n int64) ([]byte, value) {
 	return b, value{i: i, j: len(b)}
 }
 
-// write sets the header fields for d. deny says whether d is the denial the
-// request is answered with: the caller passes false for an admission and for
-// a dry-run denial, which is served, and so must neither tell the client to
-// come back later nor take the X-RateLimit-* fields from a tighter limit.
+// write sets the header fields for d, a decision of rd.policy (see
+// Engine.rendererFor; with HeadersNone, any renderer writes Retry-After).
+// deny says whether d is the denial the request is answered with: the
+// caller passes false for an admission and for a dry-run denial, which is
+// served, and so must neither tell the client to come back later nor take
+// the X-RateLimit-* fields from a tighter limit.
 func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 	retry := deny && d.RetryAfter > 0
 	if deny && !retry {
@@ -198,7 +200,6 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 	if !x && !ietf && !retry {
 		return
 	}
-	ours := d.Policy == rd.policy
 	var reset int64
 	if x {
 		reset = rd.resetValue(d.ResetAfter)
@@ -230,15 +231,10 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 		n++
 		b, retryV = rd.number(b, max(ceilSeconds(d.RetryAfter), 1))
 	}
-	item, name := rd.policyItem, rd.name
 	if ietf {
 		n += 2
-		if !ours {
-			name = sfString(policyName(d.Policy))
-			item = policyItem(name, d.Policy)
-		}
 		i := len(b)
-		b = append(b, name...)
+		b = append(b, rd.name...)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, d.Remaining, 10)
 		b = append(b, ";t="...)
@@ -266,7 +262,7 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 		put(keyRetryAfter, retryV.in(s))
 	}
 	if ietf {
-		put(keyPolicy, appendMember(h[keyPolicy], item))
+		put(keyPolicy, appendMember(h[keyPolicy], rd.policyItem))
 		put(keyRateLimit, appendMember(h[keyRateLimit], rateLimit.in(s)))
 	}
 }
@@ -396,8 +392,9 @@ func checkPolicyName(name string) error {
 }
 
 // sfString quotes s as an RFC 9651 sf-string, escaping '"' and '\'. Bytes an
-// sf-string cannot hold become '?' (constructors reject such names; this only
-// guards decisions from a policy the engine was not built with).
+// sf-string cannot hold become '?' (constructors and WithPolicyFunc reject
+// such names; this only guards decisions from a store under a policy the
+// engine was given by neither).
 func sfString(s string) string {
 	b := make([]byte, 0, len(s)+2)
 	b = append(b, '"')

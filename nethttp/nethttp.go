@@ -141,8 +141,7 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 		}
 	}
 
-	// The policy to apply: the request's own, or the limiter's.
-	p := e.render.policy
+	var p core.Policy // the request's own policy, with WithPolicyFunc
 	if e.cfg.policy != nil {
 		var perr error
 		p, perr = e.cfg.policy(r, key)
@@ -154,6 +153,7 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 			return e.failure(w, Event{Request: r, Key: key, Cost: n, Err: fmt.Errorf("policy func: %w", perr)})
 		}
 	}
+	// The clock is read for the hooks' Latency only.
 	hooked := len(e.cfg.hooks) > 0
 	var (
 		d       core.Decision
@@ -171,56 +171,61 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 	if hooked {
 		latency = time.Since(start)
 	}
-	if err != nil && d.Policy == (core.Policy{}) {
-		d.Policy = p
-	}
-	ev := Event{Request: r, Key: key, Cost: n, Latency: latency}
 	if err != nil {
 		switch {
 		case errors.Is(err, core.ErrCostExceedsCapacity):
 			// A decision, not a failure: deny, and the zero RetryAfter
-			// keeps Retry-After out, as waiting cannot help.
+			// keeps Retry-After out, as waiting cannot help. err stays,
+			// for the hooks and the Rejection.
 			d.Allowed, d.RetryAfter = false, 0
-			ev.Err = err
 		case errors.Is(err, core.ErrInvalidCost):
-			ev.Outcome, ev.Cost, ev.Err = OutcomeCostError, 0, err
-			return e.reject(ev, &Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
+			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Err: err, Latency: latency},
+				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
 		default:
 			// What is known of the limit: the store's Limit and Policy,
-			// or the policy the call was to apply.
-			ev.Decision = core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
-			if ev.Decision.Limit == 0 {
-				ev.Decision.Limit = d.Policy.Limit
+			// or else those of the policy the call was to apply.
+			known := core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
+			if known.Policy == (core.Policy{}) {
+				known.Policy = e.render.policy
+				if e.plim != nil {
+					known.Policy = p
+				}
 			}
-			ev.Err = err
-			return e.failure(w, ev)
+			if known.Limit == 0 {
+				known.Limit = known.Policy.Limit
+			}
+			return e.failure(w, Event{Request: r, Key: key, Cost: n, Decision: known, Err: err, Latency: latency})
 		}
 	}
-	ev.Decision = d
-	e.rendererFor(d.Policy).write(w.Header(), d, !d.Allowed && !e.cfg.dryRun)
+	// Without header fields a denial needs only the table of numbers, for
+	// Retry-After, which the engine's own renderer has.
+	rd := &e.render
+	if rd.style != HeadersNone {
+		rd = e.rendererFor(d.Policy)
+	}
+	rd.write(w.Header(), d, !d.Allowed && !e.cfg.dryRun)
+	var rej *Rejection
+	outcome := OutcomeAllowed
 	switch {
 	case e.cfg.dryRun:
 		if !d.Allowed {
-			ev.Outcome = OutcomeDryRun
+			outcome = OutcomeDryRun
 		}
 	case !d.Allowed:
-		ev.Outcome = OutcomeDenied
-		e.emit(ev)
-		return &Rejection{Status: http.StatusTooManyRequests, Decision: d, Err: err, kind: kindDenied}
+		outcome = OutcomeDenied
+		rej = &Rejection{Status: http.StatusTooManyRequests, Decision: d, Err: err, kind: kindDenied}
 	case d.Delay > 0:
-		rej := e.delay(r, d)
-		if rej != nil {
-			ev.Outcome, ev.Err = OutcomeCanceled, rej.Err
+		if rej = e.delay(r, d); rej != nil {
+			outcome, err = OutcomeCanceled, rej.Err
 		}
-		e.emit(ev)
-		return rej
 	}
-	e.emit(ev)
-	return nil
+	if hooked {
+		e.emit(Event{Request: r, Key: key, Cost: n, Outcome: outcome, Decision: d, Err: err, Latency: latency})
+	}
+	return rej
 }
 
-// emit calls the hooks with ev. Callers build ev even without hooks: an
-// Event is a value on the stack, never allocated.
+// emit calls the hooks with ev.
 func (e *Engine) emit(ev Event) {
 	for _, h := range e.cfg.hooks {
 		h(ev)

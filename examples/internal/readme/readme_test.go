@@ -33,6 +33,7 @@ var imports = map[string]string{
 	"echomw":     "github.com/go-ratelimit/ratelimit/echomw",
 	"redisstore": "github.com/go-ratelimit/ratelimit/redisstore",
 	"promhook":   "github.com/go-ratelimit/ratelimit/promhook",
+	"otelhook":   "github.com/go-ratelimit/ratelimit/otelhook",
 	"prometheus": "github.com/prometheus/client_golang/prometheus",
 	"promhttp":   "github.com/prometheus/client_golang/prometheus/promhttp",
 	"chi":        "github.com/go-chi/chi/v5",

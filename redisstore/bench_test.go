@@ -53,7 +53,7 @@ func BenchmarkRedis(b *testing.B) {
 		}
 		prefix := testPrefix()
 		run(b, func(i int) error {
-			return rdb.EvalSha(ctx, s.keyed.lua.Hash(), []string{prefix + keys[i%len(keys)]}, "", "", 1).Err()
+			return rdb.EvalSha(ctx, s.keyed.lua.Hash(), []string{prefix + keys[i%len(keys)]}, 1, 0, "", "").Err()
 		})
 	})
 

@@ -24,7 +24,7 @@ func TestMemoryPerKey(t *testing.T) {
 	}{
 		{core.FixedWindow(100, time.Minute), 112},
 		{core.SlidingWindow(100, time.Minute), 160},
-		{core.SlidingWindow(100, time.Minute).WithBuckets(60), 352},
+		{core.SlidingWindow(100, time.Minute).WithBuckets(60), 392},
 		{core.TokenBucket(100, time.Minute), 112},
 		{core.LeakyBucket(100, time.Minute), 112},
 	} {

@@ -14,16 +14,30 @@ import (
 // The Lua scripts, one per algorithm, each the same state machine as its
 // in-memory counterpart in package core (same formulas, same Decision),
 // evaluated atomically on the server. Each limiter's script is generated
-// with its policy's numbers written in as constants: converting arguments
-// with tonumber on every call measured about a quarter of the script's
-// server time, and server time is what all app servers share.
+// with its own policy's numbers written in as constants: converting
+// arguments with tonumber on every call measured about a quarter of the
+// script's server time, and server time is what all app servers share.
+// Policies given with a call (AllowPolicy, Get, Set) come as arguments
+// instead, once per script call for each distinct policy, so that one
+// script call decides calls under any mix of policies.
 //
 // One script call decides a batch of calls (see batcher.go): it reads the
 // server's TIME once, then decides the calls in order, as many separate
 // calls at that instant would, several calls for one key included. It
-// reads each key at most once and writes each admitted key once, at the
+// reads each key at most once and writes each changed key once, at the
 // end, so that every read comes before any write: a script stopped by an
 // error (a key another Cluster node serves) has changed nothing.
+//
+// A key has one state whatever policy it is decided under. Its value
+// records the numbers of the policy it was last written under that the
+// state depends on (the token and leaky bucket's interval, the fixed
+// window's Window, the sliding window's bucket width and number of
+// buckets). A call under a policy with other numbers converts the state in
+// the same script, before deciding (see "Policies per call" in the package
+// docs): that is what makes the conversion atomic. A call that consumes
+// (or a Set) writes the converted state, even when it is denied, so that
+// the key is under its new policy from then on; a Peek or Get converts
+// only what it reads.
 //
 // Time. Lua numbers are doubles, exact for integers up to 2^53. An instant
 // is held as whole microseconds since the epoch (about 1.8e15, exact until
@@ -45,171 +59,356 @@ import (
 // flag) passes the keys as arguments, so that one call can decide keys of
 // many slots served by one Cluster node.
 //
-// Arguments of the keyed form, for m calls:
+// Arguments of the keyed form, for m calls under E policies other than the
+// limiter's own, each described by K numbers (K depends on the algorithm:
+// see policyArgs):
 //
-//	KEYS[i]     the state key of call i
-//	ARGV[1]     "" to read the server's TIME; else now in µs (tests only)
-//	ARGV[2]     now's nanosecond remainder (tests only)
-//	ARGV[2+i]   the cost of call i, to consume when admitted; 0 to only
-//	            look (Peek: cost 1, nothing consumed)
+//	KEYS[i]          the state key of call i
+//	ARGV[i]          call i: its cost, to consume when admitted; 0 to
+//	                 only look (Peek and Get: cost 1, nothing consumed);
+//	                 -1-u to set the key's usage to u (Set)
+//	ARGV[m+i]        only when E > 0: call i's policy, 0 for the
+//	                 limiter's own, e for the e-th given below
+//	then E*K         the numbers of each of the E policies
+//	ARGV[#ARGV-2]    E
+//	ARGV[#ARGV-1]    "" to read the server's TIME; else now in µs (tests only)
+//	ARGV[#ARGV]      now's nanosecond remainder (tests only)
 //
 // The cross-slot form has no KEYS: ARGV[i] is the key of call i, and the
 // arguments above follow, m places further on.
 //
 // Reply: an array of 5m integers, for each call in order {allowed,
-// remaining, resetAfter, retryAfter, delay}, the durations in ns.
+// remaining, resetAfter, retryAfter, delay}, the durations in ns; for a
+// call that only looks, the fifth is the key's usage (Usage.Used) instead
+// of the delay, which is 0 for such a call; a Set replies zeros.
 const luaKeyed = `
-local keys, m, o = KEYS, #KEYS, 0
+local keys, m, co = KEYS, #KEYS, 0
 `
 
 // luaCrossSlot heads the cross-slot form. The flag needs Redis 7.
 const luaCrossSlot = `#!lua flags=allow-cross-slot-keys
-local m = (#ARGV - 2) / 2
-local keys, o = ARGV, m
 `
 
-// luaPrelude reads now once for the batch.
+// luaCrossSlotKeys finds the calls' keys among the arguments.
+const luaCrossSlotKeys = `
+local m = h / 2
+if E > 0 then m = h / 3 end
+local keys, co = ARGV, m
+`
+
+// luaPrelude reads now once for the batch, and where the policies given
+// with the calls are: their numbers start after ARGV[h]. Placeholder: K.
 const luaPrelude = `
-local now_us, now_r = tonumber(ARGV[o + 1]), 0
-if now_us then now_r = tonumber(ARGV[o + 2]) else
+local A = #ARGV
+local now_us, now_r = tonumber(ARGV[A - 1]), 0
+if now_us then now_r = tonumber(ARGV[A]) else
   local t = redis.call('TIME')
   now_us = t[1] * 1000000 + t[2]
 end
+local E = tonumber(ARGV[A - 2])
+local K = %d
+local h = A - 3 - E * K
 local out = {}
+
+-- span returns, for a span (a fixed window or a sliding window's bucket)
+-- of w = a*1000 + b ns (a µs and b < 1000 ns), the number q of the span now
+-- falls in, counted from the epoch, now's offset rem into it in ns, and w.
+-- Every product stays below 2^53, so q and rem are exact; the float
+-- division only guesses q.
+local function span(a, b)
+  local w = a * 1000 + b
+  local q = math.floor((now_us + now_r / 1000) / (a + b / 1000))
+  local rem = (now_us - q * a) * 1000 + now_r - q * b
+  while rem < 0 do q, rem = q - 1, rem + w end
+  while rem >= w do q, rem = q + 1, rem - w end
+  return q, rem, w
+end
+
+-- spanOf is span for a span of w ns.
+local function spanOf(w)
+  local a = math.floor(w / 1000)
+  return span(a, w - a * 1000)
+end
+
+-- ceildiv divides x >= 0 by d > 0 rounding up, exactly for x < 2^53.
+local function ceildiv(x, d)
+  local r = math.floor(x / d)
+  if r * d < x then r = r + 1 end
+  return r
+end
 `
 
-// luaSpan computes, for the policy's span (a fixed window or a sliding
-// window's bucket) of w = a*1000 + b ns (a µs and b < 1000 ns), the number
-// q of the span now falls in, counted from the epoch, and now's offset rem
-// into it in ns. Every product stays below 2^53, so q and rem are exact; the
-// float division only guesses q. Placeholders: a, b.
-const luaSpan = `
-local a, b = %d, %d
-local w = a * 1000 + b
-local q = math.floor((now_us + now_r / 1000) / (a + b / 1000))
-local rem = (now_us - q * a) * 1000 + now_r - q * b
-while rem < 0 do q, rem = q - 1, rem + w end
-while rem >= w do q, rem = q + 1, rem - w end
-`
+// scriptHead returns the text a script's body follows: the form, then the
+// prelude for k numbers per policy.
+func scriptHead(cross bool, k int) string {
+	if cross {
+		return luaCrossSlot + fmt.Sprintf(luaPrelude, k) + luaCrossSlotKeys
+	}
+	return fmt.Sprintf(luaPrelude, k) + luaKeyed
+}
 
 // luaGCRA is core/tokenbucket.go: the token and leaky bucket's theoretical
-// arrival time (TAT), stored as struct "<dH": whole µs and the ns
-// remainder. Placeholders: interval (Window/Limit) and tau (Burst *
-// interval) in ns, the expiry in ms, and whether a leaky bucket delays.
+// arrival time (TAT), stored as struct "<dHd": whole µs and the ns
+// remainder, then the interval (Window/Limit, ns) of the policy it was
+// written under. Placeholders: the limiter's own interval, tau (Burst *
+// interval) in ns, the expiry in ms, and 1 when a leaky bucket delays; a
+// policy given with a call has the same four numbers (K = 4).
 //
 // math.floor(x / interval) is exact for 0 <= x < 2^53: a quotient that is
 // not an integer is at least 1/interval below the next one, more than the
 // division's rounding error.
-const luaGCRA = luaPrelude + `
-local interval, tau, ttl, delays = %d, %d, '%d', %t
-local tus, tr, dirty = {}, {}, {} -- per key: the TAT (false: none), and whether to write it
+//
+// A state written under another interval keeps its debt (TAT - now, what
+// is used and not yet refilled) in units of cost: debt * interval / its
+// interval, fractions included, rounded up to the nanosecond (never more
+// generous), at most 2^52 ns.
+const luaGCRA = `
+local interval, tau, ttl, delays = %d, %d, '%d', %d == 1
+local P
+if E > 0 then
+  P = {[0] = {interval, tau, ttl, delays}}
+  for e = 1, E do
+    local x = h + (e - 1) * 4
+    P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), ARGV[x + 3], ARGV[x + 4] == '1'}
+  end
+end
+
+-- rescale returns ceil(x * to / from), at most 2^52, for 0 <= x < 2^53
+-- and 0 < from, to <= 2^52, exactly: x * to may exceed 2^53, so the
+-- remainder's share is multiplied by binary long division, whose partial
+-- remainders stay below 2^53.
+local function rescale(x, from, to)
+  local q1 = math.floor(x / from)
+  local r1 = x - q1 * from
+  if q1 * to > 4503599627370496 then return 4503599627370496 end
+  local q, r, p = 0, 0, 4503599627370496
+  while p >= 1 do
+    q, r = q * 2, r * 2
+    if r >= from then q, r = q + 1, r - from end
+    if math.floor(to / p) %% 2 == 1 then
+      r = r + r1
+      if r >= from then q, r = q + 1, r - from end
+    end
+    p = p / 2
+  end
+  if r > 0 then q = q + 1 end
+  return math.min(q1 * to + q, 4503599627370496)
+end
+
+local tus, tr, tiv, dirty = {}, {}, {}, {} -- per key: the TAT (false: none), its interval, the expiry to write
+
+-- put makes key k's TAT now + d ns under the call's interval, to be
+-- written with an expiry of at least d.
+local function put(k, d, px)
+  local t = now_r + d
+  local carry = math.floor(t / 1000)
+  tus[k], tr[k], tiv[k] = now_us + carry, t - carry * 1000, interval
+  if not px then
+    px = math.ceil(d / 1000000)
+    if px < tonumber(ttl) then px = ttl else px = string.format('%%d', px) end
+  end
+  dirty[k] = px
+end
+
 for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[o + 2 + i])
-  local consume = n > 0
-  if not consume then n = 1 end
+  local k, n = keys[i], tonumber(ARGV[co + i])
+  if E > 0 then
+    local p = P[tonumber(ARGV[co + m + i])]
+    interval, tau, ttl, delays = p[1], p[2], p[3], p[4]
+  end
   local us = tus[k]
   if us == nil then
     local v = redis.call('GET', k)
     us = false
-    if v then us, tr[k] = struct.unpack('<dH', v) end
+    if v then us, tr[k], tiv[k] = struct.unpack('<dHd', v) end
     tus[k] = us
   end
   local base = 0 -- max(tat, now) - now
   if us then
     base = (us - now_us) * 1000 + tr[k] - now_r
     if base < 0 then base = 0 end
+    if tiv[k] ~= interval then
+      -- Written under another rate: the same debt in units of cost.
+      if base > 0 then base = rescale(base, tiv[k], interval) end
+      if n ~= 0 then
+        -- Decided under this policy from now on.
+        if base > 0 then put(k, base) else tus[k], dirty[k] = false, nil end
+      end
+    end
   end
-  local nxt = base + n * interval -- the new tat - now
   local j = 5 * i
-  if nxt > tau then
-    local left = tau - base
-    if left < 0 then left = 0 end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, 0
-  elseif not consume then
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - base) / interval), base, 0, 0
+  if n < 0 then
+    local used = -n - 1
+    if used == 0 then tus[k], dirty[k] = false, 'del' else put(k, used * interval) end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
-    local t = now_r + nxt
-    local carry = math.floor(t / 1000)
-    tus[k], tr[k], dirty[k] = now_us + carry, t - carry * 1000, true
-    local delay = 0
-    if delays then delay = base end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - nxt) / interval), nxt, 0, delay
+    local consume = n > 0
+    if not consume then n = 1 end
+    local nxt = base + n * interval -- the new tat - now
+    if nxt > tau then
+      local left = tau - base
+      if left < 0 then left = 0 end
+      local u = 0
+      if not consume then u = ceildiv(base, interval) end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, u
+    elseif not consume then
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - base) / interval), base, 0, ceildiv(base, interval)
+    else
+      put(k, nxt, ttl)
+      local delay = 0
+      if delays then delay = base end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - nxt) / interval), nxt, 0, delay
+    end
   end
 end
-for k in pairs(dirty) do
-  redis.call('SET', k, struct.pack('<dH', tus[k], tr[k]), 'PX', ttl)
+for k, px in pairs(dirty) do
+  if px == 'del' then
+    redis.call('DEL', k)
+  else
+    redis.call('SET', k, struct.pack('<dHd', tus[k], tr[k], tiv[k]), 'PX', px)
+  end
 end
 return out
 `
 
 // luaFixedWindow is core/fixedwindow.go: the window number and the count
-// admitted in it, stored as struct "<dI4". Placeholders: the span's a and
-// b, then Limit and the expiry in ms.
-const luaFixedWindow = luaPrelude + luaSpan + `
+// admitted in it, then the Window (ns) of the policy it was written under,
+// stored as struct "<dI4d". Placeholders: the own Window's a and b (see
+// span), then Limit and the expiry in ms; a policy given with a call has
+// the same four numbers (K = 4).
+//
+// A state written under another Window carries the count of its window, if
+// that window has not ended, into the call's policy's current window.
+const luaFixedWindow = `
+local q, rem, w = span(%d, %d)
 local limit, ttl = %d, %d
-local win, cnt, px = {}, {}, {} -- per key: the stored window (false: none), its count, the expiry to write
+local P
+if E > 0 then
+  P = {[0] = {q, rem, w, limit, ttl}}
+  for e = 1, E do
+    local x = h + (e - 1) * 4
+    local eq, erem, ew = span(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]))
+    P[e] = {eq, erem, ew, tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4])}
+  end
+end
+local win, cnt, ws, px = {}, {}, {}, {} -- per key: the stored window (false: none), its count, its Window, the expiry to write (0: delete)
+
+-- put makes key k's count c in now's window of the call's policy.
+local function put(k, c)
+  local p = math.ceil((w - rem) / 1000000)
+  if p < ttl then p = ttl end
+  win[k], cnt[k], ws[k], px[k] = q, c, w, p
+end
+
 for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[o + 2 + i])
-  local consume = n > 0
-  if not consume then n = 1 end
+  local k, n = keys[i], tonumber(ARGV[co + i])
+  if E > 0 then
+    local p = P[tonumber(ARGV[co + m + i])]
+    q, rem, w, limit, ttl = p[1], p[2], p[3], p[4], p[5]
+  end
   local stored = win[k]
   if stored == nil then
     local v = redis.call('GET', k)
     stored = false
-    if v then stored, cnt[k] = struct.unpack('<dI4', v) end
+    if v then stored, cnt[k], ws[k] = struct.unpack('<dI4d', v) end
     win[k] = stored
   end
   local count, back = 0, 0 -- back: windows the stored one is ahead of now's
-  if stored and stored >= q then
-    -- A clock that stepped back stays in the stored window, so it cannot
-    -- reopen a used-up window.
-    count, back = cnt[k], stored - q
+  if stored then
+    if ws[k] == w then
+      if stored >= q then
+        -- A clock that stepped back stays in the stored window, so it
+        -- cannot reopen a used-up window.
+        count, back = cnt[k], stored - q
+      end
+    else
+      -- Written under another Window: the count of its window, if that
+      -- has not ended, carries into now's window.
+      if stored >= spanOf(ws[k]) then count = cnt[k] end
+      if n ~= 0 then
+        if count > 0 then put(k, count) else win[k], px[k] = false, nil end
+      end
+    end
   end
   local untilEnd = (back + 1) * w - rem
   local j = 5 * i
-  if count + n > limit then
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, limit - count, untilEnd, untilEnd, 0
-  elseif not consume then
-    if count == 0 then untilEnd = 0 end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count, untilEnd, 0, 0
+  if n < 0 then
+    local used = -n - 1
+    if used == 0 then win[k], px[k] = false, 0 else put(k, used) end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
-    -- The key lives until its window ends: longer than ttl only after the
-    -- clock stepped back.
-    local p = math.ceil(untilEnd / 1000000)
-    if p < ttl then p = ttl end
-    win[k], cnt[k], px[k] = q + back, count + n, p
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count - n, untilEnd, 0, 0
+    local consume = n > 0
+    if not consume then n = 1 end
+    if count + n > limit then
+      local left, u = limit - count, 0
+      if left < 0 then left = 0 end
+      if not consume then u = count end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, untilEnd, untilEnd, u
+    elseif not consume then
+      if count == 0 then untilEnd = 0 end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count, untilEnd, 0, count
+    else
+      -- The key lives until its window ends: longer than ttl only after the
+      -- clock stepped back.
+      local p = math.ceil(untilEnd / 1000000)
+      if p < ttl then p = ttl end
+      win[k], cnt[k], ws[k], px[k] = q + back, count + n, w, p
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count - n, untilEnd, 0, 0
+    end
   end
 end
 for k, p in pairs(px) do
-  redis.call('SET', k, struct.pack('<dI4', win[k], cnt[k]), 'PX', string.format('%%d', p))
+  if p == 0 then
+    redis.call('DEL', k)
+  else
+    redis.call('SET', k, struct.pack('<dI4d', win[k], cnt[k], ws[k]), 'PX', string.format('%%d', p))
+  end
 end
 return out
 `
 
 // luaSlidingWindow is core/slidingwindow.go: the number of the newest
-// bucket written and a ring of Buckets+1 counters, the count of bucket b at
-// position b mod (B+1), stored as struct "<d" then B+1 times "I4". A
-// request in bucket k is admitted when the B buckets k-B+1..k hold at most
-// Limit and the B+1 buckets k-B..k at most cap2 = Policy.MaxInWindow() =
-// Limit + ceil(Limit/B): a client sending steadily at Limit per Window lands
-// up to that many in B+1 consecutive buckets. Placeholders: the span's a and
-// b, then B, Limit, cap2, the expiry in ms and the struct format.
-const luaSlidingWindow = luaPrelude + luaSpan + `
+// bucket written, the bucket width (ns) of the policy it was written
+// under, and a ring of Buckets+1 counters, the count of bucket b at
+// position b mod (B+1), stored as struct "<dd" then B+1 times "I4" (so B
+// is the value's length less 16, over 4, less 1). A request in bucket k is
+// admitted when the B buckets k-B+1..k hold at most Limit and the B+1
+// buckets k-B..k at most cap2 = Policy.MaxInWindow() = Limit +
+// ceil(Limit/B): a client sending steadily at Limit per Window lands up to
+// that many in B+1 consecutive buckets. Placeholders: the own bucket
+// width's a and b (see span), then B, Limit, cap2, the expiry in ms and the
+// struct format; a policy given with a call has the first six (K = 6).
+//
+// A state written under another bucket width or number of buckets (another
+// Window or Buckets) carries what its trailing window counts now into the
+// current bucket of the call's policy.
+const luaSlidingWindow = `
+local q, rem, w = span(%d, %d)
 local buckets, limit, cap2, ttl, fmt = %d, %d, %d, %d, '%s'
 local ring = buckets + 1
+local P
+if E > 0 then
+  P = {[0] = {q, rem, w, buckets, limit, cap2, ttl, fmt}}
+  for e = 1, E do
+    local x = h + (e - 1) * 6
+    local eq, erem, ew = span(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]))
+    local eb = tonumber(ARGV[x + 3])
+    P[e] = {eq, erem, ew, eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dd' .. string.rep('I4', eb + 1)}
+  end
+end
 
 -- ns from now until, with no further traffic, cost m is admitted and at
 -- least want unit requests remain after it: after(c, ..., 0, limit) is
 -- core's slidingState.untilFull (ResetAfter), after(c, ..., n, n) its
 -- untilAdmits (RetryAfter). Buckets only drop out at bucket boundaries.
--- c[1] is the newest bucket top; c[2 + b %% ring] bucket b's count.
+-- c[1] is the newest bucket top, c[2] the bucket width, c[3 + b %% ring]
+-- bucket b's count.
 local function after(c, top, trailing, all, cost, want)
   local tr, al = trailing, all
   for j = 0, ring do
     if j > 0 then
-      al = al - c[2 + (top - buckets + j - 1) %% ring]
-      if j < ring then tr = tr - c[2 + (top - buckets + j) %% ring] else tr = 0 end
+      al = al - c[3 + (top - buckets + j - 1) %% ring]
+      if j < ring then tr = tr - c[3 + (top - buckets + j) %% ring] else tr = 0 end
     end
     if tr + cost <= limit and al + cost <= cap2 and math.min(limit - tr - cost, cap2 - al - cost) + cost >= want then
       if j == 0 then return 0 end
@@ -219,54 +418,117 @@ local function after(c, top, trailing, all, cost, want)
   return (top + ring - q) * w - rem
 end
 
-local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write
+-- carried is what the trailing window of a ring of oring counters of
+-- buckets of ow ns counts now.
+local function carried(c, ow, oring)
+  local top = spanOf(ow)
+  if c[1] > top then top = c[1] end
+  local s = 0
+  for b = top - oring + 2, c[1] do s = s + c[3 + b %% oring] end
+  return s
+end
+
+-- fresh returns an empty ring of the call's policy at bucket top.
+local function fresh(top)
+  local c = {top, w}
+  for x = 3, ring + 2 do c[x] = 0 end
+  return c
+end
+
+local rings, rl, fm, px = {}, {}, {}, {} -- per key: its ring (false: none), its length, its format, the expiry to write (0: delete)
 for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[o + 2 + i])
-  local consume = n > 0
-  if not consume then n = 1 end
+  local k, n = keys[i], tonumber(ARGV[co + i])
+  if E > 0 then
+    local p = P[tonumber(ARGV[co + m + i])]
+    q, rem, w, buckets, limit, cap2, ttl, fmt = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]
+    ring = buckets + 1
+  end
   local c = rings[k]
   if c == nil then
     local v = redis.call('GET', k)
     c = false
-    if v then c = {struct.unpack(fmt, v)} end
-  end
-  -- q is now's bucket. A clock that stepped back counts in the newest
-  -- bucket seen, so it cannot revive buckets that already dropped out.
-  local top = q
-  if c and c[1] > top then top = c[1] end
-  if not c or top - c[1] >= ring then
-    c = {top}
-    for x = 2, ring + 1 do c[x] = 0 end
-  else
-    for bk = c[1] + 1, top do c[2 + bk %% ring] = 0 end
-    c[1] = top
-  end
-  rings[k] = c
-  local all = 0
-  for x = 2, ring + 1 do all = all + c[x] end
-  local trailing = all - c[2 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
-
-  local left = math.min(limit - trailing, cap2 - all)
-  local j = 5 * i
-  if trailing + n > limit or all + n > cap2 then
-    if left < 0 then left = 0 end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), 0
-  else
-    if consume then
-      local x = 2 + top %% ring
-      c[x] = c[x] + n
-      trailing, all, left = trailing + n, all + n, left - n
-      -- The key lives until its newest bucket drops out: longer than ttl
-      -- only after the clock stepped back.
-      local p = math.ceil(((top + ring - q) * w - rem) / 1000000)
-      if p < ttl then p = ttl end
-      px[k] = p
+    if v then
+      local len = (#v - 16) / 4
+      if len == ring then c = {struct.unpack(fmt, v)} else c = {struct.unpack('<dd' .. string.rep('I4', len), v)} end
+      rl[k] = len
     end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, left, after(c, top, trailing, all, 0, limit), 0, 0
+    rings[k] = c
+  end
+  local keep = true -- whether what is decided below is the key's state
+  if c and (c[2] ~= w or rl[k] ~= ring) then
+    -- Written under another Window or Buckets: what its trailing window
+    -- counts now, into now's bucket.
+    local s = carried(c, c[2], rl[k])
+    c = false
+    if s > 0 then
+      c = fresh(q)
+      c[3 + q %% ring] = s
+    end
+    if n == 0 then
+      keep = false -- only looking: the key stays as it is
+    else
+      rings[k], rl[k], fm[k], px[k] = c, ring, fmt, nil
+      if c then px[k] = math.max(ttl, math.ceil((ring * w - rem) / 1000000)) end
+    end
+  end
+  local j = 5 * i
+  if n < 0 then
+    local used = -n - 1
+    if used == 0 then
+      rings[k], px[k] = false, 0
+    else
+      c = fresh(q)
+      c[3 + q %% ring] = used
+      rings[k], rl[k], fm[k], px[k] = c, ring, fmt, math.max(ttl, math.ceil((ring * w - rem) / 1000000))
+    end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
+  else
+    local consume = n > 0
+    if not consume then n = 1 end
+    -- q is now's bucket. A clock that stepped back counts in the newest
+    -- bucket seen, so it cannot revive buckets that already dropped out.
+    local top = q
+    if c and c[1] > top then top = c[1] end
+    if not c or top - c[1] >= ring then
+      c = fresh(top)
+    else
+      for bk = c[1] + 1, top do c[3 + bk %% ring] = 0 end
+      c[1] = top
+    end
+    if keep then rings[k], rl[k] = c, ring end
+    local all = 0
+    for x = 3, ring + 2 do all = all + c[x] end
+    local trailing = all - c[3 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
+
+    local left = math.min(limit - trailing, cap2 - all)
+    if left < 0 then left = 0 end
+    if trailing + n > limit or all + n > cap2 then
+      local u = 0
+      if not consume then u = trailing end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u
+    else
+      local u = trailing
+      if consume then
+        local x = 3 + top %% ring
+        c[x] = c[x] + n
+        trailing, all, left, u = trailing + n, all + n, left - n, 0
+        -- The key lives until its newest bucket drops out: longer than ttl
+        -- only after the clock stepped back.
+        local p = math.ceil(((top + ring - q) * w - rem) / 1000000)
+        if p < ttl then p = ttl end
+        px[k], fm[k] = p, fmt
+      end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, left, after(c, top, trailing, all, 0, limit), 0, u
+    end
   end
 end
 for k, p in pairs(px) do
-  redis.call('SET', k, struct.pack(fmt, unpack(rings[k], 1, ring + 1)), 'PX', string.format('%%d', p))
+  local c = rings[k]
+  if p == 0 or not c then
+    redis.call('DEL', k)
+  else
+    redis.call('SET', k, struct.pack(fm[k], unpack(c, 1, rl[k] + 2)), 'PX', string.format('%%d', p))
+  end
 end
 return out
 `
@@ -295,29 +557,55 @@ type scripts struct {
 // newScripts returns the scripts of policy p, whose keys expire ttl after
 // each write.
 func newScripts(p core.Policy, ttl time.Duration) (scripts, error) {
+	nums, err := policyArgs(p, ttl)
+	if err != nil {
+		return scripts{}, err
+	}
+	var body string
+	k := len(nums)
+	switch p.Algorithm {
+	case core.AlgTokenBucket, core.AlgLeakyBucket:
+		body = fmt.Sprintf(luaGCRA, nums[0], nums[1], nums[2], nums[3])
+	case core.AlgFixedWindow:
+		body = fmt.Sprintf(luaFixedWindow, nums[0], nums[1], nums[2], nums[3])
+	case core.AlgSlidingWindow:
+		// core.MaxBuckets bounds the ring, which the script unpacks onto
+		// Lua's stack (8000 values): TestMaxBucketsFitLua.
+		body = fmt.Sprintf(luaSlidingWindow, nums[0], nums[1], nums[2], nums[3], nums[4], nums[5],
+			"<dd"+strings.Repeat("I4", int(p.Buckets+1)))
+	}
+	return scripts{keyed: newScriptForm(scriptHead(false, k) + body), cross: newScriptForm(scriptHead(true, k) + body)}, nil
+}
+
+// policyArgs returns the numbers of the valid policy p that its algorithm's
+// script needs, in the order of its placeholders and of the arguments that
+// describe a policy given with a call (see the scripts), its keys expiring
+// ttl after each write:
+//
+//	token and leaky bucket  interval (ns), tau (ns), expiry (ms), 1 if it delays
+//	fixed window            Window in µs and the ns remainder, Limit, expiry (ms)
+//	sliding window          bucket width in µs and the ns remainder, Buckets, Limit, cap2, expiry (ms)
+func policyArgs(p core.Policy, ttl time.Duration) ([]int64, error) {
 	if rec := p.Recovery(); rec > maxSpan || p.Window > maxSpan {
-		return scripts{}, fmt.Errorf("redisstore: %v: window %v or recovery time %v exceeds %v, the longest the scripts compute exactly in Lua's float64 numbers", p.Algorithm, p.Window, rec, maxSpan)
+		return nil, fmt.Errorf("redisstore: %v: window %v or recovery time %v exceeds %v, the longest the scripts compute exactly in Lua's float64 numbers", p.Algorithm, p.Window, rec, maxSpan)
 	}
 	ttlMs := int64((ttl + time.Millisecond - 1) / time.Millisecond)
-	var body string
 	switch p.Algorithm {
 	case core.AlgTokenBucket, core.AlgLeakyBucket:
 		interval := int64(p.Interval())
-		delays := p.Algorithm == core.AlgLeakyBucket && !p.Meter
-		body = fmt.Sprintf(luaGCRA, interval, p.Burst*interval, ttlMs, delays)
+		delays := int64(0)
+		if p.Algorithm == core.AlgLeakyBucket && !p.Meter {
+			delays = 1
+		}
+		return []int64{interval, p.Burst * interval, ttlMs, delays}, nil
 	case core.AlgFixedWindow:
 		w := int64(p.Window)
-		body = fmt.Sprintf(luaFixedWindow, w/1000, w%1000, p.Limit, ttlMs)
+		return []int64{w / 1000, w % 1000, p.Limit, ttlMs}, nil
 	case core.AlgSlidingWindow:
 		w := int64(p.Interval())
-		// core.MaxBuckets bounds the ring, which the script unpacks onto
-		// Lua's stack (8000 values): TestMaxBucketsFitLua.
-		body = fmt.Sprintf(luaSlidingWindow, w/1000, w%1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs,
-			"<d"+strings.Repeat("I4", int(p.Buckets+1)))
-	default:
-		return scripts{}, fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
+		return []int64{w / 1000, w % 1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs}, nil
 	}
-	return scripts{keyed: newScriptForm(luaKeyed + body), cross: newScriptForm(luaCrossSlot + body)}, nil
+	return nil, fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
 }
 
 // parseReplies reads a script's reply into the Decisions of its calls.
@@ -338,7 +626,11 @@ func parseReplies(v any, calls []*call) error {
 		d.Remaining = x[1]
 		d.ResetAfter = time.Duration(max(x[2], 0))
 		d.RetryAfter = time.Duration(max(x[3], 0))
-		d.Delay = time.Duration(max(x[4], 0))
+		if c.n == 0 {
+			c.used = x[4] // a look: the fifth is the usage, the delay 0
+		} else {
+			d.Delay = time.Duration(max(x[4], 0))
+		}
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func BenchmarkRedis(b *testing.B) {
 	})
 
 	for _, p := range []core.Policy{
-		core.FixedWindow(1<<31, time.Second),
+		core.FixedWindow(1<<28, time.Second),
 		core.SlidingWindow(1<<31, time.Second),
 		core.TokenBucket(1e9, time.Second),
 		core.LeakyBucket(1e9, time.Second),

@@ -66,6 +66,12 @@ type fallbackConfig struct {
 //     ErrBreakerOpen, because the key in Redis was not reset. A denial in
 //     the deny cache still answers: it is Redis's own. Close closes the
 //     fallback too.
+//   - AllowPolicy is decided by the fallback under p too, whatever the
+//     call's policy: a fallback decision's Limit and Policy are p's. Get
+//     and Set are not answered by the fallback: while Redis fails them
+//     or the breaker is open they return an error wrapping ErrUnavailable
+//     (and ErrBreakerOpen when the breaker kept them from Redis), and
+//     they count for the breaker as Reset does.
 //   - The two states stay apart: when the breaker closes, Redis's state
 //     resumes, and what only the fallback counted is not written back. The
 //     fallback keeps its state across outages, until it recovers under p.

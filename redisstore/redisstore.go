@@ -13,10 +13,11 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// Limiter enforces one policy for any number of keys, with the state in
-// Redis, so that every process using the same Redis, prefix and policy
-// shares one limit. It implements core.Limiter and is safe for
-// simultaneous use by multiple goroutines. Build one with New and Close it
+// Limiter enforces a policy for any number of keys, with the state in
+// Redis, so that every process using the same Redis, prefix and algorithm
+// shares one limit. It implements core.Limiter and core.PolicyLimiter
+// (policies given with each call: see "Policies per call" in the package
+// docs) and is safe for simultaneous use by multiple goroutines. Build one with New and Close it
 // when done; the zero value is not usable.
 type Limiter struct {
 	policy  core.Policy
@@ -63,7 +64,7 @@ type config struct {
 }
 
 // WithPrefix sets the first part of every Redis key the limiter writes
-// ("<prefix>:{<key>}:<policy>"). Use one prefix per application sharing a
+// ("<prefix>:{<key>}:<algorithm>"). Use one prefix per application sharing a
 // Redis. It may not be empty or contain '{' or '}'. The default is
 // "ratelimit".
 func WithPrefix(prefix string) Option {

@@ -98,6 +98,11 @@ local keys, co = ARGV, m
 
 // luaPrelude reads now once for the batch, and where the policies given
 // with the calls are: their numbers start after ARGV[h]. Placeholder: K.
+//
+// The scripts define no function but the sliding window's after: Lua makes
+// a closure of each local function every time a script runs, which
+// measured as a fair share of a lone call's script time, so the code of
+// the rare paths (a conversion, a Set) is written out where it is used.
 const luaPrelude = `
 local A = #ARGV
 local now_us, now_r = tonumber(ARGV[A - 1]), 0
@@ -106,37 +111,34 @@ if now_us then now_r = tonumber(ARGV[A]) else
   now_us = t[1] * 1000000 + t[2]
 end
 local E = tonumber(ARGV[A - 2])
-local K = %d
-local h = A - 3 - E * K
+local h = A - 3 - E * %d
 local out = {}
+`
 
--- span returns, for a span (a fixed window or a sliding window's bucket)
--- of w = a*1000 + b ns (a µs and b < 1000 ns), the number q of the span now
--- falls in, counted from the epoch, now's offset rem into it in ns, and w.
--- Every product stays below 2^53, so q and rem are exact; the float
--- division only guesses q.
-local function span(a, b)
-  local w = a * 1000 + b
-  local q = math.floor((now_us + now_r / 1000) / (a + b / 1000))
-  local rem = (now_us - q * a) * 1000 + now_r - q * b
-  while rem < 0 do q, rem = q - 1, rem + w end
-  while rem >= w do q, rem = q + 1, rem - w end
-  return q, rem, w
-end
-
--- spanOf is span for a span of w ns.
-local function spanOf(w)
-  local a = math.floor(w / 1000)
-  return span(a, w - a * 1000)
-end
-
--- ceildiv divides x >= 0 by d > 0 rounding up, exactly for x < 2^53.
-local function ceildiv(x, d)
-  local r = math.floor(x / d)
-  if r * d < x then r = r + 1 end
-  return r
+// luaSpan returns Lua code that sets q, rem and w, for the span (a fixed
+// window or a sliding window's bucket) of w = a*1000 + b ns (a µs and
+// b < 1000 ns), to the number of the span now falls in, counted from the
+// epoch, now's offset into it in ns, and w. Every product stays below
+// 2^53, so q and rem are exact; the float division only guesses q. a and
+// b are Lua expressions; q, rem and w names of variables in scope.
+func luaSpan(a, b, q, rem, w string) string {
+	return `
+do
+  local sa, sb = ` + a + `, ` + b + `
+  local sw = sa * 1000 + sb
+  local sq = math.floor((now_us + now_r / 1000) / (sa + sb / 1000))
+  local sr = (now_us - sq * sa) * 1000 + now_r - sq * sb
+  while sr < 0 do sq, sr = sq - 1, sr + sw end
+  while sr >= sw do sq, sr = sq + 1, sr - sw end
+  ` + q + `, ` + rem + `, ` + w + ` = sq, sr, sw
 end
 `
+}
+
+// luaSpanOf is luaSpan for a span of ns nanoseconds (a Lua variable).
+func luaSpanOf(ns, q, rem, w string) string {
+	return luaSpan("math.floor("+ns+" / 1000)", ns+" - math.floor("+ns+" / 1000) * 1000", q, rem, w)
+}
 
 // scriptHead returns the text a script's body follows: the form, then the
 // prelude for k numbers per policy.
@@ -161,7 +163,9 @@ func scriptHead(cross bool, k int) string {
 // A state written under another interval keeps its debt (TAT - now, what
 // is used and not yet refilled) in units of cost: debt * interval / its
 // interval, fractions included, rounded up to the nanosecond (never more
-// generous), at most 2^52 ns.
+// generous), at most 2^52 ns. The product may exceed 2^53, so the part of
+// the debt below one old interval is multiplied by binary long division,
+// whose partial remainders stay below 2^53.
 const luaGCRA = `
 local interval, tau, ttl, delays = %d, %d, '%d', %d == 1
 local P
@@ -172,44 +176,7 @@ if E > 0 then
     P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), ARGV[x + 3], ARGV[x + 4] == '1'}
   end
 end
-
--- rescale returns ceil(x * to / from), at most 2^52, for 0 <= x < 2^53
--- and 0 < from, to <= 2^52, exactly: x * to may exceed 2^53, so the
--- remainder's share is multiplied by binary long division, whose partial
--- remainders stay below 2^53.
-local function rescale(x, from, to)
-  local q1 = math.floor(x / from)
-  local r1 = x - q1 * from
-  if q1 * to > 4503599627370496 then return 4503599627370496 end
-  local q, r, p = 0, 0, 4503599627370496
-  while p >= 1 do
-    q, r = q * 2, r * 2
-    if r >= from then q, r = q + 1, r - from end
-    if math.floor(to / p) %% 2 == 1 then
-      r = r + r1
-      if r >= from then q, r = q + 1, r - from end
-    end
-    p = p / 2
-  end
-  if r > 0 then q = q + 1 end
-  return math.min(q1 * to + q, 4503599627370496)
-end
-
-local tus, tr, tiv, dirty = {}, {}, {}, {} -- per key: the TAT (false: none), its interval, the expiry to write
-
--- put makes key k's TAT now + d ns under the call's interval, to be
--- written with an expiry of at least d.
-local function put(k, d, px)
-  local t = now_r + d
-  local carry = math.floor(t / 1000)
-  tus[k], tr[k], tiv[k] = now_us + carry, t - carry * 1000, interval
-  if not px then
-    px = math.ceil(d / 1000000)
-    if px < tonumber(ttl) then px = ttl else px = string.format('%%d', px) end
-  end
-  dirty[k] = px
-end
-
+local tus, tr, tiv, dirty = {}, {}, {}, {} -- per key: the TAT (false: none), its interval, the expiry to write ('del': delete)
 for i = 1, m do
   local k, n = keys[i], tonumber(ARGV[co + i])
   if E > 0 then
@@ -227,34 +194,78 @@ for i = 1, m do
   if us then
     base = (us - now_us) * 1000 + tr[k] - now_r
     if base < 0 then base = 0 end
-    if tiv[k] ~= interval then
-      -- Written under another rate: the same debt in units of cost.
-      if base > 0 then base = rescale(base, tiv[k], interval) end
+    local from = tiv[k]
+    if from ~= interval then
+      -- Written under another rate: the same debt in units of cost,
+      -- ceil(base * interval / from).
+      if base > 0 then
+        local q1 = math.floor(base / from)
+        local r1 = base - q1 * from
+        if q1 * interval >= 4503599627370496 then
+          base = 4503599627370496
+        else
+          local q, r, bit = 0, 0, 4503599627370496
+          while bit >= 1 do
+            q, r = q * 2, r * 2
+            if r >= from then q, r = q + 1, r - from end
+            if math.floor(interval / bit) %% 2 == 1 then
+              r = r + r1
+              if r >= from then q, r = q + 1, r - from end
+            end
+            bit = bit / 2
+          end
+          if r > 0 then q = q + 1 end
+          base = math.min(q1 * interval + q, 4503599627370496)
+        end
+      end
       if n ~= 0 then
         -- Decided under this policy from now on.
-        if base > 0 then put(k, base) else tus[k], dirty[k] = false, nil end
+        if base > 0 then
+          local t = now_r + base
+          local carry = math.floor(t / 1000)
+          tus[k], tr[k], tiv[k] = now_us + carry, t - carry * 1000, interval
+          local px = math.ceil(base / 1000000)
+          if px < tonumber(ttl) then dirty[k] = ttl else dirty[k] = string.format('%%d', px) end
+        else
+          tus[k], dirty[k] = false, nil
+        end
       end
     end
   end
   local j = 5 * i
   if n < 0 then
     local used = -n - 1
-    if used == 0 then tus[k], dirty[k] = false, 'del' else put(k, used * interval) end
+    if used == 0 then
+      tus[k], dirty[k] = false, 'del'
+    else
+      local d = used * interval
+      local t = now_r + d
+      local carry = math.floor(t / 1000)
+      tus[k], tr[k], tiv[k] = now_us + carry, t - carry * 1000, interval
+      local px = math.ceil(d / 1000000)
+      if px < tonumber(ttl) then dirty[k] = ttl else dirty[k] = string.format('%%d', px) end
+    end
     out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
     local consume = n > 0
     if not consume then n = 1 end
     local nxt = base + n * interval -- the new tat - now
     if nxt > tau then
-      local left = tau - base
+      local left, u = tau - base, 0
       if left < 0 then left = 0 end
-      local u = 0
-      if not consume then u = ceildiv(base, interval) end
+      if not consume then
+        u = math.floor(base / interval)
+        if u * interval < base then u = u + 1 end
+      end
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, u
     elseif not consume then
-      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - base) / interval), base, 0, ceildiv(base, interval)
+      local u = math.floor(base / interval)
+      if u * interval < base then u = u + 1 end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - base) / interval), base, 0, u
     else
-      put(k, nxt, ttl)
+      local t = now_r + nxt
+      local carry = math.floor(t / 1000)
+      tus[k], tr[k], tiv[k], dirty[k] = now_us + carry, t - carry * 1000, interval, ttl
       local delay = 0
       if delays then delay = base end
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - nxt) / interval), nxt, 0, delay
@@ -274,32 +285,24 @@ return out
 // luaFixedWindow is core/fixedwindow.go: the window number and the count
 // admitted in it, then the Window (ns) of the policy it was written under,
 // stored as struct "<dI4d". Placeholders: the own Window's a and b (see
-// span), then Limit and the expiry in ms; a policy given with a call has
-// the same four numbers (K = 4).
+// luaSpan), then Limit and the expiry in ms; a policy given with a call
+// has the same four numbers (K = 4).
 //
 // A state written under another Window carries the count of its window, if
 // that window has not ended, into the call's policy's current window.
-const luaFixedWindow = `
-local q, rem, w = span(%d, %d)
+var luaFixedWindow = `
+local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
 local limit, ttl = %d, %d
 local P
 if E > 0 then
   P = {[0] = {q, rem, w, limit, ttl}}
   for e = 1, E do
     local x = h + (e - 1) * 4
-    local eq, erem, ew = span(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]))
+    local eq, erem, ew` + luaSpan("tonumber(ARGV[x + 1])", "tonumber(ARGV[x + 2])", "eq", "erem", "ew") + `
     P[e] = {eq, erem, ew, tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4])}
   end
 end
 local win, cnt, ws, px = {}, {}, {}, {} -- per key: the stored window (false: none), its count, its Window, the expiry to write (0: delete)
-
--- put makes key k's count c in now's window of the call's policy.
-local function put(k, c)
-  local p = math.ceil((w - rem) / 1000000)
-  if p < ttl then p = ttl end
-  win[k], cnt[k], ws[k], px[k] = q, c, w, p
-end
-
 for i = 1, m do
   local k, n = keys[i], tonumber(ARGV[co + i])
   if E > 0 then
@@ -315,7 +318,8 @@ for i = 1, m do
   end
   local count, back = 0, 0 -- back: windows the stored one is ahead of now's
   if stored then
-    if ws[k] == w then
+    local sw = ws[k]
+    if sw == w then
       if stored >= q then
         -- A clock that stepped back stays in the stored window, so it
         -- cannot reopen a used-up window.
@@ -324,9 +328,17 @@ for i = 1, m do
     else
       -- Written under another Window: the count of its window, if that
       -- has not ended, carries into now's window.
-      if stored >= spanOf(ws[k]) then count = cnt[k] end
+      local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow") + `
+      if stored >= oq then count = cnt[k] end
       if n ~= 0 then
-        if count > 0 then put(k, count) else win[k], px[k] = false, nil end
+        -- Decided under this policy from now on.
+        if count > 0 then
+          local p = math.ceil((w - rem) / 1000000)
+          if p < ttl then p = ttl end
+          win[k], cnt[k], ws[k], px[k] = q, count, w, p
+        else
+          win[k], px[k] = false, nil
+        end
       end
     end
   end
@@ -334,7 +346,13 @@ for i = 1, m do
   local j = 5 * i
   if n < 0 then
     local used = -n - 1
-    if used == 0 then win[k], px[k] = false, 0 else put(k, used) end
+    if used == 0 then
+      win[k], px[k] = false, 0
+    else
+      local p = math.ceil((w - rem) / 1000000)
+      if p < ttl then p = ttl end
+      win[k], cnt[k], ws[k], px[k] = q, used, w, p
+    end
     out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
     local consume = n > 0
@@ -376,22 +394,27 @@ return out
 // buckets k-B..k at most cap2 = Policy.MaxInWindow() = Limit +
 // ceil(Limit/B): a client sending steadily at Limit per Window lands up to
 // that many in B+1 consecutive buckets. Placeholders: the own bucket
-// width's a and b (see span), then B, Limit, cap2, the expiry in ms and the
-// struct format; a policy given with a call has the first six (K = 6).
+// width's a and b (see luaSpan), then B, Limit, cap2, the expiry in ms and
+// the struct format; a policy given with a call has the first six (K = 6).
+//
+// In the script a key's ring is a table of its top bucket, its bucket
+// width, its B+1 counts and one more value (struct.unpack's next
+// position), so that its length tells its B.
 //
 // A state written under another bucket width or number of buckets (another
 // Window or Buckets) carries what its trailing window counts now into the
 // current bucket of the call's policy.
-const luaSlidingWindow = `
-local q, rem, w = span(%d, %d)
+var luaSlidingWindow = `
+local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
 local buckets, limit, cap2, ttl, fmt = %d, %d, %d, %d, '%s'
 local ring = buckets + 1
+local ring0, fmt0 = ring, fmt
 local P
 if E > 0 then
   P = {[0] = {q, rem, w, buckets, limit, cap2, ttl, fmt}}
   for e = 1, E do
     local x = h + (e - 1) * 6
-    local eq, erem, ew = span(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]))
+    local eq, erem, ew` + luaSpan("tonumber(ARGV[x + 1])", "tonumber(ARGV[x + 2])", "eq", "erem", "ew") + `
     local eb = tonumber(ARGV[x + 3])
     P[e] = {eq, erem, ew, eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dd' .. string.rep('I4', eb + 1)}
   end
@@ -418,24 +441,7 @@ local function after(c, top, trailing, all, cost, want)
   return (top + ring - q) * w - rem
 end
 
--- carried is what the trailing window of a ring of oring counters of
--- buckets of ow ns counts now.
-local function carried(c, ow, oring)
-  local top = spanOf(ow)
-  if c[1] > top then top = c[1] end
-  local s = 0
-  for b = top - oring + 2, c[1] do s = s + c[3 + b %% oring] end
-  return s
-end
-
--- fresh returns an empty ring of the call's policy at bucket top.
-local function fresh(top)
-  local c = {top, w}
-  for x = 3, ring + 2 do c[x] = 0 end
-  return c
-end
-
-local rings, rl, fm, px = {}, {}, {}, {} -- per key: its ring (false: none), its length, its format, the expiry to write (0: delete)
+local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write (0: delete)
 for i = 1, m do
   local k, n = keys[i], tonumber(ARGV[co + i])
   if E > 0 then
@@ -448,26 +454,30 @@ for i = 1, m do
     local v = redis.call('GET', k)
     c = false
     if v then
-      local len = (#v - 16) / 4
-      if len == ring then c = {struct.unpack(fmt, v)} else c = {struct.unpack('<dd' .. string.rep('I4', len), v)} end
-      rl[k] = len
+      if #v == 16 + 4 * ring then c = {struct.unpack(fmt, v)} else c = {struct.unpack('<dd' .. string.rep('I4', (#v - 16) / 4), v)} end
     end
     rings[k] = c
   end
-  local keep = true -- whether what is decided below is the key's state
-  if c and (c[2] ~= w or rl[k] ~= ring) then
+  local keep = true -- whether the ring decided below is the key's state
+  if c and (c[2] ~= w or #c ~= ring + 3) then
     -- Written under another Window or Buckets: what its trailing window
     -- counts now, into now's bucket.
-    local s = carried(c, c[2], rl[k])
+    local oring, sw = #c - 3, c[2]
+    local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow") + `
+    if c[1] > oq then oq = c[1] end -- the old ring's top now
+    local s = 0
+    for b = oq - oring + 2, c[1] do s = s + c[3 + b %% oring] end
     c = false
     if s > 0 then
-      c = fresh(q)
+      c = {q, w}
+      for x = 3, ring + 3 do c[x] = 0 end
       c[3 + q %% ring] = s
     end
     if n == 0 then
       keep = false -- only looking: the key stays as it is
     else
-      rings[k], rl[k], fm[k], px[k] = c, ring, fmt, nil
+      -- Decided under this policy from now on.
+      rings[k], px[k] = c, nil
       if c then px[k] = math.max(ttl, math.ceil((ring * w - rem) / 1000000)) end
     end
   end
@@ -477,9 +487,10 @@ for i = 1, m do
     if used == 0 then
       rings[k], px[k] = false, 0
     else
-      c = fresh(q)
+      c = {q, w}
+      for x = 3, ring + 3 do c[x] = 0 end
       c[3 + q %% ring] = used
-      rings[k], rl[k], fm[k], px[k] = c, ring, fmt, math.max(ttl, math.ceil((ring * w - rem) / 1000000))
+      rings[k], px[k] = c, math.max(ttl, math.ceil((ring * w - rem) / 1000000))
     end
     out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
@@ -490,12 +501,13 @@ for i = 1, m do
     local top = q
     if c and c[1] > top then top = c[1] end
     if not c or top - c[1] >= ring then
-      c = fresh(top)
+      c = {top, w}
+      for x = 3, ring + 3 do c[x] = 0 end
     else
       for bk = c[1] + 1, top do c[3 + bk %% ring] = 0 end
       c[1] = top
     end
-    if keep then rings[k], rl[k] = c, ring end
+    if keep then rings[k] = c end
     local all = 0
     for x = 3, ring + 2 do all = all + c[x] end
     local trailing = all - c[3 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
@@ -516,7 +528,7 @@ for i = 1, m do
         -- only after the clock stepped back.
         local p = math.ceil(((top + ring - q) * w - rem) / 1000000)
         if p < ttl then p = ttl end
-        px[k], fm[k] = p, fmt
+        px[k] = p
       end
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, left, after(c, top, trailing, all, 0, limit), 0, u
     end
@@ -527,7 +539,9 @@ for k, p in pairs(px) do
   if p == 0 or not c then
     redis.call('DEL', k)
   else
-    redis.call('SET', k, struct.pack(fm[k], unpack(c, 1, rl[k] + 2)), 'PX', string.format('%%d', p))
+    local len, f = #c - 3, fmt0
+    if len ~= ring0 then f = '<dd' .. string.rep('I4', len) end
+    redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 2)), 'PX', string.format('%%d', p))
   end
 end
 return out

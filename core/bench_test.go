@@ -109,3 +109,48 @@ func heapAlloc() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// BenchmarkPolicyCall measures what a policy chosen per call costs over the
+// limiter's own: 100,000 keys on three plans of one algorithm, each key
+// always decided under its plan (call=plans, AllowPolicy), against the same
+// keys under the limiter's one policy (call=own, AllowN). The plans are
+// looked up by index, so only the limiter's cost is measured.
+func BenchmarkPolicyCall(b *testing.B) {
+	ctx := context.Background()
+	const nkeys = 100_000
+	keys := make([]string, nkeys)
+	for i := range keys {
+		keys[i] = "client-" + strconv.Itoa(i)
+	}
+	for _, alg := range benchAlgs {
+		own := benchPolicies()[alg]
+		plans := []core.Policy{own.WithName("free"), own.WithName("pro"), own.WithName("team")}
+		for _, call := range []string{"own", "plans"} {
+			lim, err := core.New(own, core.WithMaxKeys(2*nkeys+1024))
+			if err != nil {
+				b.Fatal(err)
+			}
+			allow := func(i int) {
+				if call == "own" {
+					_, _ = lim.AllowN(ctx, keys[i], 1)
+				} else {
+					_, _ = lim.AllowPolicy(ctx, plans[i%3], keys[i], 1)
+				}
+			}
+			for i := range keys {
+				allow(i)
+			}
+			b.Run(fmt.Sprintf("alg=%s/call=%s", alg, call), func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					allow(i)
+					if i++; i == nkeys {
+						i = 0
+					}
+				}
+			})
+			lim.Close()
+		}
+	}
+}

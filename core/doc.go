@@ -76,6 +76,11 @@
 //     carried into the new policy's current bucket, and so expires one new
 //     Window later (stricter, never more generous).
 //
+// A key whose policy changes on every request (limits per route on a key
+// per client) is converted each time, under its shard's mutex: give each
+// such policy its own keys instead (keyfunc.Combine with the route), which
+// also keeps their counts apart.
+//
 // A change never adds capacity beyond that. Get reads a key's usage (Used,
 // Remaining, ResetAfter) under a policy without consuming, and Set writes it
 // (grant credits, import state from another system), in the same units;

@@ -188,3 +188,35 @@ func ExampleMustNew() {
 	// true 0
 	// false 0
 }
+
+// Plans: one limiter, one set of keys, the policy chosen per call. A key
+// moved from free to pro keeps what it used.
+func ExampleMemoryLimiter_AllowPolicy() {
+	clock := coretest.NewClock(coretest.Epoch)
+	free := core.FixedWindow(3, time.Hour).WithName("free")
+	pro := core.FixedWindow(1000, time.Hour).WithName("pro")
+	lim := core.MustNew(free, core.WithClock(clock.Now))
+	defer lim.Close()
+	ctx := context.Background()
+
+	for range 4 {
+		d, _ := lim.AllowPolicy(ctx, free, "api-key-1", 1)
+		fmt.Println(d.Policy.Name, d.Allowed, d.Remaining)
+	}
+	d, _ := lim.AllowPolicy(ctx, pro, "api-key-1", 1) // upgraded
+	fmt.Println(d.Policy.Name, d.Allowed, d.Remaining)
+
+	u, _ := lim.Get(ctx, pro, "api-key-1")
+	fmt.Println("used", u.Used)
+	_ = lim.Set(ctx, pro, "api-key-1", 0) // a support agent grants a fresh quota
+	u, _ = lim.Get(ctx, pro, "api-key-1")
+	fmt.Println("used", u.Used)
+	// Output:
+	// free true 2
+	// free true 1
+	// free true 0
+	// free false 0
+	// pro true 996
+	// used 4
+	// used 0
+}

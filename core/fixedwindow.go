@@ -129,3 +129,43 @@ func (s *fixedState) raise(r *rule, now, word int64) {
 		s.w.Store(r.packFixed(w2, c2))
 	}
 }
+
+// convert carries the count of the key's current window into to's current
+// window (the stored window itself when both rules have the same window),
+// at most to's Limit, which denies the same until that window ends.
+func (s *fixedState) convert(from, to *rule, now int64, src *fixedState, retire bool) bool {
+	for {
+		word := src.w.Load()
+		if word == retired {
+			return false
+		}
+		window, count := src.current(from, word, now)
+		var next int64
+		if count > 0 {
+			if from.window != to.window {
+				window = floorDiv(now, to.window)
+			}
+			next = to.packFixed(window, min(count, to.limit))
+		}
+		s.w.Store(next)
+		if !retire || src.w.CompareAndSwap(word, retired) {
+			return true
+		}
+	}
+}
+
+// usage is the count of the current window.
+func (s *fixedState) usage(r *rule, now int64) int64 {
+	word := s.w.Load()
+	if word == retired {
+		return 0
+	}
+	_, count := s.current(r, word, now)
+	return count
+}
+
+func (s *fixedState) set(r *rule, now, used int64) {
+	if used > 0 {
+		s.w.Store(r.packFixed(floorDiv(now, r.window), used))
+	}
+}

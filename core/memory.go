@@ -28,6 +28,10 @@ type MemoryLimiter struct {
 	fixed   *registry[fixedState, *fixedState]
 	sliding *registry[slidingState, *slidingState]
 	rule    rule
+	// rules holds the rules of the policies given with calls
+	// (AllowPolicy), copy-on-write under rulesMu, at most maxRules.
+	rules   atomic.Pointer[map[Policy]*rule]
+	rulesMu sync.Mutex
 	testNow func() int64 // WithClock, made monotonic; nil for the real clock
 	// testPause, when set (tests only), runs after a test clock is read:
 	// it lets a test hold a request between its clock reading and its
@@ -138,11 +142,11 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	l.baseNs = l.base.UnixNano()
 	switch p.Algorithm {
 	case AlgTokenBucket, AlgLeakyBucket:
-		l.gcra = newRegistry[gcraState, *gcraState](&l.rule, c.maxKeys)
+		l.gcra = newRegistry[gcraState, *gcraState](&l.rule, l.resolve, c.maxKeys)
 	case AlgFixedWindow:
-		l.fixed = newRegistry[fixedState, *fixedState](&l.rule, c.maxKeys)
+		l.fixed = newRegistry[fixedState, *fixedState](&l.rule, l.resolve, c.maxKeys)
 	case AlgSlidingWindow:
-		l.sliding = newRegistry[slidingState, *slidingState](&l.rule, c.maxKeys)
+		l.sliding = newRegistry[slidingState, *slidingState](&l.rule, l.resolve, c.maxKeys)
 	}
 	go l.janitor(c.sweep)
 	return l, nil
@@ -263,11 +267,11 @@ func (l *MemoryLimiter) Len() int {
 func (l *MemoryLimiter) decide(key string, now, n int64, consume bool) verdict {
 	switch {
 	case l.gcra != nil:
-		return l.gcra.decide(key, now, n, consume)
+		return l.gcra.decide(&l.rule, key, now, n, consume)
 	case l.fixed != nil:
-		return l.fixed.decide(key, now, n, consume)
+		return l.fixed.decide(&l.rule, key, now, n, consume)
 	}
-	return l.sliding.decide(key, now, n, consume)
+	return l.sliding.decide(&l.rule, key, now, n, consume)
 }
 
 func (l *MemoryLimiter) sweep() {

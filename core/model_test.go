@@ -28,7 +28,9 @@ func modelSuite(opts ...core.Option) coretest.Suite {
 // TestModelMemory compares every decision of the in-memory limiter with the
 // reference model, and checks the admission properties, on random policies
 // and traffic (see coretest.Suite.RunModel; RATELIMIT_MODEL_DURATION runs
-// it longer, RATELIMIT_MODEL_SEED replays a failure).
+// it longer, RATELIMIT_MODEL_SEED replays a failure). MemoryLimiter is a
+// core.PolicyLimiter, so the traffic mixes plans given per call, Get and
+// Set.
 func TestModelMemory(t *testing.T) {
 	t.Parallel()
 	s := modelSuite()

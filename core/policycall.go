@@ -2,24 +2,151 @@ package core
 
 import (
 	"context"
-	"errors"
+	"fmt"
 )
 
-var errNotYet = errors.New("core: per-call policies: not implemented yet")
+// maxRules bounds the policies a limiter keeps compiled for AllowPolicy, so
+// that a program building a policy per client cannot grow it without end;
+// beyond it each such call compiles its policy (one allocation).
+const maxRules = 1024
 
-// AllowPolicy is AllowN under p: see PolicyLimiter.
-func (l *MemoryLimiter) AllowPolicy(ctx context.Context, p Policy, key string, n int64) (Decision, error) {
-	return Decision{}, errNotYet
+// AllowPolicy is AllowN under p instead of the limiter's own policy (see
+// PolicyLimiter and "Policies per call" in the package documentation). A
+// key decided again under the policy it was last decided under takes the
+// fast path of AllowN: no lock, no allocation; a key whose policy changes
+// takes its shard's mutex once to convert its state. It returns the error
+// of p.Validate for an invalid p, and ErrAlgorithmMismatch for a policy of
+// another algorithm than the limiter's.
+func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n int64) (Decision, error) {
+	if n <= 0 || l.closed.Load() {
+		return l.refuse(key, n)
+	}
+	var (
+		v   verdict
+		r   *rule
+		err error
+	)
+	now := l.clock()
+	switch {
+	case l.gcra != nil:
+		v, r, err = l.gcra.decidePolicy(&p, key, now, n, true)
+	case l.fixed != nil:
+		v, r, err = l.fixed.decidePolicy(&p, key, now, n, true)
+	default:
+		v, r, err = l.sliding.decidePolicy(&p, key, now, n, true)
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	d := r.decision(v)
+	if n > r.capacity {
+		// Never consumed (no state admits more than its capacity); say
+		// why, with no RetryAfter, as AllowN does.
+		d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
+		return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(r.policy))
+	}
+	return d, nil
 }
 
-// Get reads key's usage under p: see PolicyLimiter.
-func (l *MemoryLimiter) Get(ctx context.Context, p Policy, key string) (Usage, error) {
-	return Usage{}, errNotYet
+// Get reads key's usage under p without consuming anything and without
+// changing the key's state: see PolicyLimiter. It takes the key's shard
+// mutex; it is meant for administration, not for every request.
+func (l *MemoryLimiter) Get(_ context.Context, p Policy, key string) (Usage, error) {
+	if l.closed.Load() {
+		return Usage{}, ErrClosed
+	}
+	r, err := l.resolve(p)
+	if err != nil {
+		return Usage{}, err
+	}
+	var (
+		v    verdict
+		used int64
+	)
+	now := l.clock()
+	switch {
+	case l.gcra != nil:
+		v, used = l.gcra.get(r, key, now)
+	case l.fixed != nil:
+		v, used = l.fixed.get(r, key, now)
+	default:
+		v, used = l.sliding.get(r, key, now)
+	}
+	return Usage{Used: used, Remaining: v.remaining, ResetAfter: v.reset, Policy: r.policy}, nil
 }
 
-// Set writes key's usage under p: see PolicyLimiter.
-func (l *MemoryLimiter) Set(ctx context.Context, p Policy, key string, used int64) error {
-	return errNotYet
+// Set makes key's usage under p exactly used units now: see PolicyLimiter.
+// A decision in flight on the key when Set runs counts either before it
+// (and is overwritten) or after it, never half.
+func (l *MemoryLimiter) Set(_ context.Context, p Policy, key string, used int64) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	r, err := l.resolve(p)
+	if err != nil {
+		return err
+	}
+	if used < 0 || used > r.capacity {
+		return fmt.Errorf("%w: used=%d, %v", ErrInvalidUsage, used, capacityText(r.policy))
+	}
+	now := l.clock()
+	switch {
+	case l.gcra != nil:
+		l.gcra.set(r, key, now, used)
+	case l.fixed != nil:
+		l.fixed.set(r, key, now, used)
+	default:
+		l.sliding.set(r, key, now, used)
+	}
+	return nil
+}
+
+// resolve returns the rule of p: the limiter's own for its own policy,
+// else the compiled rule kept for p, compiling and keeping it the first
+// time (up to maxRules).
+func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
+	if p == l.rule.policy {
+		return &l.rule, nil
+	}
+	if m := l.rules.Load(); m != nil {
+		if r := (*m)[p]; r != nil {
+			return r, nil
+		}
+	}
+	if p.Algorithm != l.rule.policy.Algorithm {
+		return nil, fmt.Errorf("%w: %v given to a %v limiter", ErrAlgorithmMismatch, p.Algorithm, l.rule.policy.Algorithm)
+	}
+	c, err := compile(p)
+	if err != nil {
+		return nil, err
+	}
+	l.rulesMu.Lock()
+	defer l.rulesMu.Unlock()
+	old := l.rules.Load()
+	if old != nil {
+		if r := (*old)[p]; r != nil {
+			return r, nil
+		}
+		if len(*old) >= maxRules {
+			return &c, nil
+		}
+	}
+	m := make(map[Policy]*rule, 1+lenOf(old))
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[p] = &c
+	l.rules.Store(&m)
+	return &c, nil
+}
+
+func lenOf(m *map[Policy]*rule) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
 }
 
 var _ PolicyLimiter = (*MemoryLimiter)(nil)

@@ -46,6 +46,17 @@ type stateOf[S any] interface {
 	// absorb makes the state at least as used as src, at now and after:
 	// whatever it then admits, src would have admitted too.
 	absorb(r *rule, now int64, src *S)
+	// convert makes the state, new and unreachable by readers, what src
+	// (decided under from) becomes under to at now, as "Policies per
+	// call" in doc.go says; with retire set it also retires src in the
+	// same atomic step. It reports false if src was already retired.
+	convert(from, to *rule, now int64, src *S, retire bool) bool
+	// usage is Usage.Used at now; it may advance the state as a decision
+	// would, consuming nothing.
+	usage(r *rule, now int64) int64
+	// set makes the state, new and unreachable by readers, one that has
+	// used exactly used units at now.
+	set(r *rule, now, used int64)
 }
 
 // testBeforeRetire, when set (tests only), runs in a one-word state's
@@ -61,10 +72,17 @@ const (
 	retireAlways                      // Reset
 )
 
+// entry is one key: its state and the rule the state was last decided
+// under, which never changes (a key whose policy changes gets a new entry,
+// its state converted; see convert).
 type entry[S any] struct {
 	key   string
+	rule  *rule
 	state S
 }
+
+// sameRule reports whether two rules enforce the same policy.
+func sameRule(a, b *rule) bool { return a == b || a.policy == b.policy }
 
 // slot is one cell of a shard's table. hash 0 means empty; a slot whose
 // entry is nil but hash is set is a tombstone, which keeps probe chains
@@ -96,7 +114,9 @@ type shard[S any] struct {
 	// inherited, when not nil, is at least as used as every key of the
 	// shard that is not in its table: keys evicted while still in use
 	// (makeRoom) and keys that found no room. A new key starts from a copy
-	// of it, so eviction never hands back quota. Under mu.
+	// of it, so eviction never hands back quota. It is kept under the
+	// registry's own rule; keys of other policies are converted into it and
+	// out of it. Under mu.
 	inherited *S
 	_         [16]byte // one shard per 64-byte cache line
 }
@@ -108,7 +128,11 @@ func (sh *shard[S]) at(now int64) int64 {
 }
 
 type registry[S any, P stateOf[S]] struct {
-	rule     *rule
+	rule *rule // the limiter's own policy
+	// resolve returns the rule of a policy given with a call (AllowPolicy):
+	// validated, of the registry's algorithm, shared by the calls that
+	// give the same policy.
+	resolve  func(Policy) (*rule, error)
 	seed     maphash.Seed
 	shift    uint // shard index = hash >> shift
 	perShard int
@@ -118,7 +142,7 @@ type registry[S any, P stateOf[S]] struct {
 // evictSample is how many entries a full shard looks at to make room.
 const evictSample = 32
 
-func newRegistry[S any, P stateOf[S]](r *rule, maxKeys int) *registry[S, P] {
+func newRegistry[S any, P stateOf[S]](r *rule, resolve func(Policy) (*rule, error), maxKeys int) *registry[S, P] {
 	// Enough shards that writers rarely meet, few enough that each holds at
 	// least 64 keys so that the per-shard bound stays close to maxKeys.
 	n := 256
@@ -127,6 +151,7 @@ func newRegistry[S any, P stateOf[S]](r *rule, maxKeys int) *registry[S, P] {
 	}
 	g := &registry[S, P]{
 		rule:     r,
+		resolve:  resolve,
 		seed:     maphash.MakeSeed(),
 		shift:    uint(64 - bits.TrailingZeros(uint(n))),
 		perShard: max(1, maxKeys/n),
@@ -163,61 +188,154 @@ func lookup[S any](t *table[S], h uint64, key string) (*slot[S], *entry[S]) {
 	}
 }
 
-func (g *registry[S, P]) decide(key string, now, n int64, consume bool) verdict {
+// decide applies a request under r, the rule of the call: the key's own
+// state when it was last decided under the same policy (the fast path: no
+// lock, no allocation), or else, under the shard's mutex, a state converted
+// from it.
+func (g *registry[S, P]) decide(r *rule, key string, now, n int64, consume bool) verdict {
 	h := g.hash(key)
 	sh := &g.shards[h>>g.shift]
-	if _, e := lookup(sh.table.Load(), h, key); e != nil {
-		if d, ok := P(&e.state).decide(g.rule, now, n, consume); ok {
+	if _, e := lookup(sh.table.Load(), h, key); e != nil && sameRule(e.rule, r) {
+		if d, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
 			return d
 		}
 	}
-	return g.decideLocked(sh, h, key, now, n, consume)
+	return g.decideLocked(sh, h, r, key, now, n, consume)
+}
+
+// decidePolicy is decide for a policy given with the call: on the fast path
+// the policy is only compared with the key's, and the rule is looked up
+// (resolve) only when they differ or the key is new. It returns the rule
+// the verdict was decided under.
+func (g *registry[S, P]) decidePolicy(p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
+	h := g.hash(key)
+	sh := &g.shards[h>>g.shift]
+	if _, e := lookup(sh.table.Load(), h, key); e != nil && e.rule.policy == *p {
+		if d, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
+			return d, e.rule, nil
+		}
+	}
+	r, err := g.resolve(*p)
+	if err != nil {
+		return verdict{}, nil, err
+	}
+	return g.decideLocked(sh, h, r, key, now, n, consume), r, nil
 }
 
 // decideLocked is decide's slow path, for a key not in the table (or just
-// retired): under the shard's mutex it inserts the key, as a copy of the
-// shard's inherited state, or, when consume is false, reports what such a
-// copy would answer without storing anything.
-func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, key string, now, n int64, consume bool) verdict {
+// retired, or last decided under another policy): under the shard's mutex
+// it inserts the key, as a copy of the shard's inherited state, or
+// converts the key's state to r; when consume is false it reports what
+// either would answer without storing anything.
+func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key string, now, n int64, consume bool) verdict {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
 	// Entries are retired and removed in one critical section, so one
 	// found under the lock is alive.
-	if _, e := lookup(sh.table.Load(), h, key); e != nil {
-		d, _ := P(&e.state).decide(g.rule, now, n, consume)
-		return d
-	}
-	var victim *S
-	if sh.live >= g.perShard {
-		var room bool
-		if room, victim = g.makeRoom(sh, h, now, consume); !room {
-			// Every key looked at is limited: the newcomer shares the
-			// inherited state with the others that found no room.
-			d, _ := P(g.inherited(sh)).decide(g.rule, now, n, consume)
+	if s, e := lookup(sh.table.Load(), h, key); e != nil {
+		if sameRule(e.rule, r) {
+			d, _ := P(&e.state).decide(e.rule, now, n, consume)
 			return d
 		}
-	}
-	e := &entry[S]{}
-	P(&e.state).init(g.rule)
-	if sh.inherited != nil {
-		P(&e.state).absorb(g.rule, now, sh.inherited)
-	}
-	if !consume {
-		// Peek: what AllowN would be told, the victim makeRoom would evict
-		// included, so that the two agree at one instant.
-		if victim != nil {
-			P(&e.state).absorb(g.rule, now, victim)
+		c := &entry[S]{key: e.key, rule: r}
+		P(&c.state).init(r)
+		P(&c.state).convert(e.rule, r, now, &e.state, consume)
+		if consume {
+			sh.remove(s)
+			g.insert(sh, h, c)
 		}
-		d, _ := P(&e.state).decide(g.rule, now, n, false)
+		d, _ := P(&c.state).decide(r, now, n, consume)
 		return d
 	}
-	// Clone: the key may point into a larger buffer (a header line) that
-	// the table must not keep alive.
-	e.key = strings.Clone(key)
-	g.insert(sh, h, e)
-	d, _ := P(&e.state).decide(g.rule, now, n, true)
+	e, room := g.newcomer(sh, h, r, now, consume)
+	if !room {
+		// Every key looked at is limited: the newcomer shares the
+		// inherited state with the others that found no room.
+		return g.decideInherited(sh, r, now, n, consume)
+	}
+	if consume {
+		// Clone: the key may point into a larger buffer (a header line)
+		// that the table must not keep alive.
+		e.key = strings.Clone(key)
+		g.insert(sh, h, e)
+	}
+	d, _ := P(&e.state).decide(r, now, n, consume)
 	return d
+}
+
+// newcomer returns the entry a new key under r starts from, holding sh.mu:
+// a copy of the inherited state, after room was made in a full shard. With
+// apply false (Peek, Get) it changes nothing and the entry also holds what
+// the key makeRoom would evict had used, so that a look agrees with the
+// next AllowN at one instant. room is false when the shard is full of
+// limited keys.
+func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, apply bool) (e *entry[S], room bool) {
+	var victim *entry[S]
+	if sh.live >= g.perShard {
+		if room, victim = g.makeRoom(sh, h, now, apply); !room {
+			return nil, false
+		}
+	}
+	e = &entry[S]{rule: r}
+	P(&e.state).init(r)
+	if sh.inherited != nil {
+		P(&e.state).convert(g.rule, r, now, sh.inherited, false)
+	}
+	if victim != nil {
+		var v S
+		P(&v).init(r)
+		P(&v).convert(victim.rule, r, now, &victim.state, false)
+		P(&e.state).absorb(r, now, &v)
+	}
+	return e, true
+}
+
+// decideInherited decides a key that found no room on the shard's
+// inherited state, holding sh.mu: directly under the registry's own rule,
+// else on a converted copy whose usage goes back into it.
+func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, consume bool) verdict {
+	in := g.inherited(sh)
+	if sameRule(r, g.rule) {
+		d, _ := P(in).decide(g.rule, now, n, consume)
+		return d
+	}
+	var c S
+	P(&c).init(r)
+	P(&c).convert(g.rule, r, now, in, false)
+	d, _ := P(&c).decide(r, now, n, consume)
+	if consume && d.allowed {
+		g.absorb(sh, r, now, &c)
+	}
+	return d
+}
+
+// absorb makes the shard's inherited state at least as used as st, a state
+// under r that no reader can reach, holding sh.mu.
+func (g *registry[S, P]) absorb(sh *shard[S], r *rule, now int64, st *S) {
+	if sameRule(r, g.rule) {
+		P(g.inherited(sh)).absorb(g.rule, now, st)
+		return
+	}
+	var c S
+	P(&c).init(g.rule)
+	P(&c).convert(r, g.rule, now, st, false)
+	P(g.inherited(sh)).absorb(g.rule, now, &c)
+}
+
+// retireInto retires e's state if mode allows it, the inherited state
+// absorbing what it had used, holding sh.mu.
+func (g *registry[S, P]) retireInto(sh *shard[S], e *entry[S], now int64, mode retireMode) bool {
+	if sameRule(e.rule, g.rule) {
+		return P(&e.state).retire(e.rule, now, mode, g.inherited(sh))
+	}
+	var st S
+	P(&st).init(e.rule)
+	if !P(&e.state).retire(e.rule, now, mode, &st) {
+		return false
+	}
+	g.absorb(sh, e.rule, now, &st)
+	return true
 }
 
 // inherited returns the shard's inherited state, creating it, holding sh.mu.
@@ -288,7 +406,7 @@ func (sh *shard[S]) remove(s *slot[S]) {
 // back by eviction. It reports whether room was made: false when every key
 // looked at is limited. With apply false it changes nothing and returns the
 // key it would have evicted (nil when an idle key would do).
-func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool) (room bool, victim *S) {
+func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool) (room bool, victim *entry[S]) {
 	// A retire loses only to a concurrent decision that changed the key
 	// (a CompareAndSwap); look again rather than give up.
 	for range 4 {
@@ -308,17 +426,17 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 			}
 			examined++
 			st := P(&e.state)
-			if st.idle(g.rule, now) {
+			if st.idle(e.rule, now) {
 				if !apply {
 					return true, nil
 				}
-				if st.retire(g.rule, now, retireIdle, nil) {
+				if st.retire(e.rule, now, retireIdle, nil) {
 					sh.remove(s)
 					freed = true
 					continue
 				}
 			}
-			if d, ok := st.decide(g.rule, now, 1, false); ok && d.allowed && (best == nil || d.remaining > most) {
+			if d, ok := st.decide(e.rule, now, 1, false); ok && d.allowed && (best == nil || d.remaining > most) {
 				best, most = s, d.remaining
 			}
 		}
@@ -330,9 +448,9 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 		}
 		e := best.entry.Load()
 		if !apply {
-			return true, &e.state
+			return true, e
 		}
-		if P(&e.state).retire(g.rule, now, retireUnlimited, g.inherited(sh)) {
+		if g.retireInto(sh, e, now, retireUnlimited) {
 			sh.remove(best)
 			return true, nil
 		}
@@ -349,21 +467,73 @@ func (g *registry[S, P]) reset(key string, now int64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
+	r := g.rule
 	if s, e := lookup(sh.table.Load(), h, key); e != nil {
-		P(&e.state).retire(g.rule, now, retireAlways, nil)
+		P(&e.state).retire(e.rule, now, retireAlways, nil)
 		sh.remove(s)
+		r = e.rule
 	}
 	if sh.inherited == nil || P(sh.inherited).idle(g.rule, now) {
 		return
 	}
+	g.put(sh, h, key, r, now, 0)
+}
+
+// set makes key's usage under r exactly used units at now (Set): a new
+// entry replaces the key's, whose state is retired first so that no
+// decision in flight on it counts.
+func (g *registry[S, P]) set(r *rule, key string, now, used int64) {
+	h := g.hash(key)
+	sh := &g.shards[h>>g.shift]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now = sh.at(now)
+	if s, e := lookup(sh.table.Load(), h, key); e != nil {
+		P(&e.state).retire(e.rule, now, retireAlways, nil)
+		sh.remove(s)
+	}
+	g.put(sh, h, key, r, now, used)
+}
+
+// put inserts key under r with used units used at now, holding sh.mu,
+// evicting another key from a full shard whatever its state.
+func (g *registry[S, P]) put(sh *shard[S], h uint64, key string, r *rule, now, used int64) {
 	if sh.live >= g.perShard {
 		if room, _ := g.makeRoom(sh, h, now, true); !room {
 			g.evictAny(sh, now)
 		}
 	}
-	e := &entry[S]{key: strings.Clone(key)}
-	P(&e.state).init(g.rule)
+	e := &entry[S]{key: strings.Clone(key), rule: r}
+	P(&e.state).init(r)
+	P(&e.state).set(r, now, used)
 	g.insert(sh, h, e)
+}
+
+// get returns what a look at key under r finds at now: the verdict of a
+// unit request and the usage, changing nothing (Get).
+func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
+	h := g.hash(key)
+	sh := &g.shards[h>>g.shift]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now = sh.at(now)
+	var st *S
+	if _, e := lookup(sh.table.Load(), h, key); e != nil {
+		st = &e.state
+		if !sameRule(e.rule, r) {
+			st = new(S)
+			P(st).init(r)
+			P(st).convert(e.rule, r, now, &e.state, false)
+		}
+	} else if e, room := g.newcomer(sh, h, r, now, false); room {
+		st = &e.state
+	} else {
+		st = new(S)
+		P(st).init(r)
+		P(st).convert(g.rule, r, now, g.inherited(sh), false)
+	}
+	d, _ := P(st).decide(r, now, 1, false)
+	return d, P(st).usage(r, now)
 }
 
 // evictAny evicts the first entry of a full shard whatever its state,
@@ -373,7 +543,7 @@ func (g *registry[S, P]) evictAny(sh *shard[S], now int64) {
 	t := sh.table.Load()
 	for i := range t.slots {
 		s := &t.slots[i]
-		if e := s.entry.Load(); e != nil && P(&e.state).retire(g.rule, now, retireAlways, g.inherited(sh)) {
+		if e := s.entry.Load(); e != nil && g.retireInto(sh, e, now, retireAlways) {
 			sh.remove(s)
 			return
 		}
@@ -410,7 +580,7 @@ func (g *registry[S, P]) sweep(now int64) {
 		if sh.inherited == nil {
 			for j := range t.slots {
 				s := &t.slots[j]
-				if e := s.entry.Load(); e != nil && P(&e.state).idle(g.rule, at) && P(&e.state).retire(g.rule, at, retireIdle, nil) {
+				if e := s.entry.Load(); e != nil && P(&e.state).idle(e.rule, at) && P(&e.state).retire(e.rule, at, retireIdle, nil) {
 					sh.remove(s)
 				}
 			}

@@ -486,7 +486,7 @@ func TestShardsKeepAtLeast64KeysEach(t *testing.T) {
 	for _, tc := range []struct{ maxKeys, shards, perShard int }{
 		{1, 1, 1}, {64, 1, 64}, {200, 2, 100}, {16384, 256, 64}, {1_000_000, 256, 3906},
 	} {
-		g := newRegistry[gcraState, *gcraState](&rule{}, tc.maxKeys)
+		g := newRegistry[gcraState, *gcraState](&rule{}, nil, tc.maxKeys)
 		assert.Equal(t, tc.shards, len(g.shards), "maxKeys %d", tc.maxKeys)
 		assert.Equal(t, tc.perShard, g.perShard, "maxKeys %d", tc.maxKeys)
 	}

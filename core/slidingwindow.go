@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -196,5 +197,50 @@ func (s *slidingState) absorbLocked(r *rule, now int64, src *slidingState) {
 			s.total += int64(c - s.counts[b%r.ring])
 			s.counts[b%r.ring] = c
 		}
+	}
+}
+
+// convert keeps the buckets as they are when both rules have the same
+// Window and Buckets (only Limit differs); otherwise it carries what the
+// trailing window counts into to's current bucket, where it expires one
+// whole Window later: stricter, never more generous.
+func (s *slidingState) convert(from, to *rule, now int64, src *slidingState, retire bool) bool {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if src.dead {
+		return false
+	}
+	if src.head != 0 {
+		if from.window == to.window && from.buckets == to.buckets {
+			s.head, s.total = src.head, src.total
+			copy(s.counts, src.counts)
+		} else {
+			src.advance(from, max(floorDiv(now, from.interval), src.head))
+			if trailing, _ := src.sums(from); trailing > 0 {
+				s.set(to, now, min(trailing, math.MaxUint32))
+			}
+		}
+	}
+	src.dead = retire
+	return true
+}
+
+// usage is what the trailing window counts.
+func (s *slidingState) usage(r *rule, now int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead || s.head == 0 {
+		return 0
+	}
+	s.advance(r, max(floorDiv(now, r.interval), s.head))
+	trailing, _ := s.sums(r)
+	return trailing
+}
+
+func (s *slidingState) set(r *rule, now, used int64) {
+	if used > 0 {
+		s.head = floorDiv(now, r.interval)
+		s.counts[s.head%r.ring] = uint32(used)
+		s.total = used
 	}
 }

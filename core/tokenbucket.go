@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"math/bits"
 	"sync/atomic"
 )
 
@@ -108,5 +109,56 @@ func (s *gcraState) absorb(_ *rule, _ int64, src *gcraState) {
 func (s *gcraState) raise(tat int64) {
 	if tat > s.tat.Load() {
 		s.tat.Store(tat)
+	}
+}
+
+// convert keeps the debt (tat - now, the tokens taken and not yet refilled)
+// exactly, rescaled from from's interval to to's, rounded up to the
+// nanosecond so that a conversion never adds capacity.
+func (s *gcraState) convert(from, to *rule, now int64, src *gcraState, retire bool) bool {
+	for {
+		tat := src.tat.Load()
+		if tat == retired {
+			return false
+		}
+		s.tat.Store(rescaleTAT(tat, now, from.interval, to.interval))
+		if !retire || src.tat.CompareAndSwap(tat, retired) {
+			return true
+		}
+	}
+}
+
+// rescaleTAT returns now + (tat-now)·to/from, rounded up, for tat > now;
+// tat itself otherwise (a full bucket under any rate).
+func rescaleTAT(tat, now, from, to int64) int64 {
+	if tat <= now || from == to {
+		return tat
+	}
+	hi, lo := bits.Mul64(uint64(tat-now), uint64(to))
+	if hi >= uint64(from) {
+		return math.MaxInt64 // beyond any clock: full debt forever
+	}
+	q, rem := bits.Div64(hi, lo, uint64(from))
+	if rem != 0 {
+		q++
+	}
+	if q > uint64(math.MaxInt64-now) {
+		return math.MaxInt64
+	}
+	return now + int64(q)
+}
+
+// usage is the tokens taken and not yet refilled, rounded up.
+func (s *gcraState) usage(r *rule, now int64) int64 {
+	tat := s.tat.Load()
+	if tat <= now {
+		return 0
+	}
+	return ceilDiv(tat-now, r.interval)
+}
+
+func (s *gcraState) set(r *rule, now, used int64) {
+	if used > 0 {
+		s.tat.Store(now + used*r.interval)
 	}
 }

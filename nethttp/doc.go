@@ -60,18 +60,31 @@
 // otherwise rejected with 400 Bad Request ([WithKeyErrorHandler] replaces
 // that answer). A missing key never means "not limited". [WithCostFunc]
 // weighs requests; a cost function that fails or returns a cost <= 0 is a
-// server bug, answered 500 and reported to the error hook. [WithSkip]
+// server bug, answered 500 and reported to the hooks. [WithSkip]
 // exempts requests entirely: no headers, no hooks, nothing counted.
+//
+// # Policies per request
+//
+// [WithPolicyFunc] picks the policy of each request (a plan looked up from
+// its API key) and the limiter, a [core.PolicyLimiter], applies it; the
+// headers describe the policy applied, by its name.
 //
 // # Failures, hooks and dry runs
 //
-// Any other limiter error (a Redis store that cannot be reached) fails open
-// by default: the request is served without rate-limit headers.
-// [WithFailClosed] answers 503 instead. Either way the error goes to
-// [WithErrorHook] and never to the client: no response carries error text
-// or anything the client sent. [WithDecisionHook] sees every decision.
-// [WithDryRun] computes decisions, calls the hooks and writes the headers
-// but never blocks.
+// Any other limiter error (a Redis store that cannot be reached), or an
+// error from the WithPolicyFunc function, fails open by default: the
+// request is served. [WithFailClosed] answers 503 instead. Either way the
+// response carries what is known of the limit, X-RateLimit-Limit and the
+// RateLimit-Policy member (taken from the limiter's answer, or the policy it
+// was asked to apply), never Remaining or Reset, and never error text or
+// anything the client sent. A request whose own context ends while the
+// limiter decides (the client went away) is not a failure: it is answered
+// 503, whatever the failure policy, and its handler does not run.
+//
+// Hooks added with [WithHook] get one [Event] per request not skipped: the
+// key, cost, [Outcome], decision (with the policy applied and its source),
+// error and the limiter's latency. [WithDryRun] computes decisions, calls
+// the hooks and writes the headers but never blocks.
 //
 // # Adapters
 //

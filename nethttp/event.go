@@ -10,8 +10,8 @@ import (
 
 // Event is what the middleware did with one request, as hooks added with
 // [WithHook] receive it: one Event per request that was not skipped, after
-// the decision and before the next handler runs (or the rejection is
-// written).
+// the decision (and after a leaky-bucket delay) and before the next handler
+// runs or the rejection is written.
 type Event struct {
 	// Request is the request decided.
 	Request *http.Request
@@ -20,19 +20,26 @@ type Event struct {
 	// the ready-made hooks never log it or use it as a label.
 	Key string
 	// Cost is the request's cost (1 without WithCostFunc); 0 when it could
-	// not be computed.
+	// not be computed (OutcomeKeyError, OutcomeCostError).
 	Cost int64
 	// Outcome is what happened to the request.
 	Outcome Outcome
 	// Decision is the limiter's answer. Decision.Policy is the policy
 	// applied (the per-request one with WithPolicyFunc) and Decision.Source
-	// where the decision was made. On a limiter failure it holds what is
-	// known: Limit and Policy, Allowed false.
+	// where the decision was made. On a limiter failure (OutcomeFailedOpen,
+	// OutcomeFailedClosed, or OutcomeCanceled while the limiter was
+	// deciding) it holds what is known: Limit and Policy (from the
+	// limiter's answer, or else the policy it was asked to apply) and
+	// Source, Allowed false. It is zero when the WithPolicyFunc function
+	// failed, as no policy is known then, and for OutcomeKeyError and
+	// OutcomeCostError.
 	Decision core.Decision
 	// Err is the failure, for OutcomeFailedOpen, OutcomeFailedClosed,
-	// OutcomeKeyError, OutcomeCostError and OutcomeCanceled; nil otherwise
-	// (a cost above capacity is OutcomeDenied with
-	// core.ErrCostExceedsCapacity).
+	// OutcomeKeyError, OutcomeCostError and OutcomeCanceled: the limiter's
+	// error, the key function's, or the cost or policy function's prefixed
+	// "cost function: " or "policy func: ". It is nil for OutcomeAllowed,
+	// and for OutcomeDenied and OutcomeDryRun except a cost above capacity,
+	// a denial whose Err wraps core.ErrCostExceedsCapacity.
 	Err error
 	// Latency is how long the limiter call (the store's round trip) took;
 	// 0 when the limiter was not called.
@@ -51,19 +58,26 @@ const (
 	// OutcomeDryRun: denied by the limiter but served, under WithDryRun.
 	OutcomeDryRun
 	// OutcomeFailedOpen: the limiter or the policy lookup failed and the
-	// request was served without a limit (the default failure policy).
+	// request was served without a limit (the default failure policy, and
+	// every failure under WithDryRun).
 	OutcomeFailedOpen
 	// OutcomeFailedClosed: the limiter or the policy lookup failed and the
 	// request was answered 503 (WithFailClosed).
 	OutcomeFailedClosed
-	// OutcomeKeyError: the request had no key and was answered 400.
+	// OutcomeKeyError: the request had no key and was answered 400
+	// (served under WithDryRun).
 	OutcomeKeyError
-	// OutcomeCostError: the cost function failed and the request was
-	// answered 500.
+	// OutcomeCostError: the cost function failed or returned a cost <= 0,
+	// and the request was answered 500 (served under WithDryRun).
 	OutcomeCostError
 	// OutcomeCanceled: the request's own context ended (the client hung
-	// up, a server timeout) while the limiter was deciding or during a
-	// leaky-bucket delay. Not a limiter failure.
+	// up, a server timeout) while the limiter or the policy function was
+	// deciding, which then failed with the context's error, or during a
+	// leaky-bucket delay. Not a limiter failure, whatever WithFailClosed
+	// says: the next handler is not run and the answer, which the client is
+	// unlikely to read, is 503 without rate-limit headers after a failed
+	// decision, with them after a delay (served under WithDryRun, which
+	// applies no delay).
 	OutcomeCanceled
 )
 
@@ -95,7 +109,8 @@ func (o Outcome) String() string {
 // WithHook adds f, called with the [Event] of every request that is not
 // skipped, on the request's goroutine: keep it fast and never block. Hooks
 // run in the order they were added; each WithHook adds one (metrics and a
-// log at once). nethttp/sloghook, promhook and otelhook are ready-made.
+// log at once). A middleware without hooks does not read the clock for
+// Latency. nethttp/sloghook, promhook and otelhook are ready-made.
 func WithHook(f func(Event)) Option {
 	if f == nil {
 		panic(nilFunc("WithHook"))
@@ -106,11 +121,18 @@ func WithHook(f func(Event)) Option {
 // WithPolicyFunc chooses the policy of each request: f gets the request and
 // its key and returns the policy to decide it under (a plan looked up from
 // an API key, a route's own limit), which the limiter applies with
-// core.PolicyLimiter.AllowPolicy; the middleware panics at construction if
+// [core.PolicyLimiter].AllowPolicy; the middleware panics at construction if
 // the limiter is not a core.PolicyLimiter. The headers describe the policy
-// applied, by its name. An error from f (a lookup that failed or timed out:
-// f gets the request's context) is handled as a limiter failure: the
-// request is served without a limit, or answered 503 with WithFailClosed.
+// applied ([core.Decision].Policy), by its name. An error from f (a lookup
+// that failed or timed out: f gets the request, and so its context) is
+// handled as a limiter failure: the request is served without a limit, or
+// answered 503 with [WithFailClosed], and the hooks get [OutcomeFailedOpen]
+// or [OutcomeFailedClosed] with the error prefixed "policy func: " (or
+// [OutcomeCanceled] if the request's context ended); no rate-limit header
+// is written, as no policy is known. A policy whose name cannot be sent in
+// a header (printable ASCII only) is handled as such an error. f runs after the key and the
+// cost are known, only for requests that get that far; WithHook's Latency
+// does not include it.
 func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Option {
 	if f == nil {
 		panic(nilFunc("WithPolicyFunc"))

@@ -13,3 +13,16 @@ func WriteHeaders(h http.Header, d core.Decision, style HeaderStyle, resetUnix b
 	rd := newRenderer(d.Policy, style, resetUnix)
 	rd.write(h, d, !d.Allowed)
 }
+
+// CachedRenderers is how many renderers e keeps for policies other than its
+// limiter's own.
+func CachedRenderers(e *Engine) int {
+	m := e.renders.Load()
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
+
+// MaxRenderers is the bound on CachedRenderers.
+const MaxRenderers = maxRenderers

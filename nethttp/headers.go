@@ -2,6 +2,7 @@ package nethttp
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -107,14 +108,61 @@ func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
 }
 
 // withNumbers fills the table of the decimal strings of the numbers the
-// policy's headers carry.
-func (rd renderer) withNumbers() renderer {
+// policy's headers carry; all of them up to maxCachedNumber when the table
+// is to serve other policies too (see Engine.rendererFor).
+func (rd renderer) withNumbers(all bool) renderer {
 	n := min(max(rd.policy.Limit, ceilSeconds(rd.policy.Window)), maxCachedNumber)
+	if all {
+		n = maxCachedNumber
+	}
 	rd.numbers = make([]string, n+1)
 	for i := range rd.numbers {
 		rd.numbers[i] = strconv.Itoa(i)
 	}
 	return rd
+}
+
+// maxRenderers bounds the renderers an engine keeps for policies other than
+// its limiter's own (per-request policies, WithPolicyFunc): beyond it, a
+// renderer is built for each request that needs one.
+const maxRenderers = 256
+
+// rendererFor returns the renderer for decisions of p: the engine's own for
+// the limiter's policy, otherwise one kept in a copy-on-write map that
+// requests read without a lock, built at the first request under p.
+func (e *Engine) rendererFor(p core.Policy) *renderer {
+	if p == e.render.policy {
+		return &e.render
+	}
+	m := e.renders.Load()
+	if m != nil {
+		if rd, ok := (*m)[p]; ok {
+			return rd
+		}
+	}
+	rd := newRenderer(p, e.render.style, e.render.resetUnix)
+	rd.numbers = e.render.numbers
+	for {
+		var n int
+		if m != nil {
+			if old, ok := (*m)[p]; ok {
+				return old // added meanwhile
+			}
+			n = len(*m)
+		}
+		if n >= maxRenderers {
+			return &rd
+		}
+		next := make(map[core.Policy]*renderer, n+1)
+		if m != nil {
+			maps.Copy(next, *m)
+		}
+		next[p] = &rd
+		if e.renders.CompareAndSwap(m, &next) {
+			return &rd
+		}
+		m = e.renders.Load()
+	}
 }
 
 // value is one header value being rendered: a ready string, or the span
@@ -135,10 +183,12 @@ func (rd *renderer) number(b []byte, n int64) ([]byte, value) {
 	return b, value{i: i, j: len(b)}
 }
 
-// write sets the header fields for d. deny says whether d is the denial the
-// request is answered with: the caller passes false for an admission and for
-// a dry-run denial, which is served, and so must neither tell the client to
-// come back later nor take the X-RateLimit-* fields from a tighter limit.
+// write sets the header fields for d, a decision of rd.policy (see
+// Engine.rendererFor; with HeadersNone, any renderer writes Retry-After).
+// deny says whether d is the denial the request is answered with: the
+// caller passes false for an admission and for a dry-run denial, which is
+// served, and so must neither tell the client to come back later nor take
+// the X-RateLimit-* fields from a tighter limit.
 func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 	retry := deny && d.RetryAfter > 0
 	if deny && !retry {
@@ -150,7 +200,6 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 	if !x && !ietf && !retry {
 		return
 	}
-	ours := d.Policy == rd.policy
 	var reset int64
 	if x {
 		reset = rd.resetValue(d.ResetAfter)
@@ -182,15 +231,10 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 		n++
 		b, retryV = rd.number(b, max(ceilSeconds(d.RetryAfter), 1))
 	}
-	item, name := rd.policyItem, rd.name
 	if ietf {
 		n += 2
-		if !ours {
-			name = sfString(policyName(d.Policy))
-			item = policyItem(name, d.Policy)
-		}
 		i := len(b)
-		b = append(b, name...)
+		b = append(b, rd.name...)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, d.Remaining, 10)
 		b = append(b, ";t="...)
@@ -218,8 +262,25 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 		put(keyRetryAfter, retryV.in(s))
 	}
 	if ietf {
-		put(keyPolicy, appendMember(h[keyPolicy], item))
+		put(keyPolicy, appendMember(h[keyPolicy], rd.policyItem))
 		put(keyRateLimit, appendMember(h[keyRateLimit], rateLimit.in(s)))
+	}
+}
+
+// writeKnown sets what is known of a limit whose decision is not (the
+// limiter failed): X-RateLimit-Limit, unless an outer limit has set its
+// own, complete fields, and this policy's member of RateLimit-Policy. Never
+// Remaining, Reset or the RateLimit field, which would be guesses.
+func (rd *renderer) writeKnown(h http.Header, limit int64) {
+	if rd.style.x() && len(h[keyLimit]) == 0 {
+		v := rd.limit
+		if limit != rd.policy.Limit {
+			v = strconv.FormatInt(limit, 10)
+		}
+		h[keyLimit] = []string{v}
+	}
+	if rd.style.ietf() {
+		h[keyPolicy] = []string{appendMember(h[keyPolicy], rd.policyItem)}
 	}
 }
 
@@ -331,8 +392,9 @@ func checkPolicyName(name string) error {
 }
 
 // sfString quotes s as an RFC 9651 sf-string, escaping '"' and '\'. Bytes an
-// sf-string cannot hold become '?' (constructors reject such names; this only
-// guards decisions from a policy the engine was not built with).
+// sf-string cannot hold become '?' (constructors and WithPolicyFunc reject
+// such names; this only guards decisions from a store under a policy the
+// engine was given by neither).
 func sfString(s string) string {
 	b := make([]byte, 0, len(s)+2)
 	b = append(b, '"')

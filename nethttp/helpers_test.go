@@ -1,6 +1,7 @@
 package nethttp_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -99,3 +100,38 @@ func with(m map[string]string, kv ...string) map[string]string {
 	}
 	return out
 }
+
+// recorder returns a WithHook option appending every Event to *events.
+func recorder(events *[]nethttp.Event) nethttp.Option {
+	return nethttp.WithHook(func(ev nethttp.Event) { *events = append(*events, ev) })
+}
+
+// outcomes lists the events' outcomes.
+func outcomes(events []nethttp.Event) []nethttp.Outcome {
+	out := make([]nethttp.Outcome, len(events))
+	for i, ev := range events {
+		out[i] = ev.Outcome
+	}
+	return out
+}
+
+// The plans of the WithPolicyFunc tests: free (the limiter's own policy)
+// and pro, chosen by the X-Plan header.
+var (
+	freePlan = core.FixedWindow(2, time.Minute).WithName("free")
+	proPlan  = core.FixedWindow(50, time.Minute).WithName("pro")
+)
+
+// plans is a WithPolicyFunc function: proPlan for X-Plan: pro, an error for
+// X-Plan: broken, freePlan otherwise.
+func plans(r *http.Request, _ string) (core.Policy, error) {
+	switch r.Header.Get("X-Plan") {
+	case "pro":
+		return proPlan, nil
+	case "broken":
+		return core.Policy{}, errPlanLookup
+	}
+	return freePlan, nil
+}
+
+var errPlanLookup = errors.New("plan lookup failed")

@@ -1,9 +1,11 @@
 package nethttp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
@@ -17,8 +19,9 @@ import (
 //	http.ListenAndServe(addr, nethttp.Middleware(lim)(mux))
 //	mux.Handle("POST /login", nethttp.Middleware(loginLim)(login))
 //
-// It panics for a nil limiter, a nil Option, or a policy name that is not
-// printable ASCII, which cannot be sent in a header; the options panic on
+// It panics for a nil limiter, a nil Option, a policy name that is not
+// printable ASCII, which cannot be sent in a header, or [WithPolicyFunc]
+// with a limiter that is not a [core.PolicyLimiter]; the options panic on
 // invalid arguments. A nil next serves admitted requests with
 // http.NotFoundHandler.
 func Middleware(lim core.Limiter, opts ...Option) func(http.Handler) http.Handler {
@@ -33,8 +36,10 @@ func Middleware(lim core.Limiter, opts ...Option) func(http.Handler) http.Handle
 // multiple goroutines.
 type Engine struct {
 	lim      core.Limiter
+	plim     core.PolicyLimiter // lim, with WithPolicyFunc
 	cfg      config
-	render   renderer
+	render   renderer                                  // for lim.Policy()
+	renders  atomic.Pointer[map[core.Policy]*renderer] // for other policies: see rendererFor
 	deny     func(http.ResponseWriter, *http.Request, core.Decision)
 	keyError func(http.ResponseWriter, *http.Request, error)
 }
@@ -69,7 +74,16 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 	if err := checkPolicyName(p.Name); err != nil {
 		panic(fmt.Errorf("nethttp: %s: %w", fn, err))
 	}
-	e.render = newRenderer(p, e.cfg.style, e.cfg.resetUnix).withNumbers()
+	if e.cfg.policy != nil {
+		pl, ok := lim.(core.PolicyLimiter)
+		if !ok {
+			panic(fmt.Errorf("nethttp: %s: WithPolicyFunc needs a core.PolicyLimiter, and %T is not one", fn, lim))
+		}
+		e.plim = pl
+	}
+	e.render = newRenderer(p, e.cfg.style, e.cfg.resetUnix)
+	// With per-request policies, the table of numbers serves every policy.
+	e.render = e.render.withNumbers(e.cfg.policy != nil)
 	return e
 }
 
@@ -88,11 +102,13 @@ func (e *Engine) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// Check decides r: it computes the key and cost, asks the limiter, calls the
-// hooks, sets the rate-limit headers on w.Header() and waits out a
-// leaky-bucket delay. It writes no status and no body. It returns nil when
-// the request goes on to the next handler, and otherwise the [Rejection] to
-// answer, with Respond or the router's own error rendering.
+// Check decides r: it computes the key and cost, looks up the policy
+// ([WithPolicyFunc]), asks the limiter, sets the rate-limit headers on
+// w.Header(), waits out a leaky-bucket delay and calls the hooks
+// ([WithHook]) with the request's [Event]. It writes no status and no body.
+// It returns nil when the request goes on to the next handler, and otherwise
+// the [Rejection] to answer, with Respond or the router's own error
+// rendering.
 //
 // An adapter passes the request its key functions are to see: for
 // [keyfunc.Route], a shallow copy with the router's route pattern in
@@ -109,7 +125,8 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 		key, err = e.cfg.fallback(r)
 	}
 	if err != nil {
-		return e.fail(r, &Rejection{Status: http.StatusBadRequest, Err: err, kind: kindKey})
+		return e.reject(Event{Request: r, Outcome: OutcomeKeyError, Err: err},
+			&Rejection{Status: http.StatusBadRequest, Err: err, kind: kindKey})
 	}
 	n := int64(1)
 	if e.cfg.cost != nil {
@@ -119,50 +136,144 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 			err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
 		}
 		if err != nil {
-			return e.fail(r, &Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
+			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Err: err},
+				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
 		}
 	}
 
-	d, err := e.lim.AllowN(r.Context(), key, n)
+	var p core.Policy // the request's own policy, with WithPolicyFunc
+	if e.cfg.policy != nil {
+		var perr error
+		p, perr = e.cfg.policy(r, key)
+		if perr == nil {
+			perr = checkPolicyName(p.Name)
+		}
+		if perr != nil {
+			// No policy, so nothing known to write: a zero Decision.
+			return e.failure(w, Event{Request: r, Key: key, Cost: n, Err: fmt.Errorf("policy func: %w", perr)})
+		}
+	}
+	// The clock is read for the hooks' Latency only.
+	hooked := len(e.cfg.hooks) > 0
+	var (
+		d       core.Decision
+		start   time.Time
+		latency time.Duration
+	)
+	if hooked {
+		start = time.Now()
+	}
+	if e.plim == nil {
+		d, err = e.lim.AllowN(r.Context(), key, n)
+	} else {
+		d, err = e.plim.AllowPolicy(r.Context(), p, key, n)
+	}
+	if hooked {
+		latency = time.Since(start)
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, core.ErrCostExceedsCapacity):
 			// A decision, not a failure: deny, and the zero RetryAfter
-			// keeps Retry-After out, as waiting cannot help.
+			// keeps Retry-After out, as waiting cannot help. err stays,
+			// for the hooks and the Rejection.
 			d.Allowed, d.RetryAfter = false, 0
 		case errors.Is(err, core.ErrInvalidCost):
-			return e.fail(r, &Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
+			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Err: err, Latency: latency},
+				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
 		default:
-			return e.fail(r, &Rejection{Status: http.StatusServiceUnavailable, Err: err, kind: kindStore})
+			// What is known of the limit: the store's Limit and Policy,
+			// or else those of the policy the call was to apply.
+			known := core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
+			if known.Policy == (core.Policy{}) {
+				known.Policy = e.render.policy
+				if e.plim != nil {
+					known.Policy = p
+				}
+			}
+			if known.Limit == 0 {
+				known.Limit = known.Policy.Limit
+			}
+			return e.failure(w, Event{Request: r, Key: key, Cost: n, Decision: known, Err: err, Latency: latency})
 		}
 	}
-	if e.cfg.onDecision != nil {
-		e.cfg.onDecision(r, d)
+	// Without header fields a denial needs only the table of numbers, for
+	// Retry-After, which the engine's own renderer has.
+	rd := &e.render
+	if rd.style != HeadersNone {
+		rd = e.rendererFor(d.Policy)
 	}
-	e.render.write(w.Header(), d, !d.Allowed && !e.cfg.dryRun)
+	rd.write(w.Header(), d, !d.Allowed && !e.cfg.dryRun)
+	var rej *Rejection
+	outcome := OutcomeAllowed
+	switch {
+	case e.cfg.dryRun:
+		if !d.Allowed {
+			outcome = OutcomeDryRun
+		}
+	case !d.Allowed:
+		outcome = OutcomeDenied
+		rej = &Rejection{Status: http.StatusTooManyRequests, Decision: d, Err: err, kind: kindDenied}
+	case d.Delay > 0:
+		if rej = e.delay(r, d); rej != nil {
+			outcome, err = OutcomeCanceled, rej.Err
+		}
+	}
+	if hooked {
+		e.emit(Event{Request: r, Key: key, Cost: n, Outcome: outcome, Decision: d, Err: err, Latency: latency})
+	}
+	return rej
+}
+
+// emit calls the hooks with ev.
+func (e *Engine) emit(ev Event) {
+	for _, h := range e.cfg.hooks {
+		h(ev)
+	}
+}
+
+// reject reports a key or cost error to the hooks and applies the policy for
+// it: rej, or nil (serve) in dry-run mode.
+func (e *Engine) reject(ev Event, rej *Rejection) *Rejection {
+	e.emit(ev)
 	if e.cfg.dryRun {
 		return nil
 	}
-	if !d.Allowed {
-		return &Rejection{Status: http.StatusTooManyRequests, Decision: d, Err: err, kind: kindDenied}
-	}
-	if d.Delay > 0 {
-		return e.delay(r, d)
-	}
-	return nil
+	return rej
 }
 
-// fail reports a key, cost or store error to the error hook and applies the
-// policy for it: a rejection, or nil (serve) in dry-run mode and for a store
-// failure that fails open.
-func (e *Engine) fail(r *http.Request, rej *Rejection) *Rejection {
-	if e.cfg.onError != nil {
-		e.cfg.onError(r, rej)
+// failure handles a limiter or policy-function failure, ev.Err: a request
+// whose own context has ended is canceled (503, no headers: the client is
+// gone); otherwise the request is served (fail open, or dry run) or answered
+// 503 (WithFailClosed), either way with the limit and policy known from
+// ev.Decision, never Remaining or Reset, which are not.
+func (e *Engine) failure(w http.ResponseWriter, ev Event) *Rejection {
+	if canceled(ev.Request.Context(), ev.Err) {
+		ev.Outcome = OutcomeCanceled
+		return e.reject(ev, &Rejection{Status: http.StatusServiceUnavailable, Decision: ev.Decision, Err: ev.Err, kind: kindCanceled})
 	}
-	if e.cfg.dryRun || rej.kind == kindStore && !e.cfg.failClosed {
+	if ev.Decision.Policy != (core.Policy{}) {
+		e.rendererFor(ev.Decision.Policy).writeKnown(w.Header(), ev.Decision.Limit)
+	}
+	if e.cfg.dryRun || !e.cfg.failClosed {
+		ev.Outcome = OutcomeFailedOpen
+		e.emit(ev)
 		return nil
 	}
-	return rej
+	ev.Outcome = OutcomeFailedClosed
+	e.emit(ev)
+	return &Rejection{Status: http.StatusServiceUnavailable, Decision: ev.Decision, Err: ev.Err, kind: kindStore}
+}
+
+// canceled reports whether err comes from ctx having ended: the caller's
+// own cancellation or deadline, not a failure of the limiter. A store's own
+// timeout, on a context that has not ended, is a failure.
+func canceled(ctx context.Context, err error) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Cause(ctx))
 }
 
 // delay holds an admitted leaky-bucket request for d.Delay. A timer, not
@@ -197,10 +308,10 @@ func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection)
 }
 
 // Rejection is a request the middleware did not let through, with the
-// status it is answered with. It is the error the [WithErrorHook] hook
-// receives, and the one an adapter for a router with its own error rendering
-// (echomw) returns, so that a custom error handler can get the decision
-// with errors.As.
+// status it is answered with. It is the error an adapter for a router with
+// its own error rendering (echomw) returns, so that a custom error handler
+// can get the decision with errors.As. Hooks get the same facts, and more,
+// in an [Event].
 type Rejection struct {
 	// Status is the HTTP status of the answer, and tells the kind of
 	// rejection:
@@ -209,12 +320,15 @@ type Rejection struct {
 	//   - 400 Bad Request: no key (Err is the key function's error);
 	//   - 500 Internal Server Error: the cost function failed or returned a
 	//     cost <= 0 (Err wraps core.ErrInvalidCost for the latter);
-	//   - 503 Service Unavailable: the limiter failed and WithFailClosed is
-	//     set (Err is its error), or the request's context ended during a
-	//     leaky-bucket delay (Err is the context's error).
+	//   - 503 Service Unavailable: the limiter or the WithPolicyFunc
+	//     function failed and WithFailClosed is set (Err is the error, the
+	//     policy function's prefixed "policy func: "), or the request's own
+	//     context ended while the limiter was deciding or during a
+	//     leaky-bucket delay (Err is, or wraps, the context's error).
 	Status int
 	// Decision is the limiter's decision, for 429 and for a delayed request
-	// whose context ended; zero otherwise.
+	// whose context ended; for a limiter failure, what is known of the
+	// limit (Limit and Policy, as in [Event].Decision); zero otherwise.
 	Decision core.Decision
 	// Err is the cause, for logs. Never send it to the client.
 	Err error
@@ -244,7 +358,7 @@ func (r *Rejection) Error() string {
 	case kindStore:
 		what = "limiter failed"
 	case kindCanceled:
-		what = "request ended during its rate-limit delay"
+		what = "request ended before it was served"
 	}
 	if r.Err != nil {
 		return "nethttp: " + what + ": " + r.Err.Error()

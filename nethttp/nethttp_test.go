@@ -156,8 +156,7 @@ func TestMiddlewareSkip(t *testing.T) {
 	health := func(r *http.Request) bool { return r.URL.Path == "/healthz" }
 	never := func(*http.Request) bool { return false }
 	h := wrap(t, lim, nethttp.WithSkip(never), nethttp.WithSkip(health),
-		nethttp.WithDecisionHook(func(*http.Request, core.Decision) { hooks++ }),
-		nethttp.WithErrorHook(func(*http.Request, error) { hooks++ }))
+		nethttp.WithHook(func(nethttp.Event) { hooks++ }))
 
 	t.Run("lets skipped requests through without headers, hooks or cost", func(t *testing.T) {
 		for range 5 {
@@ -183,89 +182,100 @@ func TestMiddlewareCost(t *testing.T) {
 		_, err := fmt.Sscan(r.Header.Get("X-Cost"), &n)
 		return n, err
 	}
-	setup := func(t *testing.T) (http.Handler, *[]core.Decision, *[]error) {
-		var decisions []core.Decision
-		var errs []error
+	setup := func(t *testing.T) (http.Handler, *[]nethttp.Event) {
+		var events []nethttp.Event
 		h := wrap(t, newLimiter(t, core.FixedWindow(100, time.Minute), newClock(t0)),
-			nethttp.WithCostFunc(costHeader),
-			nethttp.WithDecisionHook(func(_ *http.Request, d core.Decision) { decisions = append(decisions, d) }),
-			nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }))
-		return h, &decisions, &errs
+			nethttp.WithCostFunc(costHeader), recorder(&events))
+		return h, &events
 	}
 
 	t.Run("charges the request's cost", func(t *testing.T) {
-		h, _, _ := setup(t)
+		h, events := setup(t)
 		w := get(h, "", "X-Cost", "10")
 		assert.Equal(t, http.StatusOK, w.Code)
 		assert.Equal(t, xHeaders("100", "90", "60"), rateHeaders(t, w))
 		w = get(h, "", "X-Cost", "91")
 		assert.Equal(t, http.StatusTooManyRequests, w.Code)
 		assert.Equal(t, with(xHeaders("100", "90", "60"), "Retry-After", "60"), rateHeaders(t, w))
+		require.Len(t, *events, 2)
+		assert.Equal(t, []int64{10, 91}, []int64{(*events)[0].Cost, (*events)[1].Cost})
+		assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDenied}, outcomes(*events))
+		assert.NoError(t, (*events)[1].Err, "a denial is not an error")
 	})
 	t.Run("denies a cost above capacity without Retry-After", func(t *testing.T) {
-		h, decisions, errs := setup(t)
+		h, events := setup(t)
 		w := get(h, "", "X-Cost", "101")
 		assert.Equal(t, http.StatusTooManyRequests, w.Code)
 		assert.Equal(t, xHeaders("100", "100", "0"), rateHeaders(t, w))
 		assert.Equal(t, "Too Many Requests: the request costs more than the rate limit ever admits\n", w.Body.String())
-		require.Len(t, *decisions, 1)
-		assert.False(t, (*decisions)[0].Allowed)
-		assert.Empty(t, *errs, "a denial is not an error")
+		require.Len(t, *events, 1)
+		ev := (*events)[0]
+		assert.Equal(t, nethttp.OutcomeDenied, ev.Outcome)
+		assert.Equal(t, int64(101), ev.Cost)
+		assert.False(t, ev.Decision.Allowed)
+		assert.Zero(t, ev.Decision.RetryAfter)
+		assert.ErrorIs(t, ev.Err, core.ErrCostExceedsCapacity)
 	})
 	t.Run("answers 500 when the cost function fails", func(t *testing.T) {
-		h, decisions, errs := setup(t)
+		h, events := setup(t)
 		w := get(h, "", "X-Cost", "<script>")
 		assert.Equal(t, http.StatusInternalServerError, w.Code)
 		assert.Equal(t, "Internal Server Error\n", w.Body.String())
 		assert.Empty(t, rateHeaders(t, w))
-		assert.Empty(t, *decisions)
-		require.Len(t, *errs, 1)
-		var rej *nethttp.Rejection
-		require.ErrorAs(t, (*errs)[0], &rej)
-		assert.Equal(t, http.StatusInternalServerError, rej.Status)
+		require.Len(t, *events, 1)
+		ev := (*events)[0]
+		assert.Equal(t, nethttp.OutcomeCostError, ev.Outcome)
+		assert.Equal(t, "192.0.2.1", ev.Key)
+		assert.Zero(t, ev.Cost)
+		assert.Zero(t, ev.Latency, "the limiter was not called")
+		assert.Equal(t, core.Decision{}, ev.Decision)
+		assert.EqualError(t, ev.Err, "cost function: expected integer")
 	})
 	t.Run("answers 500 for a cost of zero, a server bug", func(t *testing.T) {
-		h, _, errs := setup(t)
+		h, events := setup(t)
 		w := get(h, "", "X-Cost", "0")
 		assert.Equal(t, http.StatusInternalServerError, w.Code)
-		require.Len(t, *errs, 1)
-		assert.ErrorIs(t, (*errs)[0], core.ErrInvalidCost)
-		assert.EqualError(t, (*errs)[0], "nethttp: invalid request cost: cost function returned 0: core: cost must be > 0")
+		require.Len(t, *events, 1)
+		assert.Equal(t, nethttp.OutcomeCostError, (*events)[0].Outcome)
+		assert.ErrorIs(t, (*events)[0].Err, core.ErrInvalidCost)
+		assert.EqualError(t, (*events)[0].Err, "cost function returned 0: core: cost must be > 0")
 	})
 }
 
 func TestMiddlewareDryRun(t *testing.T) {
-	var decisions []core.Decision
-	var errs []error
-	opts := []nethttp.Option{
-		nethttp.WithDryRun(),
-		nethttp.WithDecisionHook(func(_ *http.Request, d core.Decision) { decisions = append(decisions, d) }),
-		nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }),
-	}
+	var events []nethttp.Event
+	opts := []nethttp.Option{nethttp.WithDryRun(), recorder(&events)}
 	t.Run("serves a request the limit would deny, with headers but no Retry-After", func(t *testing.T) {
+		events = nil
 		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)), opts...)
 		assert.Equal(t, http.StatusOK, get(h, "").Code)
 		w := get(h, "")
 		assert.Equal(t, http.StatusOK, w.Code)
 		assert.Equal(t, "ok", w.Body.String())
 		assert.Equal(t, xHeaders("1", "0", "60"), rateHeaders(t, w))
-		require.Len(t, decisions, 2)
-		assert.True(t, decisions[0].Allowed)
-		assert.False(t, decisions[1].Allowed)
+		assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun}, outcomes(events))
+		assert.True(t, events[0].Decision.Allowed)
+		assert.False(t, events[1].Decision.Allowed)
+		assert.Equal(t, time.Minute, events[1].Decision.RetryAfter)
 	})
 	t.Run("serves a request without a key, reporting the error", func(t *testing.T) {
-		errs = nil
+		events = nil
 		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)),
 			append(opts, nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")))...)
 		assert.Equal(t, http.StatusOK, get(h, "").Code)
-		require.Len(t, errs, 1)
-		assert.ErrorIs(t, errs[0], keyfunc.ErrNoKey)
+		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeKeyError}, outcomes(events))
+		assert.ErrorIs(t, events[0].Err, keyfunc.ErrNoKey)
+		assert.Empty(t, events[0].Key)
 	})
 	t.Run("serves requests when the limiter fails, even fail-closed", func(t *testing.T) {
-		errs = nil
-		h := wrap(t, coretest.Failing{Err: errors.New("boom")}, append(opts, nethttp.WithFailClosed())...)
-		assert.Equal(t, http.StatusOK, get(h, "").Code)
-		assert.Len(t, errs, 1)
+		events = nil
+		h := wrap(t, coretest.Failing{Err: errors.New("boom"), P: core.FixedWindow(3, time.Second)},
+			append(opts, nethttp.WithFailClosed())...)
+		w := get(h, "")
+		assert.Equal(t, http.StatusOK, w.Code)
+		assert.Equal(t, map[string]string{nethttp.HeaderLimit: "3"}, rateHeaders(t, w))
+		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedOpen}, outcomes(events))
+		assert.EqualError(t, events[0].Err, "boom")
 	})
 	t.Run("does not apply leaky-bucket delays", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -286,29 +296,31 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 	secret := errors.New("dial tcp 10.1.2.3:6379: connection refused (secret-detail)")
 	broken := coretest.Failing{Err: secret, P: core.FixedWindow(10, time.Second)}
 
-	t.Run("fails open by default, without rate headers", func(t *testing.T) {
-		var errs []error
-		h := wrap(t, broken, nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }))
+	t.Run("fails open by default, with the limit only", func(t *testing.T) {
+		var events []nethttp.Event
+		h := wrap(t, broken, recorder(&events))
 		w := get(h, "")
 		assert.Equal(t, http.StatusOK, w.Code)
 		assert.Equal(t, "ok", w.Body.String())
-		assert.Empty(t, rateHeaders(t, w))
-		require.Len(t, errs, 1)
-		assert.ErrorIs(t, errs[0], secret)
-		var rej *nethttp.Rejection
-		require.ErrorAs(t, errs[0], &rej)
-		assert.Equal(t, http.StatusServiceUnavailable, rej.Status)
+		assert.Equal(t, map[string]string{nethttp.HeaderLimit: "10"}, rateHeaders(t, w))
+		require.Len(t, events, 1)
+		ev := events[0]
+		assert.Equal(t, nethttp.OutcomeFailedOpen, ev.Outcome)
+		assert.ErrorIs(t, ev.Err, secret)
+		assert.Equal(t, "192.0.2.1", ev.Key)
+		assert.Equal(t, int64(1), ev.Cost)
+		assert.Equal(t, core.Decision{Limit: 10, Policy: broken.P}, ev.Decision)
 	})
-	t.Run("fails closed with 503 and no error text", func(t *testing.T) {
-		var errs []error
-		h := wrap(t, broken, nethttp.WithFailClosed(),
-			nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }))
+	t.Run("fails closed with 503, the limit only and no error text", func(t *testing.T) {
+		var events []nethttp.Event
+		h := wrap(t, broken, nethttp.WithFailClosed(), recorder(&events))
 		w := get(h, "")
 		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 		assert.Equal(t, "Service Unavailable\n", w.Body.String())
 		assert.NotContains(t, fmt.Sprint(w.Result().Header), "secret")
-		assert.Empty(t, rateHeaders(t, w))
-		assert.Len(t, errs, 1)
+		assert.Equal(t, map[string]string{nethttp.HeaderLimit: "10"}, rateHeaders(t, w))
+		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedClosed}, outcomes(events))
+		assert.ErrorIs(t, events[0].Err, secret)
 	})
 	t.Run("treats a closed limiter as a failure", func(t *testing.T) {
 		lim, err := core.New(core.FixedWindow(10, time.Second))
@@ -332,14 +344,17 @@ func TestMiddlewareKeyErrors(t *testing.T) {
 	}
 
 	t.Run("rejects a request without a key with 400", func(t *testing.T) {
-		var errs []error
-		h := newH(t, nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) }))
+		var events []nethttp.Event
+		h := newH(t, recorder(&events))
 		w := get(h, "")
 		assert.Equal(t, http.StatusBadRequest, w.Code)
 		assert.Equal(t, "Bad Request: the request carries no rate-limit key\n", w.Body.String())
 		assert.Empty(t, rateHeaders(t, w))
-		require.Len(t, errs, 1)
-		assert.ErrorIs(t, errs[0], keyfunc.ErrNoKey)
+		require.Len(t, events, 1)
+		assert.Equal(t, nethttp.OutcomeKeyError, events[0].Outcome)
+		assert.ErrorIs(t, events[0].Err, keyfunc.ErrNoKey)
+		assert.Empty(t, events[0].Key)
+		assert.Zero(t, events[0].Cost)
 	})
 	t.Run("limits each key separately", func(t *testing.T) {
 		h := newH(t)
@@ -571,8 +586,11 @@ func TestMiddlewareConstructorPanics(t *testing.T) {
 		{"a nil key-error handler", func() { nethttp.WithKeyErrorHandler(nil) }, "nethttp: WithKeyErrorHandler: nil function"},
 		{"a nil cost function", func() { nethttp.WithCostFunc(nil) }, "nethttp: WithCostFunc: nil function"},
 		{"a nil skip function", func() { nethttp.WithSkip(nil) }, "nethttp: WithSkip: nil function"},
-		{"a nil error hook", func() { nethttp.WithErrorHook(nil) }, "nethttp: WithErrorHook: nil function"},
-		{"a nil decision hook", func() { nethttp.WithDecisionHook(nil) }, "nethttp: WithDecisionHook: nil function"},
+		{"a nil hook", func() { nethttp.WithHook(nil) }, "nethttp: WithHook: nil function"},
+		{"a nil policy function", func() { nethttp.WithPolicyFunc(nil) }, "nethttp: WithPolicyFunc: nil function"},
+		{"a policy function on a limiter without per-call policies", func() {
+			nethttp.Middleware(coretest.Failing{P: core.FixedWindow(1, time.Second)}, nethttp.WithPolicyFunc(plans))
+		}, "nethttp: Middleware: WithPolicyFunc needs a core.PolicyLimiter, and coretest.Failing is not one"},
 		{"a nil deny handler", func() { nethttp.WithDenyHandler(nil) }, "nethttp: WithDenyHandler: nil function"},
 		{"an unknown header style", func() { nethttp.WithHeaderStyle(9) }, "nethttp: WithHeaderStyle: unknown header style HeaderStyle(9)"},
 		{"a policy name that is not printable ASCII", func() {

@@ -11,7 +11,8 @@ import (
 // Option configures [Middleware] and [NewEngine]. The adapters chimw, ginmw
 // and echomw take the same options. An option given a nil function or an
 // invalid value panics, naming itself. Each option replaces an earlier one
-// of the same name, except WithSkip, which adds a condition.
+// of the same name, except WithSkip, which adds a condition, and WithHook,
+// which adds a hook.
 type Option func(*config)
 
 type config struct {
@@ -22,8 +23,6 @@ type config struct {
 	skip       []func(*http.Request) bool
 	failClosed bool
 	dryRun     bool
-	onError    func(*http.Request, error)
-	onDecision func(*http.Request, core.Decision)
 	style      HeaderStyle
 	resetUnix  bool
 	deny       func(http.ResponseWriter, *http.Request, core.Decision)
@@ -74,9 +73,10 @@ func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err erro
 // WithCostFunc sets the cost of a request (weighted limiting, for instance by
 // the size of a batch). The default cost is 1. A cost above what the policy
 // can ever admit is denied with 429 and no Retry-After. An error from f, or
-// a cost <= 0, is a server bug: the error hook gets it and the request is
-// answered 500 Internal Server Error (served anyway in dry-run mode), so that
-// a broken cost function is noticed instead of silently disabling the limit.
+// a cost <= 0, is a server bug: the request is answered 500 Internal Server
+// Error (served anyway in dry-run mode) and the hooks get [OutcomeCostError],
+// so that a broken cost function is noticed instead of silently disabling
+// the limit.
 func WithCostFunc(f func(*http.Request) (int64, error)) Option {
 	if f == nil {
 		panic(nilFunc("WithCostFunc"))
@@ -97,45 +97,24 @@ func WithSkip(f func(*http.Request) bool) Option {
 }
 
 // WithFailClosed answers 503 Service Unavailable when the limiter fails (a
-// store error other than a denial, e.g. Redis unreachable). The default is
-// to fail open: the request is served, without rate-limit headers, as an
-// unreachable store should not take the service down. Either way the error
-// hook receives the error and the client never sees its text.
+// store error other than a denial, e.g. Redis unreachable) or the
+// [WithPolicyFunc] function returns an error. The default is to fail open:
+// the request is served, as an unreachable store should not take the service
+// down. Either way the response carries only what is known of the limit
+// (X-RateLimit-Limit, RateLimit-Policy), the hooks get the error
+// ([OutcomeFailedOpen] or [OutcomeFailedClosed]) and the client never sees
+// its text. An error caused by the request's own context ending (the client
+// went away) is not a failure: see [OutcomeCanceled].
 func WithFailClosed() Option {
 	return func(c *config) { c.failClosed = true }
 }
 
-// WithErrorHook sets a function called with every error the middleware meets
-// and then handles by policy: a key error left after the fallback (client
-// input: test with errors.Is(err, keyfunc.ErrNoKey)), a cost error
-// ([core.ErrInvalidCost]) and a limiter failure. The error is a *[Rejection]
-// wrapping the cause, whether or not the request is then rejected. It is not
-// called for denials, including [core.ErrCostExceedsCapacity], which are
-// decisions, nor when a client goes away during a leaky-bucket delay. It runs
-// on the request path: keep it fast.
-func WithErrorHook(f func(*http.Request, error)) Option {
-	if f == nil {
-		panic(nilFunc("WithErrorHook"))
-	}
-	return func(c *config) { c.onError = f }
-}
-
-// WithDecisionHook sets a function called with every decision the limiter
-// makes (admitted or denied, dry-run or not), before the response is
-// written: the place for logging and metrics. It runs on the request path:
-// keep it fast.
-func WithDecisionHook(f func(*http.Request, core.Decision)) Option {
-	if f == nil {
-		panic(nilFunc("WithDecisionHook"))
-	}
-	return func(c *config) { c.onDecision = f }
-}
-
 // WithDryRun makes the middleware compute every decision, call the hooks and
 // write the rate-limit headers, but never block: denied requests are served
-// (without Retry-After), leaky-bucket delays are not applied, and key, cost
-// and limiter errors go to the error hook only. For rolling out a limit
-// safely: watch the decision hook, then remove WithDryRun.
+// (without Retry-After, reported as [OutcomeDryRun]), leaky-bucket delays are
+// not applied, and requests with key, cost or limiter errors are served too,
+// the hooks getting the error. For rolling out a limit safely: watch the
+// hooks ([WithHook]), then remove WithDryRun.
 func WithDryRun() Option {
 	return func(c *config) { c.dryRun = true }
 }

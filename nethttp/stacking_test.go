@@ -29,11 +29,11 @@ func xCost(r *http.Request) (int64, error) {
 	return 1, nil
 }
 
-// layer builds one middleware of a stack on clk and counts the decisions
-// its limiter makes in *calls.
+// layer builds one middleware of a stack on clk and counts the requests it
+// decides (its hook's events) in *calls.
 func layer(t *testing.T, clk *coretest.Clock, p core.Policy, calls *int, opts ...nethttp.Option) func(http.Handler) http.Handler {
 	t.Helper()
-	opts = append([]nethttp.Option{nethttp.WithDecisionHook(func(*http.Request, core.Decision) { *calls++ })}, opts...)
+	opts = append([]nethttp.Option{nethttp.WithHook(func(nethttp.Event) { *calls++ })}, opts...)
 	mw := nethttp.Middleware(newLimiter(t, p, clk), opts...)
 	return mw
 }

@@ -56,8 +56,9 @@ type fallbackConfig struct {
 //   - A fallback decision has Source core.SourceFallback, p as its Policy
 //     and Limit, and a nil error (or, as in memory, a denial with
 //     core.ErrCostExceedsCapacity for a cost above p's capacity): adapters
-//     serve it like any decision, and their error hooks do not see the
-//     Redis error. Count Source in a decision hook, or use OnBreakerChange.
+//     serve it like any decision, and their hooks do not see the Redis
+//     error. Count Decision.Source in a hook (nethttp.WithHook), or use
+//     OnBreakerChange.
 //   - A call whose context ends first (the caller's cancellation, or its
 //     own deadline before WithTimeout's) is not a Redis failure: it returns
 //     its error, undecided, and the breaker does not count it.

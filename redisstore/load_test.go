@@ -122,9 +122,12 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = lim.Close() })
 		s := &loadServer{}
-		mw := nethttp.Middleware(lim, nethttp.WithErrorHook(func(_ *http.Request, err error) {
+		mw := nethttp.Middleware(lim, nethttp.WithHook(func(ev nethttp.Event) {
+			if ev.Err == nil || ev.Outcome == nethttp.OutcomeDenied {
+				return
+			}
 			s.failOpens.Add(1)
-			s.firstErr.CompareAndSwap(nil, &err)
+			s.firstErr.CompareAndSwap(nil, &ev.Err)
 		}))
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)

@@ -13,6 +13,18 @@
 // Policies and steps in the suite are whole milliseconds and divide evenly,
 // so a store computing in microseconds (Redis) agrees exactly.
 //
+// When the limiter New builds is a core.PolicyLimiter, Run also checks
+// policies given per call ("Policies per call" in the package docs of
+// core), on tables worked out by hand for each algorithm: a key moved to
+// another policy keeps what it used (token and leaky debt rescaled
+// exactly, a fixed window's count carried, a sliding window's buckets kept
+// or their total carried), a plan's limit raised and lowered mid-window,
+// AllowN converting back, Get changing nothing, Set, a denied call moving
+// the key too, and the errors (ErrAlgorithmMismatch, ErrInvalidUsage, an
+// invalid policy) changing nothing. RunModel then mixes the plans of Plans
+// with Get and Set in its traffic, and RunProperties adds two properties.
+// Nothing more is asked of the store: the same Suite, the same New.
+//
 // Suite.RunModel and Suite.RunProperties go further, on random policies at
 // nanosecond resolution. RunModel drives the store with seeded random
 // traffic (a few hot keys and many cold ones, floods of new keys, random and
@@ -137,6 +149,7 @@ func (s Suite) Run(t *testing.T) {
 	t.Run("window boundaries", s.boundaries)
 	t.Run("exact under concurrency", s.concurrency)
 	t.Run("matches the in-memory reference", s.reference)
+	t.Run("policies per call", s.policies)
 }
 
 // step is one request of a table: at Epoch+at, cost n (0 means Peek).

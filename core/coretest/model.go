@@ -37,14 +37,19 @@ import (
 // other traffic, Delay the leaky-bucket wait of an admitted request (0 for
 // Peek, a denial and every other algorithm).
 //
+// A call may also carry a policy of the same algorithm (AllowPolicy, Get,
+// Set, as core.PolicyLimiter): see "Policies per call" in the package docs
+// of core, and convert in policymodel.go for how a key's state is carried
+// from one policy to another.
+//
 // The model has no clock of its own: each call says when it happens. Times
-// for one key must not go back before that key's latest admission (a store
-// that makes its clock monotonic, like core.MemoryLimiter, is modelled by
-// passing the latest instant it has seen). A Model is not safe for
-// concurrent use.
+// for one key must not go back before the latest instant its state was
+// written (an admission, a change of policy, a Set; a store that makes its
+// clock monotonic, like core.MemoryLimiter, is modelled by passing the
+// latest instant it has seen). A Model is not safe for concurrent use.
 type Model struct {
 	p    core.Policy
-	keys map[string]keyModel
+	keys map[string]*keyState
 }
 
 // NewModel returns the model of p, with every key new. It returns p's
@@ -53,7 +58,7 @@ func NewModel(p core.Policy) (*Model, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return &Model{p: p, keys: map[string]keyModel{}}, nil
+	return &Model{p: p, keys: map[string]*keyState{}}, nil
 }
 
 // Policy returns the modelled policy.
@@ -62,54 +67,53 @@ func (m *Model) Policy() core.Policy { return m.p }
 // AllowN is what a store must answer to AllowN(key, n) at now: the same
 // Decision, and an error wrapping core.ErrInvalidCost for n <= 0 or
 // core.ErrCostExceedsCapacity (with a denial reporting the key's state and
-// no RetryAfter) for n above the capacity.
+// no RetryAfter) for n above the capacity. It is AllowPolicy under the
+// model's own policy: a key last decided under another one is converted
+// back.
 func (m *Model) AllowN(key string, now time.Time, n int64) (core.Decision, error) {
-	return m.allowN(key, now.UnixNano(), n)
+	return m.allowPolicy(m.p, key, now.UnixNano(), n)
 }
 
-// Peek is what a store must answer to Peek(key) at now.
+// Peek is what a store must answer to Peek(key) at now: the key's state
+// under the model's own policy, which it does not change (a key last
+// decided under another policy is not moved).
 func (m *Model) Peek(key string, now time.Time) core.Decision {
-	return m.peek(key, now.UnixNano())
+	return m.peek(m.p, key, now.UnixNano())
 }
 
 // Reset forgets key.
 func (m *Model) Reset(key string) { delete(m.keys, key) }
 
-func (m *Model) allowN(key string, now, n int64) (core.Decision, error) {
+func (m *Model) allowPolicy(p core.Policy, key string, now, n int64) (core.Decision, error) {
 	switch {
 	case n <= 0:
 		return core.Decision{}, fmt.Errorf("%w, got %d", core.ErrInvalidCost, n)
-	case n > m.p.Capacity():
-		d := m.peek(key, now)
+	case n > p.Capacity():
+		d := m.peek(p, key, now)
 		d.Allowed, d.RetryAfter = false, 0
 		return d, fmt.Errorf("%w: n=%d", core.ErrCostExceedsCapacity, n)
 	}
-	k := m.key(key)
-	return m.decision(k.decide(now, n, true)), nil
-}
-
-func (m *Model) peek(key string, now int64) core.Decision {
 	k, ok := m.keys[key]
 	if !ok {
-		k = newKeyModel(m.p) // a key never seen: not stored
-	}
-	return m.decision(k.decide(now, 1, false))
-}
-
-func (m *Model) key(key string) keyModel {
-	k, ok := m.keys[key]
-	if !ok {
-		k = newKeyModel(m.p)
+		k = &keyState{}
 		m.keys[key] = k
 	}
-	return k
+	return decisionOf(p, k.decide(p, now, n)), nil
 }
 
-func (m *Model) decision(v verdict) core.Decision {
+func (m *Model) peek(p core.Policy, key string, now int64) core.Decision {
+	k, ok := m.keys[key]
+	if !ok {
+		k = &keyState{} // a key never seen: not stored
+	}
+	return decisionOf(p, k.view(p, now).decide(now, 1, false))
+}
+
+func decisionOf(p core.Policy, v verdict) core.Decision {
 	return core.Decision{
-		Allowed: v.allowed, Limit: m.p.Limit, Remaining: v.remaining,
+		Allowed: v.allowed, Limit: p.Limit, Remaining: v.remaining,
 		ResetAfter: time.Duration(v.reset), RetryAfter: time.Duration(v.retry),
-		Delay: time.Duration(v.delay), Policy: m.p,
+		Delay: time.Duration(v.delay), Policy: p,
 	}
 }
 
@@ -127,8 +131,12 @@ type keyModel interface {
 	// recording it if it is admitted and consume is set (consume unset is
 	// Peek, for n = 1). now must not be before lastAdmitted().
 	decide(now, n int64, consume bool) verdict
-	// lastAdmitted is the instant of the latest admission, or MinInt64.
+	// lastAdmitted is the latest instant the state was written at (an
+	// admission, or the instant it was converted from another policy or
+	// Set), or MinInt64.
 	lastAdmitted() int64
+	// used is Usage.Used at now: what the key has used, in units of cost.
+	used(now int64) int64
 }
 
 func newKeyModel(p core.Policy) keyModel {
@@ -151,6 +159,9 @@ func newKeyModel(p core.Policy) keyModel {
 
 // admission is one admitted request.
 type admission struct{ at, n int64 }
+
+// ceilDiv divides rounding toward plus infinity (b > 0).
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
 // floorDiv divides rounding toward minus infinity.
 func floorDiv(a, b int64) int64 {
@@ -177,8 +188,8 @@ type fixedModel struct {
 
 func (m *fixedModel) lastAdmitted() int64 { return m.last }
 
-// used is the cost admitted in window w.
-func (m *fixedModel) used(w int64) int64 {
+// usedIn is the cost counted in window w.
+func (m *fixedModel) usedIn(w int64) int64 {
 	var sum int64
 	for _, a := range m.admitted {
 		if floorDiv(a.at, m.window) == w {
@@ -191,7 +202,7 @@ func (m *fixedModel) used(w int64) int64 {
 func (m *fixedModel) decide(now, n int64, consume bool) verdict {
 	mustNotGoBack(now, m.last)
 	w := floorDiv(now, m.window)
-	used := m.used(w)
+	used := m.usedIn(w)
 	untilNext := (w+1)*m.window - now // the next window starts with nothing used
 	var v verdict
 	if used+n > m.limit {
@@ -206,12 +217,14 @@ func (m *fixedModel) decide(now, n int64, consume bool) verdict {
 			m.admitted = slices.DeleteFunc(m.admitted, func(a admission) bool { return floorDiv(a.at, m.window) < w })
 		}
 	}
-	v.remaining = m.limit - used
+	v.remaining = max(0, m.limit-used) // a count carried from another policy may exceed Limit
 	if used > 0 {
 		v.reset = untilNext
 	}
 	return v
 }
+
+func (m *fixedModel) used(now int64) int64 { return m.usedIn(floorDiv(now, m.window)) }
 
 // slidingModel: buckets [kI, (k+1)I); bucket k admits n while buckets
 // k-B+1..k hold at most Limit-n and buckets k-B..k at most cap2-n.
@@ -237,6 +250,12 @@ func (m *slidingModel) sum(from, to int64) int64 {
 // room is how many unit requests bucket k admits (with no more traffic).
 func (m *slidingModel) room(k int64) int64 {
 	return max(0, min(m.limit-m.sum(k-m.buckets+1, k), m.cap2-m.sum(k-m.buckets, k)))
+}
+
+// used is what the trailing window counts: buckets k-B+1..k.
+func (m *slidingModel) used(now int64) int64 {
+	k := floorDiv(now, m.width)
+	return m.sum(k-m.buckets+1, k)
 }
 
 func (m *slidingModel) fits(k, n int64) bool {
@@ -291,12 +310,17 @@ func (m *slidingModel) decide(now, n int64, consume bool) verdict {
 }
 
 // tokenModel: tokens refilling continuously, one per q ns, up to Burst,
-// measured in ns of refill: level is in [0, full], full = Burst*q.
+// measured in ns of refill: level is at most full = Burst*q, and below 0
+// when the key was moved from a policy under which it had used more than
+// this one's Burst (it is then denied until it is back under it).
 type tokenModel struct {
 	q, full int64
 	level   int64 // at the instant last
-	last    int64 // latest admission; MinInt64: never, the bucket is full
+	last    int64 // latest admission (or conversion, Set); MinInt64: never, the bucket is full
 }
+
+// used is the tokens taken and not yet refilled, rounded up.
+func (m *tokenModel) used(now int64) int64 { return ceilDiv(m.full-m.levelAt(now), m.q) }
 
 func (m *tokenModel) lastAdmitted() int64 { return m.last }
 
@@ -321,7 +345,7 @@ func (m *tokenModel) decide(now, n int64, consume bool) verdict {
 			m.level, m.last = level, now
 		}
 	}
-	v.remaining = level / m.q
+	v.remaining = max(0, level/m.q)
 	v.reset = m.full - level
 	return v
 }
@@ -342,6 +366,8 @@ func (m *queueModel) left(r admission, now int64) int64 {
 	done := min(max(floorDiv(now-r.at, m.q), 0), r.n)
 	return r.n - done
 }
+
+func (m *queueModel) used(now int64) int64 { return m.in(now) }
 
 // in is how many units are in the bucket at now.
 func (m *queueModel) in(now int64) int64 {
@@ -378,7 +404,7 @@ func (m *queueModel) decide(now, n int64, consume bool) verdict {
 	mustNotGoBack(now, m.last)
 	in := m.in(now)
 	var v verdict
-	v.remaining = m.burst - in
+	v.remaining = max(0, m.burst-in) // a key moved from a deeper bucket may hold more than Burst
 	if in > 0 {
 		v.reset = m.free() - now
 	}

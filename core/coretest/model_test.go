@@ -1,7 +1,10 @@
 package coretest
 
 import (
+	"context"
 	"errors"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,4 +125,116 @@ func TestModelSteadyClient(t *testing.T) {
 		assert.True(t, errors.Is(err, core.ErrCostExceedsCapacity))
 		assert.Equal(t, core.Decision{Limit: p.Limit, Remaining: p.Limit, Policy: p}, d)
 	}
+}
+
+// modelTarget runs a policy table on the Model.
+type modelTarget struct {
+	m   *Model
+	now time.Time
+}
+
+func (m *modelTarget) at(d time.Duration) { m.now = Epoch.Add(d) }
+func (m *modelTarget) allowPolicy(p core.Policy, n int64) (core.Decision, error) {
+	return m.m.AllowPolicy(p, "k", m.now, n)
+}
+func (m *modelTarget) allowN(n int64) (core.Decision, error) { return m.m.AllowN("k", m.now, n) }
+func (m *modelTarget) peek() (core.Decision, error)          { return m.m.Peek("k", m.now), nil }
+func (m *modelTarget) get(p core.Policy) (core.Usage, error) { return m.m.Get(p, "k", m.now) }
+func (m *modelTarget) set(p core.Policy, used int64) error   { return m.m.Set(p, "k", m.now, used) }
+
+// TestModelPolicyTables holds the Model to the conformance suite's tables
+// of policies per call, worked out by hand from the docs.
+func TestModelPolicyTables(t *testing.T) {
+	for _, tc := range policyTables() {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := NewModel(tc.policies[0])
+			require.NoError(t, err)
+			runPolicyTable(t, tc, &modelTarget{m: m})
+		})
+	}
+}
+
+// modelLimiter is a core.PolicyLimiter that answers with the Model, its
+// clock made monotonic: correct by definition, it shows that the suite's
+// own bookkeeping (RunModel's tracking of keys across policies, the
+// properties) raises no false alarm.
+type modelLimiter struct {
+	mu   sync.Mutex
+	m    *Model
+	now  func() time.Time
+	high time.Time
+}
+
+var _ core.PolicyLimiter = (*modelLimiter)(nil)
+
+func (l *modelLimiter) at() time.Time {
+	if n := l.now(); n.After(l.high) {
+		l.high = n
+	}
+	return l.high
+}
+
+func (l *modelLimiter) AllowN(_ context.Context, key string, n int64) (core.Decision, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.AllowN(key, l.at(), n)
+}
+
+func (l *modelLimiter) Peek(_ context.Context, key string) (core.Decision, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.Peek(key, l.at()), nil
+}
+
+func (l *modelLimiter) Reset(_ context.Context, key string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m.Reset(key)
+	return nil
+}
+
+func (l *modelLimiter) Policy() core.Policy { return l.m.Policy() }
+
+func (l *modelLimiter) AllowPolicy(_ context.Context, p core.Policy, key string, n int64) (core.Decision, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.AllowPolicy(p, key, l.at(), n)
+}
+
+func (l *modelLimiter) Get(_ context.Context, p core.Policy, key string) (core.Usage, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.Get(p, key, l.at())
+}
+
+func (l *modelLimiter) Set(_ context.Context, p core.Policy, key string, used int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.Set(p, key, l.at(), used)
+}
+
+func modelSuite() Suite {
+	return Suite{
+		New: func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
+			m, err := NewModel(p)
+			require.NoError(t, err)
+			return &modelLimiter{m: m, now: now}
+		},
+		MonotonicClock: true,
+	}
+}
+
+// TestModelLimiter runs the suite's policy cases, RunModel and the
+// properties of policies per call on the Model itself.
+func TestModelLimiter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs RunModel")
+	}
+	if os.Getenv(EnvModelDuration) == "" {
+		t.Setenv(EnvModelDuration, "4s")
+	}
+	s := modelSuite()
+	t.Run("policies per call", s.policies)
+	t.Run("model", s.RunModel)
+	t.Run("properties", func(t *testing.T) { s.runProperties(t, policyProperties) })
 }

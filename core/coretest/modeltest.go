@@ -289,6 +289,18 @@ func closeLimiter(lim core.Limiter) {
 // ResetAfter is 0), and for each key between its Resets no interval of one
 // Window admits more than Policy.MaxInWindow.
 //
+// When the limiter is a core.PolicyLimiter, the traffic also mixes the
+// plans of Plans (p and two other policies of its algorithm): each key
+// mostly uses one plan, moves to another now and then, and makes one-off
+// calls under others (AllowPolicy, or AllowN for p), with Get and Set
+// (valid and out of range) and calls under a policy of another algorithm
+// or an invalid one. The Model converts the key as the package docs of
+// core say, and every Decision and Usage is compared field by field;
+// MaxInWindow is checked per key since its policy last changed. Calls
+// that return an error (invalid cost, cost above capacity) are made only
+// under the policy the key is held under: whether they move a key is not
+// said.
+//
 // The first failing case of each algorithm stops it and prints its seed,
 // the step and the history of the failing key. The run takes
 // RATELIMIT_MODEL_DURATION (default 20s) and logs the number of store
@@ -316,32 +328,43 @@ const modelSteps = 2000
 // traffic reached what it is meant to reach.
 type modelStats struct {
 	exact, denied, refused, invalid, back, loose, early, resets, sweeps int
+	// policies per call (PolicyLimiter only)
+	perCall, moves, gets, sets, policyErrors int
 }
 
 func (s *modelStats) String() string {
-	return fmt.Sprintf(": %d decisions compared field by field (%d of them denials, %d costs above capacity), %d invalid costs, "+
+	out := fmt.Sprintf(": %d decisions compared field by field (%d of them denials, %d costs above capacity), %d invalid costs, "+
 		"%d decisions before their key's latest admission, %d checked for shape only, %d limited earlier than the model, %d Resets, %d Sweeps",
 		s.exact, s.denied, s.refused, s.invalid, s.back, s.loose, s.early, s.resets, s.sweeps)
+	if s.perCall+s.gets+s.sets > 0 {
+		out += fmt.Sprintf("; policies per call: %d AllowPolicy, %d calls moving a key to another policy, %d Gets compared field by field, %d Sets, %d calls with a wrong policy or usage",
+			s.perCall, s.moves, s.gets, s.sets, s.policyErrors)
+	}
+	return out
 }
 
 // tracked is what a case knows of one key.
 type tracked struct {
-	m        keyModel // nil: a key never seen (since its last Reset)
+	st       keyState // the model, and the policy it is held under
+	plan     int      // the plan (index into modelCase.plans) traffic mostly uses for it
 	tainted  bool     // its state left the model (see RunModel)
 	maxAdmit int64    // the latest instant it admitted at, once tainted
 	// since: after a tainted stretch, the store's state is new only from
 	// this instant on; a call before it is a call before the key's latest
 	// admission.
 	since   int64
-	recent  []admission
+	recent  []admission // admissions since recentP became the key's policy
+	recentP core.Policy
 	history []event // the latest calls on the key
 }
 
 // event is one thing a case did, formatted only when a failure shows it.
 type event struct {
-	op      string // "AllowN", "Peek", "Reset", "Sweep", or a note to print as is
+	op      string // "AllowN", "AllowPolicy", "Peek", "Get", "Set", "Reset", "Sweep", or a note to print as is
 	key     string
+	pol     string // AllowPolicy, Get, Set: the policy's name
 	n       int64
+	u       core.Usage
 	now, at int64 // the clock's instant, and the instant the model decided at
 	d       core.Decision
 	err     error
@@ -355,9 +378,12 @@ type modelCase struct {
 	rng      *rand.Rand
 	clock    *Clock
 	lim      core.Limiter
-	start    int64 // the clock's first instant
-	now      int64 // the clock's instant
-	high     int64 // the latest instant the clock has shown
+	pl       core.PolicyLimiter // lim, when it is one: traffic then mixes plans
+	plans    []core.Policy      // p and other policies of its algorithm (Plans)
+	rec      int64              // the longest a key's state can take to recover under any plan
+	start    int64              // the clock's first instant
+	now      int64              // the clock's instant
+	high     int64              // the latest instant the clock has shown
 	keys     map[string]*tracked
 	step     int
 	log      [30]event // the latest calls, any key, a ring from logged%30
@@ -380,8 +406,13 @@ func (s Suite) modelCase(t *testing.T, seed uint64, deadline time.Time, stats *m
 	}
 	c.lim = s.New(t, p, c.clock.Now)
 	defer closeLimiter(c.lim)
+	c.plans, c.rec = []core.Policy{p}, int64(p.Recovery())
+	if pl, ok := c.lim.(core.PolicyLimiter); ok {
+		c.pl, c.plans = pl, Plans(rng, p)
+		c.rec = recoveryBound(c.plans)
+	}
 	// The first instant is read by a valid call too (see next).
-	first := func() error { return c.call(c.pickKey(), 1+c.rng.Int64N(p.Capacity()), false) }
+	first := func() error { return c.request(c.pickKey(), c.validCost) }
 	for c.step < modelSteps {
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			break
@@ -391,7 +422,7 @@ func (s Suite) modelCase(t *testing.T, seed uint64, deadline time.Time, stats *m
 			next = first
 		}
 		if err := next(); err != nil {
-			t.Errorf("%v\n\npolicy %v, seed %d, store call %d\nreplay: %s", err, p, seed, c.step, replayCommand(t, seed))
+			t.Errorf("%v\n\npolicy %v%s, seed %d, store call %d\nreplay: %s", err, p, c.showPlans(), seed, c.step, replayCommand(t, seed))
 			return c.step, false
 		}
 	}
@@ -416,10 +447,20 @@ func (c *modelCase) rel(ns int64) string { return time.Duration(ns - c.start).St
 
 // next makes one random move.
 func (c *modelCase) next() error {
+	if c.pl != nil {
+		switch r := c.rng.IntN(100); {
+		case r < 4:
+			return c.get(c.pickKey())
+		case r < 7:
+			return c.setUsage(c.pickKey())
+		case r < 8:
+			return c.policyError(c.pickKey())
+		}
+	}
 	r := c.rng.IntN(1000)
 	switch {
 	case r < 560:
-		return c.call(c.pickKey(), c.cost(), false)
+		return c.request(c.pickKey(), c.cost)
 	case r < 660:
 		return c.call(c.pickKey(), 0, true)
 	case r < 675:
@@ -432,7 +473,7 @@ func (c *modelCase) next() error {
 				c.fresh++
 				k = "n" + strconv.Itoa(c.fresh)
 			}
-			if err := c.call(k, c.cost(), false); err != nil {
+			if err := c.request(k, c.cost); err != nil {
 				return err
 			}
 			if strings.HasPrefix(k, "n") {
@@ -453,7 +494,7 @@ func (c *modelCase) next() error {
 	// that a store with MonotonicClock has seen exactly the instants c.high
 	// covers, whatever else reads its clock in the background.
 	c.move()
-	return c.call(c.pickKey(), 1+c.rng.Int64N(c.p.Capacity()), false)
+	return c.request(c.pickKey(), c.validCost)
 }
 
 // Key names: hot, cold and flood-pool keys.
@@ -478,8 +519,11 @@ func (c *modelCase) pickKey() string {
 	return coldKeys[c.rng.IntN(len(coldKeys))]
 }
 
-func (c *modelCase) cost() int64 {
-	capacity := c.p.Capacity()
+// validCost is a cost from 1 to capacity.
+func (c *modelCase) validCost(capacity int64) int64 { return 1 + c.rng.Int64N(capacity) }
+
+// cost is a random cost for a policy of that capacity, sometimes invalid.
+func (c *modelCase) cost(capacity int64) int64 {
 	switch r := c.rng.IntN(100); {
 	case r < 55:
 		return 1
@@ -562,6 +606,12 @@ func (c *modelCase) show(e event) string {
 	switch e.op {
 	case "AllowN":
 		fmt.Fprintf(&b, ": AllowN(%s, %d) -> %s", e.key, e.n, showDecision(e.d))
+	case "AllowPolicy":
+		fmt.Fprintf(&b, ": AllowPolicy(%s, %s, %d) -> %s", e.pol, e.key, e.n, showDecision(e.d))
+	case "Get":
+		fmt.Fprintf(&b, ": Get(%s, %s) -> %s", e.pol, e.key, showUsage(e.u))
+	case "Set":
+		fmt.Fprintf(&b, ": Set(%s, %s, %d)", e.pol, e.key, e.n)
 	case "Peek":
 		fmt.Fprintf(&b, ": Peek(%s) -> %s", e.key, showDecision(e.d))
 	case "Reset":
@@ -581,14 +631,14 @@ func (c *modelCase) track(key string) *tracked {
 	k := c.keys[key]
 	if k == nil {
 		k = &tracked{}
+		if c.pl != nil {
+			k.plan = c.rng.IntN(len(c.plans))
+		}
 		c.keys[key] = k
 	}
-	if since := k.maxAdmit + int64(c.p.Recovery()); k.tainted && c.frame() >= since {
+	if since := k.maxAdmit + c.rec; k.tainted && c.frame() >= since {
 		k.note(event{op: "idle for Recovery since its latest admission: new again"})
-		*k = tracked{history: k.history, maxAdmit: k.maxAdmit, since: since}
-	}
-	if k.m == nil {
-		k.m = newKeyModel(c.p)
+		*k = tracked{history: k.history, plan: k.plan, maxAdmit: k.maxAdmit, since: since}
 	}
 	return k
 }
@@ -601,7 +651,7 @@ func (c *modelCase) reset(key string) error {
 	c.note(e)
 	k := c.track(key)
 	k.note(e)
-	*k = tracked{history: k.history}
+	*k = tracked{history: k.history, plan: k.plan}
 	if err != nil {
 		return c.failure(key, "Reset: %v", err)
 	}
@@ -641,23 +691,58 @@ func (c *modelCase) failure(key, format string, args ...any) error {
 
 // call makes one AllowN (or Peek) on key and checks its answer.
 func (c *modelCase) call(key string, n int64, peek bool) error {
+	return c.callPolicy(key, c.p, true, n, peek)
+}
+
+// request makes one AllowN or AllowPolicy of a cost drawn by cost on key,
+// under the policy traffic picks for it (the limiter's own, unless it is
+// a PolicyLimiter).
+func (c *modelCase) request(key string, cost func(capacity int64) int64) error {
+	if c.pl == nil {
+		return c.callPolicy(key, c.p, true, cost(c.p.Capacity()), false)
+	}
+	k := c.track(key)
+	i := k.plan
+	switch r := c.rng.IntN(100); {
+	case r < 8: // the key moves to another plan
+		k.plan = c.rng.IntN(len(c.plans))
+		i = k.plan
+	case r < 15: // one call under another plan
+		i = c.rng.IntN(len(c.plans))
+	}
+	pol := c.plans[i]
+	n := cost(pol.Capacity())
+	if (n <= 0 || n > pol.Capacity()) && k.st.m != nil && !k.tainted {
+		// Whether a call that is an error moves a key to its policy is
+		// not said: such calls use the policy the key is held under.
+		pol = k.st.p
+	}
+	return c.callPolicy(key, pol, pol == c.p && c.rng.IntN(2) == 0, n, false)
+}
+
+// callPolicy makes one call on key and checks its answer: Peek (under the
+// limiter's own policy), AllowN (own, under the limiter's own policy) or
+// AllowPolicy(pol).
+func (c *modelCase) callPolicy(key string, pol core.Policy, own bool, n int64, peek bool) error {
 	c.step++
 	k := c.track(key)
 	at := c.frame()
-	e := event{op: "AllowN", key: key, n: n, now: c.now, at: at}
-	if peek {
-		e.op = "Peek"
+	e := event{op: "AllowN", key: key, n: n, now: c.now, at: at, pol: showPolicy(pol)}
+	op := "AllowN(" + key + ", " + strconv.FormatInt(n, 10) + ")"
+	switch {
+	case peek:
+		e.op, op = "Peek", "Peek("+key+")"
 		e.d, e.err = c.lim.Peek(context.Background(), key)
-	} else {
+	case own:
 		e.d, e.err = c.lim.AllowN(context.Background(), key, n)
+	default:
+		e.op, op = "AllowPolicy", fmt.Sprintf("AllowPolicy(%s, %s, %d)", showPolicy(pol), key, n)
+		e.d, e.err = c.pl.AllowPolicy(context.Background(), pol, key, n)
+		c.stats.perCall++
 	}
 	got, err := e.d, e.err
 	c.note(e)
 	k.note(e)
-	op := e.op + "(" + key + ")"
-	if !peek {
-		op = "AllowN(" + key + ", " + strconv.FormatInt(n, 10) + ")"
-	}
 	c.lastAt, c.lastDurs = at, c.lastDurs[:0]
 	for _, d := range []time.Duration{got.ResetAfter, got.RetryAfter, got.Delay} {
 		if d > 0 {
@@ -665,7 +750,7 @@ func (c *modelCase) call(key string, n int64, peek bool) error {
 		}
 	}
 
-	capacity := c.p.Capacity()
+	capacity := pol.Capacity()
 	if !peek && n <= 0 {
 		if !errors.Is(err, core.ErrInvalidCost) {
 			return c.failure(key, "%s returned error %v, want core.ErrInvalidCost", op, err)
@@ -684,9 +769,17 @@ func (c *modelCase) call(key string, n int64, peek bool) error {
 	if !consume {
 		cost = 1 // what Peek and a refused cost report
 	}
-	last := max(k.m.lastAdmitted(), k.since)
+	moves := consume && k.st.m != nil && k.st.p != pol
+	if moves {
+		c.stats.moves++
+	}
+	if consume && k.recentP != pol {
+		// The policy in force changes: MaxInWindow is checked from now on.
+		k.recent, k.recentP = nil, pol
+	}
+	last := max(k.st.last(), k.since)
 	back := at < last
-	if msg := c.shape(got, n, peek, over, back || k.tainted); msg != "" {
+	if msg := shapeOf(pol, got, n, peek, over, back || k.tainted, c.rec); msg != "" {
 		return c.failure(key, "%s: %s: %s", op, showDecision(got), msg)
 	}
 	switch {
@@ -698,37 +791,42 @@ func (c *modelCase) call(key string, n int64, peek bool) error {
 		return nil
 	case back:
 		c.stats.back++
-		still := k.m.decide(last, cost, false)
+		still := k.st.view(pol, last).decide(last, cost, false)
 		if got.Allowed && !still.allowed {
 			return c.failure(key, "%s at +%v, before the key's latest admission (+%v), was admitted; standing still at +%v denies it: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), c.rel(last))
 		}
 		if got.Remaining > still.remaining {
 			return c.failure(key, "%s at +%v, before the key's latest admission (+%v), reports Remaining %d; standing still at +%v leaves %d: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), got.Remaining, c.rel(last), still.remaining)
 		}
-		if got.Allowed && consume {
+		if (got.Allowed && consume) || moves {
 			k.tainted, k.maxAdmit, k.recent = true, max(k.maxAdmit, last), nil
-			k.note(event{op: "admitted at an instant before its latest admission: its state leaves the model"})
+			k.note(event{op: "admitted, or moved to another policy, at an instant before its latest admission: its state leaves the model"})
 		}
 		return nil
 	case c.s.Inexact:
-		want := k.m.decide(at, cost, false)
+		want := k.st.view(pol, at).decide(at, cost, false)
 		if got.Allowed && !want.allowed {
 			return c.failure(key, "%s was admitted; the model, fed the requests the store admitted for this key, denies it (%+v): a store may limit early, never late", op, want)
 		}
 		if !got.Allowed && want.allowed && !over {
 			c.stats.early++
 		}
+		if consume {
+			k.st.moveTo(pol, at)
+		}
 		if got.Allowed && consume {
-			k.m.decide(at, cost, true)
-			return c.bound(key, k, at, cost)
+			k.st.m.decide(at, cost, true)
+			return c.bound(key, k, at, cost, pol)
 		}
 		return nil
 	}
-	v := k.m.decide(at, cost, consume)
-	want := core.Decision{
-		Allowed: v.allowed, Limit: c.p.Limit, Remaining: v.remaining, ResetAfter: time.Duration(v.reset),
-		RetryAfter: time.Duration(v.retry), Delay: time.Duration(v.delay), Policy: c.p,
+	var v verdict
+	if consume {
+		v = k.st.decide(pol, at, cost)
+	} else {
+		v = k.st.view(pol, at).decide(at, cost, false)
 	}
+	want := decisionOf(pol, v)
 	if over {
 		want.Allowed, want.RetryAfter = false, 0
 	}
@@ -736,7 +834,7 @@ func (c *modelCase) call(key string, n int64, peek bool) error {
 	// for the model to say; shape checks that a cache only denies.
 	want.Source = got.Source
 	if got != want {
-		return c.failure(key, "%s at +%v:\n   got %s\n  want %s (the model)", op, c.rel(at), showDecision(got), showDecision(want))
+		return c.failure(key, "%s at +%v:\n   got %s\n  want %s (the model)%s", op, c.rel(at), showDecision(got), showDecision(want), c.showState(k, pol, at))
 	}
 	c.stats.exact++
 	if over {
@@ -745,16 +843,17 @@ func (c *modelCase) call(key string, n int64, peek bool) error {
 		c.stats.denied++
 	}
 	if got.Allowed && consume {
-		return c.bound(key, k, at, cost)
+		return c.bound(key, k, at, cost, pol)
 	}
 	return nil
 }
 
-// bound records an admission of key at at and checks that no interval of
-// one Window ending there admitted more than MaxInWindow.
-func (c *modelCase) bound(key string, k *tracked, at, n int64) error {
+// bound records an admission of key at at under pol and checks that no
+// interval of one Window ending there, since pol became the key's policy,
+// admitted more than pol's MaxInWindow.
+func (c *modelCase) bound(key string, k *tracked, at, n int64, pol core.Policy) error {
 	k.recent = append(k.recent, admission{at, n})
-	w := int64(c.p.Window)
+	w := int64(pol.Window)
 	i := 0
 	for i < len(k.recent) && k.recent[i].at < at-w {
 		i++
@@ -764,21 +863,18 @@ func (c *modelCase) bound(key string, k *tracked, at, n int64) error {
 	for _, a := range k.recent {
 		sum += a.n
 	}
-	if most := c.p.MaxInWindow(); sum > most {
-		return c.failure(key, "admitted %d in [+%v, +%v], an interval of one Window: more than MaxInWindow %d", sum, c.rel(at-w), c.rel(at), most)
+	if most := pol.MaxInWindow(); sum > most {
+		return c.failure(key, "admitted %d in [+%v, +%v], an interval of one Window of %s: more than MaxInWindow %d", sum, c.rel(at-w), c.rel(at), showPolicy(pol), most)
 	}
 	return nil
 }
 
-// shape checks what every Decision must satisfy, and returns what is
-// wrong, or "". loose skips the bounds that assume the clock did not step
-// back.
-func (c *modelCase) shape(d core.Decision, n int64, peek, over, loose bool) string {
-	return shapeOf(c.p, d, n, peek, over, loose)
-}
-
-func shapeOf(p core.Policy, d core.Decision, n int64, peek, over, loose bool) string {
-	capacity, rec := p.Capacity(), p.Recovery()
+// shapeOf checks what every Decision under p must satisfy, and returns
+// what is wrong, or "". loose skips the bounds that assume the clock did
+// not step back. rec bounds every duration: p's Recovery, or more for a
+// key that may have been moved from another policy with more used.
+func shapeOf(p core.Policy, d core.Decision, n int64, peek, over, loose bool, recNs int64) string {
+	capacity, rec := p.Capacity(), time.Duration(recNs)
 	delays := p.Algorithm == core.AlgLeakyBucket && !p.Meter
 	switch {
 	case d.Limit != p.Limit || d.Policy != p:

@@ -31,21 +31,54 @@ import (
 //	    gets; when denied, the two Decisions are equal, and when admitted,
 //	    the AllowN's Remaining is one less.
 //
-// The clock only moves forward here (RunModel steps it back). Each property
-// runs cases for a fifth of half of RATELIMIT_MODEL_DURATION (default 2s);
+// When the limiter is a core.PolicyLimiter, two more, on the policies of
+// Plans:
+//
+//	(f) a key that stays on one policy is unaffected by other keys'
+//	    policies: its every Decision and Usage equal those of a limiter of
+//	    its own (built by the same Suite.New) that sees only that key,
+//	    while other keys move between policies, are Set, Get and Reset;
+//	(g) in any interval of one Window of the policy in force in which a
+//	    key's policy did not change (and it was not Set or Reset), it is
+//	    admitted at most that policy's MaxInWindow, while keys move between
+//	    policies and floods of keys under every policy come and go (so
+//	    that a store with a bound on its keys evicts).
+//
+// The clock only moves forward here (RunModel steps it back). The
+// properties share half of RATELIMIT_MODEL_DURATION (default 20s) equally;
 // a failure prints the seed that replays it (RATELIMIT_MODEL_SEED).
 func (s Suite) RunProperties(t *testing.T) {
-	budget := modelDuration(t) / 2 / 5
-	for _, prop := range []struct {
-		name string
-		f    func(*propCase) bool
-	}{
+	props := []property{
 		{"a: a client at exactly Limit per Window is never denied", propSteady},
 		{"b: no Window admits more than MaxInWindow", propBound},
 		{"c: waiting RetryAfter admits", propRetry},
 		{"d: floods, sweeps, Reset and a full store never over-admit", propNoOverAdmission},
 		{"e: Peek agrees with the next unit AllowN", propPeek},
-	} {
+	}
+	probe := s.New(t, core.TokenBucket(1, time.Second), time.Now)
+	if _, ok := probe.(core.PolicyLimiter); ok {
+		props = append(props, policyProperties...)
+	}
+	closeLimiter(probe)
+	s.runProperties(t, props)
+}
+
+// property is one of RunProperties' properties.
+type property struct {
+	name string
+	f    func(*propCase) bool
+}
+
+// policyProperties are the properties of PolicyLimiters.
+var policyProperties = []property{
+	{"f: a key on one policy is unaffected by other keys' policies", propIsolation},
+	{"g: no Window admits more than MaxInWindow of the policy in force", propPolicyBound},
+}
+
+// runProperties runs props, sharing half of RATELIMIT_MODEL_DURATION.
+func (s Suite) runProperties(t *testing.T, props []property) {
+	budget := modelDuration(t) / 2 / time.Duration(len(props))
+	for _, prop := range props {
 		t.Run(prop.name, func(t *testing.T) {
 			forEachSeed(t, budget, func(t *testing.T, seed uint64, deadline time.Time) (int, bool) {
 				c := s.newPropCase(t, seed)
@@ -348,4 +381,183 @@ func propPeek(c *propCase) bool {
 		}
 	}
 	return assert.Positive(c.t, checked, "no check made")
+}
+
+// costFor is a cost for p: 1 or up to its capacity.
+func (c *propCase) costFor(p core.Policy) int64 {
+	if c.rng.IntN(2) == 0 {
+		return 1
+	}
+	return 1 + c.rng.Int64N(p.Capacity())
+}
+
+// decide is AllowPolicy(p), or AllowN when p is the limiter's own (half
+// the time).
+func (c *propCase) decide(lim core.PolicyLimiter, p core.Policy, key string, n int64) (core.Decision, error) {
+	c.calls++
+	if p == c.p && c.rng.IntN(2) == 0 {
+		return lim.AllowN(context.Background(), key, n)
+	}
+	return lim.AllowPolicy(context.Background(), p, key, n)
+}
+
+// propIsolation is (f).
+func propIsolation(c *propCase) bool {
+	pl := c.lim.(core.PolicyLimiter)
+	solo := c.s.New(c.t, c.p, c.clock.Now).(core.PolicyLimiter)
+	defer closeLimiter(solo)
+	plans := Plans(c.rng, c.p)
+	pol := plans[c.rng.IntN(len(plans))]
+	ctx := context.Background()
+	const k = "k"
+	others := []string{"o0", "o1", "o2", "o3"}
+	same := func(what string, got, want core.Decision, gotErr, wantErr error) bool {
+		got.Source, want.Source = core.SourceStore, core.SourceStore
+		return assert.NoError(c.t, gotErr, what) && assert.NoError(c.t, wantErr, what) &&
+			assert.Equal(c.t, want, got, "%s under %v at Unix %d ns: the key's Decision differs from that of a limiter that has only this key", what, pol, c.now)
+	}
+	checked := 0
+	for c.calls < 2000 && (checked == 0 || !c.late()) {
+		switch r := c.rng.IntN(100); {
+		case r < 30:
+			checked++
+			n := c.costFor(pol)
+			own := pol == c.p && c.rng.IntN(2) == 0
+			var got, want core.Decision
+			var gotErr, wantErr error
+			if own {
+				got, gotErr = pl.AllowN(ctx, k, n)
+				want, wantErr = solo.AllowN(ctx, k, n)
+			} else {
+				got, gotErr = pl.AllowPolicy(ctx, pol, k, n)
+				want, wantErr = solo.AllowPolicy(ctx, pol, k, n)
+			}
+			c.calls += 2
+			if !same(fmt.Sprintf("AllowPolicy(%s, %d)", showPolicy(pol), n), got, want, gotErr, wantErr) {
+				return false
+			}
+		case r < 35:
+			c.calls += 2
+			got, gotErr := pl.Peek(ctx, k)
+			want, wantErr := solo.Peek(ctx, k)
+			if !same("Peek", got, want, gotErr, wantErr) {
+				return false
+			}
+		case r < 40:
+			c.calls += 2
+			p := plans[c.rng.IntN(len(plans))]
+			got, gotErr := pl.Get(ctx, p, k)
+			want, wantErr := solo.Get(ctx, p, k)
+			if !assert.NoError(c.t, gotErr) || !assert.NoError(c.t, wantErr) ||
+				!assert.Equal(c.t, want, got, "Get(%s) of a key under %v at Unix %d ns differs from that of a limiter that has only this key", showPolicy(p), pol, c.now) {
+				return false
+			}
+		case r < 80:
+			o := others[c.rng.IntN(len(others))]
+			p := plans[c.rng.IntN(len(plans))]
+			var err error
+			switch r := c.rng.IntN(20); {
+			case r < 15:
+				_, err = c.decide(pl, p, o, c.costFor(p))
+			case r < 17:
+				c.calls++
+				_, err = pl.Get(ctx, p, o)
+			case r < 19:
+				c.calls++
+				err = pl.Set(ctx, p, o, c.rng.Int64N(p.Capacity()+1))
+			default:
+				c.calls++
+				err = pl.Reset(ctx, o)
+			}
+			if !assert.NoError(c.t, err, "a call on another key") {
+				return false
+			}
+		default:
+			c.set(c.now + c.gap())
+		}
+	}
+	return assert.Positive(c.t, checked, "no check made")
+}
+
+// propPolicyBound is (g).
+func propPolicyBound(c *propCase) bool {
+	pl := c.lim.(core.PolicyLimiter)
+	plans := Plans(c.rng, c.p)
+	ctx := context.Background()
+	type run struct {
+		pol core.Policy
+		adm []admission // since pol became the key's policy, or the key was Set
+	}
+	runs := map[string]*run{}
+	keys := []string{"k0", "k1", "k2"}
+	admitted := 0
+	for c.calls < 3000 && (admitted == 0 || !c.late()) {
+		k := keys[c.rng.IntN(len(keys))]
+		ru := runs[k]
+		if ru == nil {
+			ru = &run{pol: plans[c.rng.IntN(len(plans))]}
+			runs[k] = ru
+		}
+		switch r := c.rng.IntN(100); {
+		case r < 60:
+			if c.rng.IntN(8) == 0 {
+				if p := plans[c.rng.IntN(len(plans))]; p != ru.pol {
+					ru.pol, ru.adm = p, nil
+				}
+			}
+			w, most := int64(ru.pol.Window), ru.pol.MaxInWindow()
+			for range 1 + c.rng.IntN(int(min(2*ru.pol.Capacity(), 100))) {
+				n := c.costFor(ru.pol)
+				d, err := c.decide(pl, ru.pol, k, n)
+				if !assert.NoError(c.t, err) {
+					return false
+				}
+				if !d.Allowed {
+					continue
+				}
+				admitted++
+				ru.adm = append(slices.DeleteFunc(ru.adm, func(a admission) bool { return a.at < c.now-w }), admission{c.now, n})
+				var sum int64
+				for _, a := range ru.adm {
+					sum += a.n
+				}
+				if !assert.LessOrEqual(c.t, sum, most, "key %s admitted %d in [Unix %d, +%v] ns under %v, which it had been under since before, more than its MaxInWindow", k, sum, c.now-w, ru.pol.Window, ru.pol) {
+					return false
+				}
+			}
+		case r < 65:
+			c.calls++
+			p := plans[c.rng.IntN(len(plans))]
+			if !assert.NoError(c.t, pl.Set(ctx, p, k, c.rng.Int64N(p.Capacity()+1))) {
+				return false
+			}
+			ru.pol, ru.adm = p, nil
+		case r < 67:
+			c.calls++
+			if !assert.NoError(c.t, pl.Reset(ctx, k)) {
+				return false
+			}
+			delete(runs, k)
+		case r < 72:
+			// A flood of keys, from a pool or never seen, under any plan.
+			for range 20 + c.rng.IntN(80) {
+				f := fmt.Sprintf("f%d", c.rng.IntN(300))
+				if c.rng.IntN(2) == 0 {
+					c.fresh++
+					f = fmt.Sprintf("n%d", c.fresh)
+				}
+				p := plans[c.rng.IntN(len(plans))]
+				n := c.costFor(p)
+				if c.rng.IntN(2) == 0 {
+					n = p.Capacity()
+				}
+				if _, err := c.decide(pl, p, f, n); !assert.NoError(c.t, err) {
+					return false
+				}
+			}
+		default:
+			c.set(c.now + c.gap())
+		}
+	}
+	return assert.Positive(c.t, admitted, "nothing admitted")
 }

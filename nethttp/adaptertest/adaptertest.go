@@ -80,6 +80,7 @@ func Run(t *testing.T, a Adapter) {
 	t.Run("describes the stacked limit that denied", s.stacked)
 	t.Run("never blocks in dry-run mode", s.dryRun)
 	t.Run("fails open by default and closed on request", s.failure)
+	t.Run("describes each request's own policy", s.plans)
 	t.Run("applies the key-error policy", s.keyErrors)
 	t.Run("keys on the route pattern, not the path", s.route)
 	t.Run("admits exactly the limit to concurrent clients over loopback", s.loopback)
@@ -260,41 +261,100 @@ func (s suite) stacked(t *testing.T) {
 		"RateLimit", `"per-ip";r=2;t=1, "per-key";r=2;t=59`), rateHeaders(w), "no Retry-After")
 }
 
+// recorder returns a WithHook option appending every Event to *events.
+func recorder(events *[]nethttp.Event) nethttp.Option {
+	return nethttp.WithHook(func(ev nethttp.Event) { *events = append(*events, ev) })
+}
+
+// outcomes lists the events' outcomes.
+func outcomes(events []nethttp.Event) []nethttp.Outcome {
+	out := make([]nethttp.Outcome, len(events))
+	for i, ev := range events {
+		out[i] = ev.Outcome
+	}
+	return out
+}
+
 func (s suite) dryRun(t *testing.T) {
 	lim, _ := s.limiter(t, core.FixedWindow(1, time.Minute))
-	var denied int
-	h := s.Mount(t, lim, nethttp.WithDryRun(), nethttp.WithDecisionHook(func(_ *http.Request, d core.Decision) {
-		if !d.Allowed {
-			denied++
-		}
-	}))
+	var events []nethttp.Event
+	h := s.Mount(t, lim, nethttp.WithDryRun(), recorder(&events))
 	for range 3 {
 		w := get(h, "/items/1")
 		require.Equal(t, http.StatusOK, w.Code)
 		assert.Empty(t, w.Header().Get("Retry-After"))
 	}
-	assert.Equal(t, 2, denied)
+	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun, nethttp.OutcomeDryRun}, outcomes(events))
 	assert.Equal(t, x("1", "0", "60"), rateHeaders(get(h, "/items/1")))
 }
 
+// failure: a limiter that fails is served (fail open) or answered 503
+// (WithFailClosed), either way with the limit it was to apply and nothing
+// else: Remaining and Reset are unknown.
 func (s suite) failure(t *testing.T) {
 	secret := errors.New("secret-store-detail")
-	var errs []error
-	hook := nethttp.WithErrorHook(func(_ *http.Request, err error) { errs = append(errs, err) })
+	var events []nethttp.Event
+	broken := coretest.Failing{Err: secret, P: core.FixedWindow(7, time.Second).WithName("per-ip")}
+	both := nethttp.WithHeaderStyle(nethttp.HeadersBoth)
+	known := headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`)
 
-	w := get(s.Mount(t, coretest.Failing{Err: secret, P: core.FixedWindow(1, time.Second)}, hook), "/items/1")
+	w := get(s.Mount(t, broken, recorder(&events), both), "/items/1")
 	assert.Equal(t, http.StatusOK, w.Code)
 	assert.Equal(t, "ok", w.Body.String())
-	assert.Empty(t, rateHeaders(w))
+	assert.Equal(t, known, rateHeaders(w))
 
-	w = get(s.Mount(t, coretest.Failing{Err: secret, P: core.FixedWindow(1, time.Second)}, hook, nethttp.WithFailClosed()), "/items/1")
+	w = get(s.Mount(t, broken, recorder(&events), both, nethttp.WithFailClosed()), "/items/1")
 	s.assertRejected(t, w, http.StatusServiceUnavailable)
+	assert.Equal(t, known, rateHeaders(w))
 	assert.NotContains(t, w.Body.String(), "secret")
 	assert.NotContains(t, fmt.Sprint(w.Header()), "secret")
 
-	require.Len(t, errs, 2)
-	assert.ErrorIs(t, errs[0], secret)
-	assert.ErrorIs(t, errs[1], secret)
+	require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedOpen, nethttp.OutcomeFailedClosed}, outcomes(events))
+	for _, ev := range events {
+		assert.ErrorIs(t, ev.Err, secret)
+		assert.Equal(t, "192.0.2.1", ev.Key)
+		assert.Equal(t, core.Decision{Limit: 7, Policy: broken.P}, ev.Decision)
+	}
+}
+
+// plans: one limiter, a policy per API key (WithPolicyFunc). Each answer
+// describes the plan it was decided under.
+func (s suite) plans(t *testing.T) {
+	free := core.FixedWindow(2, time.Minute).WithName("free")
+	pro := core.FixedWindow(50, time.Minute).WithName("pro")
+	lim, _ := s.limiter(t, free)
+	var events []nethttp.Event
+	h := s.Mount(t, lim, recorder(&events),
+		nethttp.WithHeaderStyle(nethttp.HeadersBoth),
+		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")),
+		nethttp.WithPolicyFunc(func(_ *http.Request, key string) (core.Policy, error) {
+			if key == "k-pro" {
+				return pro, nil
+			}
+			return free, nil
+		}))
+
+	w := get(h, "/items/1", "X-API-Key", "k-free")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, x("2", "1", "60", "RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=1;t=60`), rateHeaders(w))
+	w = get(h, "/items/1", "X-API-Key", "k-pro")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, x("50", "49", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=49;t=60`), rateHeaders(w))
+
+	get(h, "/items/1", "X-API-Key", "k-free")
+	w = get(h, "/items/1", "X-API-Key", "k-free")
+	s.assertRejected(t, w, http.StatusTooManyRequests)
+	assert.Equal(t, x("2", "0", "60", "Retry-After", "60",
+		"RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=0;t=60`), rateHeaders(w))
+	w = get(h, "/items/1", "X-API-Key", "k-pro")
+	assert.Equal(t, http.StatusOK, w.Code, "the pro key has its own, larger quota")
+	assert.Equal(t, x("50", "48", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=48;t=60`), rateHeaders(w))
+
+	require.Len(t, events, 5)
+	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeAllowed, nethttp.OutcomeAllowed,
+		nethttp.OutcomeDenied, nethttp.OutcomeAllowed}, outcomes(events))
+	assert.Equal(t, pro, events[1].Decision.Policy)
+	assert.Equal(t, free, events[3].Decision.Policy)
 }
 
 func (s suite) keyErrors(t *testing.T) {

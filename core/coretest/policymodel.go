@@ -1,0 +1,235 @@
+package coretest
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// This file models policies given per call (core.PolicyLimiter), from
+// "Policies per call" in the package docs of core:
+//
+//   - A key has one state, held under the policy it was last decided
+//     under. A call that decides the key (AllowN, AllowPolicy with a cost
+//     from 1 to the policy's capacity, admitted or denied) under another
+//     policy first converts the state to that policy, at the instant of the
+//     call, and the key stays under it: "the new policy applies from then
+//     on". Peek, Get and calls that return an error (a cost <= 0 or above
+//     the capacity, an invalid policy, another algorithm, a usage out of
+//     range) change nothing; Peek and Get report the converted state
+//     without keeping it.
+//   - Conversion keeps what the key has used, in units of cost:
+//     token bucket and metering leaky bucket: the tokens taken and not yet
+//     refilled, fractions included (nanoseconds of refill under A, times
+//     B's interval over A's, rounded up, since a change never adds
+//     capacity), refilling at B's rate, possibly more than B's Burst;
+//     leaky bucket: the requests still in the bucket likewise (the time
+//     left until it is empty, rescaled), leaving at B's rate;
+//     fixed window: the count of A's window holding now, carried into B's
+//     window holding now (0 when A's window of the latest count has
+//     ended);
+//     sliding window: with the same Window and Buckets every bucket count
+//     is kept; otherwise what A's trailing window counts now (the latest
+//     Buckets buckets) is carried into B's current bucket.
+//   - Set(p, key, used) makes the state that of a key new under p that has
+//     just been admitted cost used (nothing for 0): used units counted in
+//     p's current window or bucket, used tokens taken, used requests in
+//     the bucket with the first starting now.
+
+// keyState is a key's model and the policy it is held under.
+type keyState struct {
+	p core.Policy
+	m keyModel // nil: a key never seen, or Reset
+}
+
+// view returns the key's model under p at now, without changing the key:
+// its own model when p is the policy it is held under, else a converted
+// copy.
+func (s *keyState) view(p core.Policy, now int64) keyModel {
+	switch {
+	case s.m == nil:
+		return newKeyModel(p)
+	case s.p == p:
+		return s.m
+	}
+	return convert(s.m, s.p, p, now)
+}
+
+// moveTo puts the key under p at now (a call that decides it under p).
+func (s *keyState) moveTo(p core.Policy, now int64) {
+	s.m, s.p = s.view(p, now), p
+}
+
+// decide answers a call of cost n (1 <= n <= capacity) under p at now,
+// moving the key to p and recording the request if it is admitted.
+func (s *keyState) decide(p core.Policy, now, n int64) verdict {
+	s.moveTo(p, now)
+	return s.m.decide(now, n, true)
+}
+
+// last is the latest instant the key's state was written at.
+func (s *keyState) last() int64 {
+	if s.m == nil {
+		return math.MinInt64
+	}
+	return s.m.lastAdmitted()
+}
+
+// usageOf is what Get reports for a key whose model under p at now is m.
+func usageOf(m keyModel, p core.Policy, now int64) core.Usage {
+	v := m.decide(now, 1, false)
+	return core.Usage{Used: m.used(now), Remaining: v.remaining, ResetAfter: time.Duration(v.reset), Policy: p}
+}
+
+// convert returns the state m, held under from, as it is under to at now.
+// m is not changed.
+func convert(m keyModel, from, to core.Policy, now int64) keyModel {
+	mustNotGoBack(now, m.lastAdmitted())
+	out := newKeyModel(to)
+	switch old := m.(type) {
+	case *fixedModel:
+		n := out.(*fixedModel)
+		if c := old.used(now); c > 0 {
+			n.admitted = []admission{{now, c}}
+		}
+		n.last = now
+	case *slidingModel:
+		n := out.(*slidingModel)
+		if from.Window == to.Window && from.Buckets == to.Buckets {
+			n.admitted = slices.Clone(old.admitted)
+		} else if c := old.used(now); c > 0 {
+			n.admitted = []admission{{now, c}}
+		}
+		n.last = now
+	case *tokenModel, *queueModel:
+		// The time until the key is back to full (empty), in ns at from's
+		// rate, rescaled to to's rate.
+		var debt int64
+		if t, ok := old.(*tokenModel); ok {
+			debt = t.full - t.levelAt(now)
+		} else if q := old.(*queueModel); len(q.queued) > 0 {
+			debt = max(0, q.free()-now)
+		}
+		debt = scaleUp(debt, int64(to.Interval()), int64(from.Interval()))
+		fromDebt(out, now, debt)
+	default:
+		panic(fmt.Sprintf("coretest: no conversion from %T", m))
+	}
+	return out
+}
+
+// fromDebt sets a fresh bucket model to be debt ns from full (empty) at
+// now.
+func fromDebt(m keyModel, now, debt int64) {
+	switch n := m.(type) {
+	case *tokenModel:
+		n.level, n.last = n.full-debt, now
+	case *queueModel:
+		if debt > 0 {
+			// debt ns of service left: u units, the first partly served.
+			u := ceilDiv(debt, n.q)
+			n.queued = []admission{{now + debt - u*n.q, u}}
+		}
+		n.last = now
+	}
+}
+
+// setModel is the model of a key Set to used units under p at now.
+func setModel(p core.Policy, now, used int64) keyModel {
+	m := newKeyModel(p)
+	switch n := m.(type) {
+	case *fixedModel:
+		if used > 0 {
+			n.admitted = []admission{{now, used}}
+		}
+		n.last = now
+	case *slidingModel:
+		if used > 0 {
+			n.admitted = []admission{{now, used}}
+		}
+		n.last = now
+	case *tokenModel:
+		fromDebt(n, now, used*n.q)
+	case *queueModel:
+		fromDebt(n, now, used*n.q)
+	}
+	return m
+}
+
+// scaleUp returns ceil(x*num/den) for x >= 0 and num, den > 0; it panics
+// when the result does not fit in an int64 (the suite's policies keep
+// their rates close enough for it never to happen).
+func scaleUp(x, num, den int64) int64 {
+	if x == 0 || num == den {
+		return x
+	}
+	p := new(big.Int).Mul(big.NewInt(x), big.NewInt(num))
+	d := big.NewInt(den)
+	q, r := new(big.Int).QuoRem(p, d, new(big.Int))
+	if r.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() {
+		panic(fmt.Sprintf("coretest: %d ns rescaled by %d/%d does not fit in int64", x, num, den))
+	}
+	return q.Int64()
+}
+
+// checkPolicy returns the error a PolicyLimiter whose own policy is own
+// must return for a call under p: p's validation error, or
+// core.ErrAlgorithmMismatch.
+func checkPolicy(own, p core.Policy) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.Algorithm != own.Algorithm {
+		return fmt.Errorf("%w: %v, the limiter's is %v", core.ErrAlgorithmMismatch, p.Algorithm, own.Algorithm)
+	}
+	return nil
+}
+
+// AllowPolicy is what a store must answer to AllowPolicy(p, key, n) at
+// now: p's validation error for an invalid p, an error wrapping
+// core.ErrAlgorithmMismatch for a p of another algorithm than the model's
+// policy, and otherwise what AllowN answers, under p. A key last decided
+// under another policy is converted to p first, and stays under p.
+func (m *Model) AllowPolicy(p core.Policy, key string, now time.Time, n int64) (core.Decision, error) {
+	if err := checkPolicy(m.p, p); err != nil {
+		return core.Decision{}, err
+	}
+	return m.allowPolicy(p, key, now.UnixNano(), n)
+}
+
+// Get is what a store must answer to Get(p, key) at now: the key's usage
+// under p, converted if it was last decided under another policy, without
+// changing anything. Errors as for AllowPolicy.
+func (m *Model) Get(p core.Policy, key string, now time.Time) (core.Usage, error) {
+	if err := checkPolicy(m.p, p); err != nil {
+		return core.Usage{}, err
+	}
+	k, ok := m.keys[key]
+	if !ok {
+		k = &keyState{}
+	}
+	ns := now.UnixNano()
+	return usageOf(k.view(p, ns), p, ns), nil
+}
+
+// Set is what a store does for Set(p, key, used) at now: the key is
+// under p with used units used now (see setModel). Errors as for
+// AllowPolicy, and an error wrapping core.ErrInvalidUsage for used outside
+// [0, p.Capacity()], which change nothing.
+func (m *Model) Set(p core.Policy, key string, now time.Time, used int64) error {
+	if err := checkPolicy(m.p, p); err != nil {
+		return err
+	}
+	if used < 0 || used > p.Capacity() {
+		return fmt.Errorf("%w: %d, capacity %d", core.ErrInvalidUsage, used, p.Capacity())
+	}
+	m.keys[key] = &keyState{p: p, m: setModel(p, now.UnixNano(), used)}
+	return nil
+}

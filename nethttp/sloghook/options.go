@@ -1,0 +1,80 @@
+package sloghook
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// Option configures [New]. An option given a nil function or an invalid
+// value panics, naming itself: a mistake in the program, reported where it
+// is made.
+type Option func(*config)
+
+type config struct {
+	interval time.Duration
+	now      func() time.Time
+	keys     bool
+	levels   [256]slog.Level // by Outcome (a uint8)
+}
+
+// DefaultInterval is the interval of [WithInterval] when it is not used.
+const DefaultInterval = time.Minute
+
+// LevelOff, given to [WithLevel], turns an outcome's lines off: its events
+// are not even counted. It is the default level of nethttp.OutcomeAllowed.
+const LevelOff = slog.Level(math.MaxInt32)
+
+func defaults() config {
+	c := config{interval: DefaultInterval, now: time.Now}
+	for i := range c.levels {
+		c.levels[i] = slog.LevelWarn // an outcome added to nethttp later
+	}
+	c.levels[nethttp.OutcomeAllowed] = LevelOff
+	c.levels[nethttp.OutcomeDenied] = slog.LevelInfo
+	c.levels[nethttp.OutcomeDryRun] = slog.LevelInfo
+	c.levels[nethttp.OutcomeFailedOpen] = slog.LevelError
+	c.levels[nethttp.OutcomeFailedClosed] = slog.LevelError
+	c.levels[nethttp.OutcomeKeyError] = slog.LevelWarn
+	c.levels[nethttp.OutcomeCostError] = slog.LevelWarn
+	c.levels[nethttp.OutcomeCanceled] = slog.LevelDebug
+	return c
+}
+
+// WithInterval sets how often a group of events logs a line: its first
+// event after a quiet interval at once, then at most one summary per
+// interval. It panics if d <= 0. The default value is one minute
+// ([DefaultInterval]).
+func WithInterval(d time.Duration) Option {
+	if d <= 0 {
+		panic(fmt.Errorf("sloghook: WithInterval(%v): the interval must be > 0", d))
+	}
+	return func(c *config) { c.interval = d }
+}
+
+// WithClock sets the clock that intervals are measured with, for tests. It
+// panics if now is nil. The default value is time.Now.
+func WithClock(now func() time.Time) Option {
+	if now == nil {
+		panic(errors.New("sloghook: WithClock: nil function"))
+	}
+	return func(c *config) { c.now = now }
+}
+
+// WithKeys adds the key each line is about (key; last_key on a summary).
+// Keys are personal data (client IPs, API keys): use it to debug, not in
+// production logs kept for long. The default is no keys.
+func WithKeys() Option {
+	return func(c *config) { c.keys = true }
+}
+
+// WithLevel sets the level of the lines of outcome o; [LevelOff] turns them
+// off. The defaults are in the package documentation. Events whose level
+// the logger does not enable are not counted either.
+func WithLevel(o nethttp.Outcome, level slog.Level) Option {
+	return func(c *config) { c.levels[o] = level }
+}

@@ -1,0 +1,298 @@
+package sloghook
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// Hook logs the events of a middleware (see the package documentation). Pass
+// its Handle method to [nethttp.WithHook]; one Hook may serve several
+// middlewares, and their policies are counted apart. Build it with [New]:
+// the zero Hook is not usable.
+type Hook struct {
+	log      *slog.Logger
+	now      func() time.Time
+	interval int64 // ns
+	keys     bool
+	levels   [256]slog.Level
+
+	// due is when the earliest pending summary is due (Unix ns), 0 when no
+	// event is waiting to be logged: the only thing a call for an outcome
+	// that is not logged reads. Written under mu.
+	due atomic.Int64
+
+	mu     sync.Mutex
+	groups map[group]*state
+}
+
+// group is what events are counted under. It holds the whole policy rather
+// than its name, because deriving a name per event would allocate; two
+// policies with one name and different numbers are counted apart, each line
+// under that name.
+type group struct {
+	outcome nethttp.Outcome
+	policy  core.Policy
+	source  core.Source // failures only: a denial's source says nothing to an operator
+}
+
+// state is a group's count since its last line.
+type state struct {
+	since int64  // when the group's last line was logged (Unix ns)
+	n     int64  // events since then, not yet logged
+	err   error  // the last error among them
+	key   string // the last key among them (WithKeys)
+}
+
+// line is a line to write once the lock is released.
+type line struct {
+	ctx     context.Context
+	g       group
+	n       int64
+	period  time.Duration // 0 for a line logged at once
+	summary bool
+	err     error
+	key     string
+}
+
+// New returns a Hook that logs to logger. It panics if logger is nil.
+func New(logger *slog.Logger, opts ...Option) *Hook {
+	if logger == nil {
+		panic(errors.New("sloghook: New: nil logger"))
+	}
+	c := defaults()
+	for i, o := range opts {
+		if o == nil {
+			panic(errors.New("sloghook: New: option " + strconv.Itoa(i+1) + " is nil"))
+		}
+		o(&c)
+	}
+	return &Hook{
+		log:      logger,
+		now:      c.now,
+		interval: int64(c.interval),
+		keys:     c.keys,
+		levels:   c.levels,
+		groups:   make(map[group]*state),
+	}
+}
+
+// Handle counts e and logs what is due: e itself if its group has been
+// quiet for an interval, and the summaries whose interval has passed. It is
+// the function to give [nethttp.WithHook].
+func (h *Hook) Handle(e nethttp.Event) {
+	ctx := context.Background()
+	if e.Request != nil {
+		ctx = e.Request.Context()
+	}
+	level := h.levels[e.Outcome]
+	if level == LevelOff || !h.log.Enabled(ctx, level) {
+		if due := h.due.Load(); due != 0 {
+			if now := h.now().UnixNano(); now >= due {
+				h.write(h.sweep(now, nil))
+			}
+		}
+		return
+	}
+
+	g := group{outcome: e.Outcome, policy: e.Decision.Policy}
+	if failure(e.Outcome) {
+		g.source = e.Decision.Source
+	}
+	var err error
+	if withError(e.Outcome) {
+		err = e.Err
+	}
+	now := h.now().UnixNano()
+	var lines []line
+
+	h.mu.Lock()
+	s := h.groups[g]
+	switch {
+	case s == nil || s.n == 0 && now-s.since >= h.interval:
+		// Quiet: log this one at once.
+		if s == nil {
+			s = new(state)
+			h.groups[g] = s
+		}
+		s.since = now
+		lines = append(lines, line{ctx: ctx, g: g, n: 1, err: err, key: e.Key})
+	default:
+		s.n++
+		if err != nil {
+			s.err = err
+		}
+		s.key = e.Key
+		if s.n == 1 {
+			if d := h.due.Load(); d == 0 || s.since+h.interval < d {
+				h.due.Store(s.since + h.interval)
+			}
+		}
+	}
+	if due := h.due.Load(); due != 0 && now >= due {
+		lines = h.sweepLocked(now, lines)
+	}
+	h.mu.Unlock()
+
+	h.write(lines)
+}
+
+// Flush logs the pending counts at once, whatever the time: call it at
+// shutdown (after the server has stopped) so that no count is lost. A
+// group's interval starts again at a Flush.
+func (h *Hook) Flush() {
+	now := h.now().UnixNano()
+	h.mu.Lock()
+	var lines []line
+	for g, s := range h.groups {
+		if s.n > 0 {
+			lines = append(lines, h.summary(g, s, now))
+		}
+	}
+	h.due.Store(0)
+	h.mu.Unlock()
+	h.write(lines)
+}
+
+// sweep takes the lock and appends to lines the summaries due at now.
+func (h *Hook) sweep(now int64, lines []line) []line {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sweepLocked(now, lines)
+}
+
+// sweepLocked appends to lines the summaries due at now, forgets the groups
+// that have been quiet for an interval (their next event is logged at once)
+// and sets due to the next summary's time.
+func (h *Hook) sweepLocked(now int64, lines []line) []line {
+	next := int64(0)
+	for g, s := range h.groups {
+		if now-s.since >= h.interval {
+			if s.n == 0 {
+				delete(h.groups, g)
+				continue
+			}
+			lines = append(lines, h.summary(g, s, now))
+			continue
+		}
+		if s.n > 0 && (next == 0 || s.since+h.interval < next) {
+			next = s.since + h.interval
+		}
+	}
+	h.due.Store(next)
+	return lines
+}
+
+// summary returns the summary of g's pending count and resets the count.
+func (h *Hook) summary(g group, s *state, now int64) line {
+	l := line{
+		ctx: context.Background(), g: g, n: s.n, summary: true,
+		period: time.Duration(max(now-s.since, 0)), err: s.err, key: s.key, // 0 if the clock stepped back
+	}
+	s.since, s.n, s.err, s.key = now, 0, nil, ""
+	return l
+}
+
+// write logs lines, summaries in a stable order (outcome, then policy
+// name), each at its outcome's level.
+func (h *Hook) write(lines []line) {
+	if len(lines) > 1 {
+		slices.SortStableFunc(lines, func(a, b line) int {
+			return cmp.Or(cmp.Compare(a.g.outcome, b.g.outcome),
+				strings.Compare(policyName(a.g.policy), policyName(b.g.policy)),
+				cmp.Compare(a.g.source, b.g.source))
+		})
+	}
+	for _, l := range lines {
+		attrs := make([]slog.Attr, 0, 7)
+		attrs = append(attrs, slog.String("outcome", l.g.outcome.String()))
+		if name := policyName(l.g.policy); name != "" {
+			attrs = append(attrs, slog.String("policy", name))
+		}
+		if failure(l.g.outcome) {
+			attrs = append(attrs, slog.String("source", l.g.source.String()))
+		}
+		attrs = append(attrs, slog.Int64("count", l.n))
+		errName, keyName := "error", "key"
+		if l.summary {
+			attrs = append(attrs, slog.Duration("period", l.period))
+			errName, keyName = "last_error", "last_key"
+		}
+		if l.err != nil {
+			attrs = append(attrs, slog.String(errName, l.err.Error()))
+		}
+		if h.keys && l.key != "" {
+			attrs = append(attrs, slog.String(keyName, l.key))
+		}
+		h.log.LogAttrs(l.ctx, h.levels[l.g.outcome], message(l.g.outcome), attrs...)
+	}
+}
+
+// failure reports whether o is a limiter failure, whose lines name the
+// decision's source.
+func failure(o nethttp.Outcome) bool {
+	return o == nethttp.OutcomeFailedOpen || o == nethttp.OutcomeFailedClosed
+}
+
+// withError reports whether o's Event.Err is worth logging: the failure
+// itself. (A denial's error, core.ErrCostExceedsCapacity, is left out: on a
+// summary of thousands of denials it would read as the reason for all.)
+func withError(o nethttp.Outcome) bool {
+	switch o {
+	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
+		return false
+	}
+	return true
+}
+
+// message is the message of o's lines.
+func message(o nethttp.Outcome) string {
+	switch o {
+	case nethttp.OutcomeAllowed:
+		return "ratelimit: requests allowed"
+	case nethttp.OutcomeDenied:
+		return "ratelimit: requests denied"
+	case nethttp.OutcomeDryRun:
+		return "ratelimit: requests would have been denied (dry run)"
+	case nethttp.OutcomeFailedOpen:
+		return "ratelimit: limiter failed, requests served without a limit"
+	case nethttp.OutcomeFailedClosed:
+		return "ratelimit: limiter failed, requests refused"
+	case nethttp.OutcomeKeyError:
+		return "ratelimit: requests without a key"
+	case nethttp.OutcomeCostError:
+		return "ratelimit: cost function failed"
+	case nethttp.OutcomeCanceled:
+		return "ratelimit: requests canceled while limited"
+	}
+	return "ratelimit: " + o.String()
+}
+
+// policyName is the name nethttp gives p in the RateLimit-Policy header:
+// p.Name when set, otherwise one derived from the policy alone, such as
+// "tokenbucket-100-per-60s"; "" when no policy is known (the zero Policy
+// of a key or cost error, or of a failed WithPolicyFunc lookup). Keep in
+// step with nethttp's policyName, which is unexported.
+func policyName(p core.Policy) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	if p == (core.Policy{}) {
+		return ""
+	}
+	w := p.Window.String()
+	if p.Window > 0 && p.Window%time.Second == 0 {
+		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
+	}
+	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
+}

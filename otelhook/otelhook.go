@@ -1,0 +1,357 @@
+package otelhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// ScopeName is the instrumentation scope (the meter's name) of the
+// instruments, this package's import path as OpenTelemetry asks.
+const ScopeName = "github.com/go-ratelimit/ratelimit/otelhook"
+
+// The names of the instruments. There is no semantic convention for rate
+// limiting outside ASP.NET Core's own (aspnetcore.rate_limiting.*), so these
+// follow the general naming rules: a namespace, dot-separated lowercase
+// words, units in UCUM.
+const (
+	// RequestsName is a counter of requests, unit {request}, with the
+	// attributes PolicyKey, OutcomeKey and SourceKey.
+	RequestsName = "ratelimit.requests"
+	// StoreDurationName is a histogram of the limiter's call durations
+	// (Event.Latency), unit s, with the attribute PolicyKey: one per
+	// request for which the limiter was called, never for a key or cost
+	// error.
+	StoreDurationName = "ratelimit.store.duration"
+	// KeysName is an asynchronous up-down counter of the keys that the
+	// limiters given to WatchKeys hold, unit {key}, with the attribute
+	// LimiterKey. An up-down counter, not a gauge: the keys of several
+	// limiters or servers add up.
+	KeysName = "ratelimit.keys"
+	// FallbackActiveName is an asynchronous gauge, unit 1: 1 while a store
+	// is decided by its fallback (SetFallbackActive), 0 otherwise, with the
+	// attribute StoreKey.
+	FallbackActiveName = "ratelimit.fallback.active"
+)
+
+// The attribute keys. The request's key (Event.Key, an IP address or an API
+// key) is personal data and never an attribute.
+const (
+	// PolicyKey is the policy's name: core.Policy.Name, or for a policy
+	// without a name the one the middleware gives it in the IETF
+	// RateLimit-Policy header ("tokenbucket-100-per-60s"); "" when no
+	// policy was known (a key or cost error, a failed WithPolicyFunc).
+	PolicyKey = attribute.Key("ratelimit.policy")
+	// OutcomeKey is nethttp.Outcome.String(): "allowed", "denied", ...
+	OutcomeKey = attribute.Key("ratelimit.outcome")
+	// SourceKey is core.Source.String() of the decision: "store",
+	// "deny-cache" or "fallback"; the zero value, "store", when the
+	// limiter was not asked (key and cost errors).
+	SourceKey = attribute.Key("ratelimit.source")
+	// LimiterKey is the name given to WatchKeys.
+	LimiterKey = attribute.Key("ratelimit.limiter")
+	// StoreKey is the name given to SetFallbackActive.
+	StoreKey = attribute.Key("ratelimit.store")
+)
+
+// DefaultDurationBoundaries are the bucket boundaries, in seconds, of the
+// ratelimit.store.duration histogram, promhook's DefaultBuckets: 10 µs (an
+// in-memory decision takes well under a microsecond) to 250 ms (past
+// redisstore's default 50 ms timeout). OpenTelemetry's default boundaries
+// (0 to 10000) suit milliseconds, not seconds.
+var DefaultDurationBoundaries = []float64{
+	.00001, .000025, .00005, .0001, .00025, .0005,
+	.001, .0025, .005, .01, .025, .05, .1, .25,
+}
+
+const (
+	numOutcomes = int(nethttp.OutcomeCanceled) + 1
+	numSources  = int(core.SourceFallback) + 1
+	// maxCachedPolicies bounds the cache of attribute sets: policies are
+	// meant to be few (a plan, a route), but a WithPolicyFunc that builds
+	// policies per client must not grow memory without bound. Beyond it,
+	// sets are built per call (allocating).
+	maxCachedPolicies = 1000
+)
+
+// Metrics records the middleware's [nethttp.Event]s as OpenTelemetry
+// metrics. Create it with [New] and add [Metrics.Observe] to a middleware
+// with nethttp.WithHook. It is safe for simultaneous use by multiple
+// goroutines; one Metrics can serve any number of middlewares.
+type Metrics struct {
+	requests metric.Int64Counter
+	duration metric.Float64Histogram
+	keys     metric.Int64ObservableUpDownCounter
+	fallback metric.Int64ObservableGauge
+	reg      metric.Registration
+
+	// attrs maps a policy to its precomputed options; copied on write
+	// under mu, read without a lock.
+	attrs atomic.Pointer[map[core.Policy]*policyAttrs]
+
+	mu       sync.Mutex
+	watched  map[string]watch
+	stores   map[string]storeState
+	closed   bool
+	closeErr error
+}
+
+// policyAttrs are the measurement options of one policy, built once so that
+// Observe allocates nothing for them.
+type policyAttrs struct {
+	add [numOutcomes][numSources][]metric.AddOption
+	rec []metric.RecordOption
+}
+
+// KeyCounter is what WatchKeys reads at every collection: the number of
+// keys a limiter holds. *core.MemoryLimiter implements it.
+type KeyCounter interface {
+	Len() int
+}
+
+type watch struct {
+	lim KeyCounter
+	opt []metric.ObserveOption
+}
+
+type storeState struct {
+	active bool
+	opt    []metric.ObserveOption
+}
+
+// New creates the instruments on a meter of mp named [ScopeName]. A nil mp
+// means the global provider, otel.GetMeterProvider(), as it is when
+// measurements are made (it delegates to a provider set later with
+// otel.SetMeterProvider). It returns an error if an instrument cannot be
+// created or an option is invalid. Call [Metrics.Close] to stop observing
+// the watched limiters.
+func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
+	c := config{bounds: DefaultDurationBoundaries}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("otelhook: New: nil Option")
+		}
+		o.apply(&c)
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	meter := mp.Meter(ScopeName)
+	m := &Metrics{watched: map[string]watch{}, stores: map[string]storeState{}}
+	var errs [5]error
+	m.requests, errs[0] = meter.Int64Counter(RequestsName,
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Requests decided by the rate-limiting middleware, by policy, outcome and decision source."))
+	m.duration, errs[1] = meter.Float64Histogram(StoreDurationName,
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of the rate limiter's calls (the store's round trip), by policy."),
+		metric.WithExplicitBucketBoundaries(c.bounds...))
+	m.keys, errs[2] = meter.Int64ObservableUpDownCounter(KeysName,
+		metric.WithUnit("{key}"),
+		metric.WithDescription("Keys held by the watched in-memory rate limiters."))
+	m.fallback, errs[3] = meter.Int64ObservableGauge(FallbackActiveName,
+		metric.WithUnit("1"),
+		metric.WithDescription("1 while a rate-limit store is decided by its local fallback, 0 otherwise."))
+	if err := errors.Join(errs[:4]...); err != nil {
+		return nil, err
+	}
+	m.reg, errs[4] = meter.RegisterCallback(m.observe, m.keys, m.fallback)
+	if errs[4] != nil {
+		return nil, errs[4]
+	}
+	m.attrs.Store(&map[core.Policy]*policyAttrs{})
+	return m, nil
+}
+
+// Observe records ev: one to ratelimit.requests, and the limiter's latency
+// to ratelimit.store.duration when the limiter was called. Add it with
+// nethttp.WithHook(m.Observe). It takes the request's context for the
+// measurements (exemplars link them to its trace) and never reads the
+// request's key. For a policy seen before it allocates nothing of its own.
+func (m *Metrics) Observe(ev nethttp.Event) {
+	ctx := context.Background()
+	if ev.Request != nil {
+		ctx = ev.Request.Context()
+	}
+	p := ev.Decision.Policy
+	pa := m.policy(p)
+	o, s := int(ev.Outcome), int(ev.Decision.Source)
+	if pa != nil && o < numOutcomes && s < numSources {
+		m.requests.Add(ctx, 1, pa.add[o][s]...)
+	} else {
+		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(policyLabel(p), ev.Outcome, ev.Decision.Source)))
+	}
+	if limiterCalled(ev) {
+		if pa != nil {
+			m.duration.Record(ctx, ev.Latency.Seconds(), pa.rec...)
+		} else {
+			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(policyLabel(p)))))
+		}
+	}
+}
+
+// limiterCalled reports whether the limiter answered or failed to answer
+// ev's request: the outcomes only a decision gives, and any other with a
+// latency (a store that failed or timed out; Latency is 0 when the limiter
+// was not called). As promhook decides.
+func limiterCalled(ev nethttp.Event) bool {
+	switch ev.Outcome {
+	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
+		return true
+	}
+	return ev.Latency > 0
+}
+
+// policyLabel is the PolicyKey value of p: p.Name when set, otherwise the
+// name the middleware gives p in the IETF RateLimit-Policy header (derived
+// from the policy alone), and "" for the zero Policy. As promhook labels it.
+func policyLabel(p core.Policy) string {
+	switch {
+	case p.Name != "":
+		return p.Name
+	case p == core.Policy{}:
+		return ""
+	}
+	w := p.Window.String()
+	if p.Window > 0 && p.Window%time.Second == 0 {
+		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
+	}
+	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
+}
+
+// policy returns the options of p, building them on first use; nil once
+// maxCachedPolicies other policies are cached.
+func (m *Metrics) policy(p core.Policy) *policyAttrs {
+	if pa, ok := (*m.attrs.Load())[p]; ok {
+		return pa
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.attrs.Load()
+	if pa, ok := old[p]; ok {
+		return pa
+	}
+	if len(old) >= maxCachedPolicies {
+		return nil
+	}
+	name := policyLabel(p)
+	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(name)))}}
+	for o := range numOutcomes {
+		for s := range numSources {
+			set := requestSet(name, nethttp.Outcome(o), core.Source(s))
+			pa.add[o][s] = []metric.AddOption{metric.WithAttributeSet(set)}
+		}
+	}
+	next := make(map[core.Policy]*policyAttrs, len(old)+1)
+	maps.Copy(next, old)
+	next[p] = pa
+	m.attrs.Store(&next)
+	return pa
+}
+
+func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
+	return attribute.NewSet(PolicyKey.String(policy), OutcomeKey.String(o.String()), SourceKey.String(s.String()))
+}
+
+// WatchKeys reports lim.Len() as ratelimit.keys with the attribute
+// ratelimit.limiter = name, at every collection: for a *core.MemoryLimiter,
+// the keys it holds. Use the policy's name for name, or any other name the
+// program chooses. Watching a name again replaces its limiter. It panics on
+// a nil lim.
+func (m *Metrics) WatchKeys(name string, lim KeyCounter) {
+	if lim == nil {
+		panic(fmt.Sprintf("otelhook: WatchKeys(%q) got a nil limiter", name))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watched[name] = watch{lim: lim, opt: []metric.ObserveOption{
+		metric.WithAttributeSet(attribute.NewSet(LimiterKey.String(name))),
+	}}
+}
+
+// UnwatchKeys stops reporting the limiter watched as name (one that is
+// closed, say).
+func (m *Metrics) UnwatchKeys(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.watched, name)
+}
+
+// SetFallbackActive sets ratelimit.fallback.active for the store named
+// store (the attribute ratelimit.store): 1 while active, 0 otherwise. Call
+// it from redisstore's breaker hook, which decides by the fallback whenever
+// the breaker is not closed:
+//
+//	redisstore.OnBreakerChange(func(c redisstore.BreakerChange) {
+//		m.SetFallbackActive("redis", c.To != redisstore.BreakerClosed)
+//	})
+//
+// A store is reported from its first call on: call it with false at startup
+// for a series that starts at 0.
+func (m *Metrics) SetFallbackActive(store string, active bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, ok := m.stores[store]
+	if !ok {
+		st.opt = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(StoreKey.String(store)))}
+	}
+	st.active = active
+	m.stores[store] = st
+}
+
+// observe is the callback of the asynchronous instruments. It copies what
+// it reports under the lock and calls Len outside it.
+func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
+	m.mu.Lock()
+	watched := make([]watch, 0, len(m.watched))
+	for _, w := range m.watched {
+		watched = append(watched, w)
+	}
+	stores := make([]storeState, 0, len(m.stores))
+	for _, st := range m.stores {
+		stores = append(stores, st)
+	}
+	m.mu.Unlock()
+	for _, w := range watched {
+		obs.ObserveInt64(m.keys, int64(w.lim.Len()), w.opt...)
+	}
+	for _, st := range stores {
+		v := int64(0)
+		if st.active {
+			v = 1
+		}
+		obs.ObserveInt64(m.fallback, v, st.opt...)
+	}
+	return nil
+}
+
+// Close stops the asynchronous instruments' callback: ratelimit.keys and
+// ratelimit.fallback.active are no longer reported, and the watched
+// limiters are released. Observe still records. Calling Close again
+// returns the first call's result.
+func (m *Metrics) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.closed = true
+		m.closeErr = m.reg.Unregister()
+		clear(m.watched)
+	}
+	return m.closeErr
+}

@@ -1,0 +1,312 @@
+package promhook
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// DefaultNamespace is the prefix of the metric names without WithNamespace.
+const DefaultNamespace = "ratelimit"
+
+// DefaultBuckets are the upper bounds, in seconds, of the latency
+// histogram's buckets without WithBuckets: from 10µs (an in-memory decision
+// takes well under a microsecond) to 250ms (past redisstore's default 50ms
+// timeout). prometheus.DefBuckets starts at 5ms, where a rate limiter that
+// works has long answered.
+var DefaultBuckets = []float64{
+	.00001, .000025, .00005, .0001, .00025, .0005,
+	.001, .0025, .005, .01, .025, .05, .1, .25,
+}
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	namespace string
+	buckets   []float64
+}
+
+// WithNamespace sets the prefix of the metric names: "myapp" gives
+// myapp_requests_total and so on. The default is DefaultNamespace; "" gives
+// no prefix. It must be a valid metric name prefix (letters, digits and
+// underscores, not starting with a digit); registering the Metrics fails
+// otherwise.
+func WithNamespace(ns string) Option {
+	return func(c *config) { c.namespace = ns }
+}
+
+// WithBuckets sets the upper bounds, in seconds and increasing, of the
+// latency histogram's buckets (prometheus.ExponentialBuckets builds them).
+// It panics when none is given; New panics when they are not increasing.
+func WithBuckets(upper ...float64) Option {
+	if len(upper) == 0 {
+		panic("promhook: WithBuckets needs at least one bucket")
+	}
+	upper = slices.Clone(upper)
+	return func(c *config) { c.buckets = upper }
+}
+
+// KeyCounter is what WatchKeys reads at every scrape: the number of keys a
+// limiter holds. *core.MemoryLimiter implements it.
+type KeyCounter interface {
+	Len() int
+}
+
+// Metrics records the middleware's decisions as Prometheus metrics. It is
+// a prometheus.Collector: register it once (reg.MustRegister(m)) and pass
+// m.Observe to nethttp.WithHook on every middleware it should count. Its
+// methods are safe for concurrent use. See the package documentation for
+// the metrics.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	fallback *prometheus.GaugeVec
+	keysDesc *prometheus.Desc
+
+	// index holds the bound metrics of each policy seen. It is replaced,
+	// never modified, under mu, so that Observe reads it without a lock.
+	index atomic.Pointer[index]
+
+	mu      sync.Mutex
+	watched map[string]KeyCounter // under mu
+}
+
+// index finds the series of a policy: a named policy by its name, so that
+// policies of one name (a plan whose limits differ per client) share one
+// entry, and an unnamed one by its value, whose label is derived from it.
+type index struct {
+	named   map[string]*series
+	unnamed map[core.Policy]*series
+}
+
+func (x *index) get(p core.Policy) (*series, bool) {
+	if p.Name != "" {
+		s, ok := x.named[p.Name]
+		return s, ok
+	}
+	s, ok := x.unnamed[p]
+	return s, ok
+}
+
+// series holds the metrics of one policy, bound to its label values, so
+// that Observe neither builds label values nor looks them up in the vectors.
+type series struct {
+	policy   string
+	latency  atomic.Pointer[prometheus.Observer] // nil until observed
+	counters [numOutcomes][numSources]atomic.Pointer[prometheus.Counter]
+}
+
+const (
+	numOutcomes = int(nethttp.OutcomeCanceled) + 1
+	numSources  = int(core.SourceFallback) + 1
+)
+
+// New returns Metrics with nothing counted yet. Options that are nil
+// panic.
+func New(opts ...Option) *Metrics {
+	c := config{namespace: DefaultNamespace, buckets: DefaultBuckets}
+	for _, o := range opts {
+		if o == nil {
+			panic("promhook: New got a nil Option")
+		}
+		o(&c)
+	}
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: c.namespace,
+			Name:      "requests_total",
+			Help: "Requests decided by the rate limiter, by policy name, outcome (allowed, denied, dry-run, " +
+				"failed-open, failed-closed, key-error, cost-error, canceled) and source of the decision " +
+				"(store, deny-cache, fallback).",
+		}, []string{"policy", "outcome", "source"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: c.namespace,
+			Name:      "store_duration_seconds",
+			Help:      "Time the limiter took to answer a request (the store's round trip), in seconds, by policy name.",
+			Buckets:   c.buckets,
+		}, []string{"policy"}),
+		fallback: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: c.namespace,
+			Name:      "fallback_active",
+			Help:      "1 while a store's local fallback decides in its place (circuit breaker open or half-open), 0 otherwise.",
+		}, []string{"store"}),
+		keysDesc: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "", "keys"),
+			"Keys held in memory by an in-memory limiter.", []string{"limiter"}, nil),
+		watched: make(map[string]KeyCounter),
+	}
+	m.index.Store(&index{})
+	return m
+}
+
+// Observe counts one request: pass it to nethttp.WithHook. It increments
+// ratelimit_requests_total for the request's policy, outcome and source and, when
+// the limiter was called, observes its latency. It never reads Event.Key or
+// the request. It allocates only the first time a policy, outcome and
+// source are seen together.
+func (m *Metrics) Observe(e nethttp.Event) {
+	s := m.seriesFor(e.Decision.Policy)
+	m.counter(s, e.Outcome, e.Decision.Source).Inc()
+	if limiterCalled(e) {
+		m.observer(s).Observe(e.Latency.Seconds())
+	}
+}
+
+// limiterCalled reports whether the limiter answered or failed to answer
+// e's request: the outcomes that only a decision gives, and any other with
+// a latency (a store that failed or timed out; Latency is 0 when the
+// limiter was not called).
+func limiterCalled(e nethttp.Event) bool {
+	switch e.Outcome {
+	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
+		return true
+	}
+	return e.Latency > 0
+}
+
+// seriesFor returns the metrics of policy p, creating them the first time.
+func (m *Metrics) seriesFor(p core.Policy) *series {
+	if s, ok := m.index.Load().get(p); ok {
+		return s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.index.Load()
+	if s, ok := old.get(p); ok {
+		return s
+	}
+	s := &series{policy: policyLabel(p)}
+	next := &index{named: old.named, unnamed: old.unnamed}
+	if p.Name != "" {
+		next.named = maps.Clone(old.named)
+		if next.named == nil {
+			next.named = map[string]*series{}
+		}
+		next.named[p.Name] = s
+	} else {
+		next.unnamed = maps.Clone(old.unnamed)
+		if next.unnamed == nil {
+			next.unnamed = map[core.Policy]*series{}
+		}
+		next.unnamed[p] = s
+	}
+	m.index.Store(next)
+	return s
+}
+
+// counter returns the requests_total counter of s's policy, outcome o and
+// source src.
+func (m *Metrics) counter(s *series, o nethttp.Outcome, src core.Source) prometheus.Counter {
+	if int(o) >= numOutcomes || int(src) >= numSources {
+		return m.requests.WithLabelValues(s.policy, o.String(), src.String())
+	}
+	slot := &s.counters[o][src]
+	if c := slot.Load(); c != nil {
+		return *c
+	}
+	// Two goroutines may both get here: WithLabelValues returns the same
+	// child to both.
+	c := m.requests.WithLabelValues(s.policy, o.String(), src.String())
+	slot.Store(&c)
+	return c
+}
+
+// observer returns the latency histogram of s's policy. It is created on
+// the first observation, so that a policy seen only in key errors has no
+// empty histogram.
+func (m *Metrics) observer(s *series) prometheus.Observer {
+	if o := s.latency.Load(); o != nil {
+		return *o
+	}
+	o := m.latency.WithLabelValues(s.policy)
+	s.latency.Store(&o)
+	return o
+}
+
+// policyLabel returns the policy label of p: p.Name when set, otherwise the
+// name the middleware gives p in the IETF RateLimit-Policy header, derived
+// from the policy alone, such as "tokenbucket-100-per-60s". It is "" for
+// the zero Policy: no policy was known (a key error, a cost error, a
+// failed WithPolicyFunc lookup).
+func policyLabel(p core.Policy) string {
+	switch {
+	case p.Name != "":
+		return p.Name
+	case p == core.Policy{}:
+		return ""
+	}
+	w := p.Window.String()
+	if p.Window > 0 && p.Window%time.Second == 0 {
+		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
+	}
+	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
+}
+
+// WatchKeys reports the number of keys lim holds, read at every scrape, as
+// ratelimit_keys{limiter=name} (with the default namespace). Watching a
+// name again replaces its limiter.
+// It panics on a nil lim. Use the policy's name for name, or any other
+// name the program chooses.
+func (m *Metrics) WatchKeys(name string, lim KeyCounter) {
+	if lim == nil {
+		panic(fmt.Sprintf("promhook: WatchKeys(%q) got a nil limiter", name))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watched[name] = lim
+}
+
+// UnwatchKeys stops reporting the limiter watched as name (one that is
+// closed, say).
+func (m *Metrics) UnwatchKeys(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.watched, name)
+}
+
+// SetFallbackActive sets ratelimit_fallback_active{store} (with the default
+// namespace) to 1 when active, else 0.
+// Call it from redisstore's OnBreakerChange hook (see the package
+// documentation); store names the store in the label.
+func (m *Metrics) SetFallbackActive(store string, active bool) {
+	v := 0.0
+	if active {
+		v = 1
+	}
+	m.fallback.WithLabelValues(store).Set(v)
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.requests.Describe(ch)
+	m.latency.Describe(ch)
+	m.fallback.Describe(ch)
+	ch <- m.keysDesc
+}
+
+// Collect implements prometheus.Collector. It calls Len on every watched
+// limiter.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.requests.Collect(ch)
+	m.latency.Collect(ch)
+	m.fallback.Collect(ch)
+
+	m.mu.Lock()
+	watched := maps.Clone(m.watched)
+	m.mu.Unlock()
+	for name, lim := range watched {
+		ch <- prometheus.MustNewConstMetric(m.keysDesc, prometheus.GaugeValue, float64(lim.Len()), name)
+	}
+}
+
+var _ prometheus.Collector = (*Metrics)(nil)

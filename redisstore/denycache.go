@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // denyCache remembers, per user key, that a unit-cost request was denied
@@ -33,10 +34,12 @@ import (
 //
 // Each entry records the policy that denied (the limiter's own, or one
 // given with AllowPolicy): a denial under one policy is never served for a
-// call under another. Such a call (a unit cost under another policy, which
-// moves the key to that policy: see "Policies per call" in the package
-// docs) forgets the entry as Reset does, before it is sent, so that the
-// old policy's denials in flight are not cached either.
+// call under another. A call that may consume under another policy (any
+// cost: under a larger policy it may be admitted, and it moves the key to
+// its policy: see "Policies per call" in the package docs) forgets the
+// entry as Reset does, before it is sent, so that the old policy's denials
+// in flight are not cached either: the cached Decision stays exactly what
+// Redis would answer, as with one policy.
 //
 // Memory is bounded: each shard holds at most perShard entries. A full
 // shard first drops its expired entries; if none has expired, the new
@@ -45,6 +48,7 @@ import (
 type denyCache struct {
 	seed     maphash.Seed
 	perShard int
+	mixed    atomic.Bool // a denial under a policy given with a call was cached
 	shards   [denyShards]denyShard
 }
 
@@ -114,7 +118,29 @@ func (c *denyCache) put(key string, e denyEntry, now int64, gen uint64) {
 	}
 	// Clone: the key may point into a larger buffer (a header line) that
 	// the cache must not keep alive.
+	if e.pid != 0 {
+		c.mixed.Store(true)
+	}
 	sh.m[strings.Clone(key)] = e
+}
+
+// other forgets key's denial if one is cached under another policy than
+// pid, before a call under pid that may consume is sent; it returns the
+// shard's generation to pass to put. Without denials under policies given
+// with calls, a call under the limiter's own policy has nothing to forget.
+func (c *denyCache) other(key string, pid uint64) uint64 {
+	sh := c.shard(key)
+	if pid == 0 && !c.mixed.Load() {
+		return 0
+	}
+	sh.mu.RLock()
+	e, ok := sh.m[key]
+	gen := sh.gen
+	sh.mu.RUnlock()
+	if ok && e.pid != pid {
+		return c.forget(key)
+	}
+	return gen
 }
 
 // forget drops key's denial and turns away the denials of calls sent

@@ -168,14 +168,18 @@
 // (Before per-call policies the key named the whole policy; keys of that
 // form are never read, and expire.)
 //
-// Values are packed with Redis's struct library, the numbers of the policy
-// they were written under last: the token and leaky bucket store the
-// theoretical arrival time and the interval Window/Limit ("<dHd": Unix µs,
-// the ns remainder, the interval in ns), the fixed window the window
-// number, its count and the Window ("<dI4d"), the sliding window the
-// newest bucket written, the bucket width and a ring of B+1 counts, each
-// bucket's at position bucket mod (B+1) ("<dd" and B+1 times "I4"; B is
-// told by the value's length).
+// Values are packed with Redis's struct library, with the numbers of the
+// policy they were last written under and the latest instant they were
+// written at (Unix µs and the ns remainder, "dH"): the token and leaky
+// bucket store the theoretical arrival time and the interval Window/Limit
+// ("<dHddH": Unix µs, the ns remainder, the interval in ns, the instant),
+// the fixed window the window number, its count, the Window and the
+// instant ("<dI4ddH"), the sliding window the newest bucket written, the
+// bucket width, the instant and a ring of B+1 counts, each bucket's at
+// position bucket mod (B+1) ("<dddH" and B+1 times "I4"; B is told by the
+// value's length). The instant matters only to a conversion: a server
+// clock that stepped back converts as if it stood still at that instant,
+// so that going back never adds capacity through a conversion either.
 //
 // Every write sets the key's expiry to the policy's Recovery time rounded
 // up to the millisecond (longer only after the server clock stepped back,
@@ -193,8 +197,8 @@
 // (TestMemoryPerKey):
 //
 //	token bucket, leaky bucket      104 bytes
-//	fixed window                    104 bytes
-//	sliding window, 10 buckets      136 bytes
+//	fixed window                    120 bytes
+//	sliding window, 10 buckets      152 bytes
 //	sliding window, 60 buckets      392 bytes (+4 per bucket)
 //
 // So a million active clients take about 100 to 150 MB; idle ones cost

@@ -19,10 +19,14 @@ type pspec struct {
 	id     uint64      // the deny cache's name for it, >= 1; 0 when not cached
 }
 
-// pid is the deny cache's name of the policy: 0 for the limiter's own.
+// pid is the deny cache's name of the policy: 0 for the limiter's own,
+// and for a policy whose denials are not cached one that no entry has.
 func (ps *pspec) pid() uint64 {
-	if ps == nil {
+	switch {
+	case ps == nil:
 		return 0
+	case ps.id == 0:
+		return ^uint64(0)
 	}
 	return ps.id
 }
@@ -48,6 +52,14 @@ type specCache struct {
 // is the limiter's own (its Name aside). The error names the invalid field,
 // or wraps core.ErrAlgorithmMismatch.
 func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
+	if p == l.policy {
+		return nil, nil
+	}
+	for i := 0; i < len(p.Name); i++ {
+		if c := p.Name[i]; c < 0x20 || c > 0x7e {
+			return nil, fmt.Errorf("redisstore: %s: %w", op, p.Validate())
+		}
+	}
 	p.Name = ""
 	if p == l.unnamed {
 		return nil, nil

@@ -211,13 +211,16 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	var sent int64
 	var gen uint64
 	cache := l.deny != nil && n == 1 && ps.cacheable()
-	if cache {
+	switch {
+	case cache:
 		sent = l.local()
 		e, g, ok := l.deny.get(key, ps.pid(), sent)
 		if ok {
 			return cachedDenial(e, sent, p), nil
 		}
 		gen = g // before the call is sent: see Reset
+	case l.deny != nil:
+		l.deny.other(key, ps.pid()) // see denyCache
 	}
 	d, _, err := l.decide(ctx, op, ps, p, key, n)
 	if err == nil && cache && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&

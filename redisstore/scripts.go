@@ -121,13 +121,17 @@ local out = {}
 // epoch, now's offset into it in ns, and w. Every product stays below
 // 2^53, so q and rem are exact; the float division only guesses q. a and
 // b are Lua expressions; q, rem and w names of variables in scope.
-func luaSpan(a, b, q, rem, w string) string {
+func luaSpan(a, b, q, rem, w string) string { return luaSpanAt(a, b, q, rem, w, "now_us", "now_r") }
+
+// luaSpanAt is luaSpan at the instant of us µs and r ns (Lua variables)
+// instead of now.
+func luaSpanAt(a, b, q, rem, w, us, r string) string {
 	return `
 do
   local sa, sb = ` + a + `, ` + b + `
   local sw = sa * 1000 + sb
-  local sq = math.floor((now_us + now_r / 1000) / (sa + sb / 1000))
-  local sr = (now_us - sq * sa) * 1000 + now_r - sq * sb
+  local sq = math.floor((` + us + ` + ` + r + ` / 1000) / (sa + sb / 1000))
+  local sr = (` + us + ` - sq * sa) * 1000 + ` + r + ` - sq * sb
   while sr < 0 do sq, sr = sq - 1, sr + sw end
   while sr >= sw do sq, sr = sq + 1, sr - sw end
   ` + q + `, ` + rem + `, ` + w + ` = sq, sr, sw
@@ -135,9 +139,18 @@ end
 `
 }
 
-// luaSpanOf is luaSpan for a span of ns nanoseconds (a Lua variable).
-func luaSpanOf(ns, q, rem, w string) string {
-	return luaSpan("math.floor("+ns+" / 1000)", ns+" - math.floor("+ns+" / 1000) * 1000", q, rem, w)
+// luaSpanOf is luaSpanAt for a span of ns nanoseconds (a Lua variable).
+func luaSpanOf(ns, q, rem, w, us, r string) string {
+	return luaSpanAt("math.floor("+ns+" / 1000)", ns+" - math.floor("+ns+" / 1000) * 1000", q, rem, w, us, r)
+}
+
+// luaLatest sets cu and cr, new locals, to the later of now and the
+// instant lu µs and lr ns (Lua expressions; lu may be nil or false).
+func luaLatest(lu, lr string) string {
+	return `
+local cu, cr = now_us, now_r
+if ` + lu + ` and (` + lu + ` > cu or (` + lu + ` == cu and ` + lr + ` > cr)) then cu, cr = ` + lu + `, ` + lr + ` end
+`
 }
 
 // scriptHead returns the text a script's body follows: the form, then the
@@ -150,9 +163,9 @@ func scriptHead(cross bool, k int) string {
 }
 
 // luaGCRA is core/tokenbucket.go: the token and leaky bucket's theoretical
-// arrival time (TAT), stored as struct "<dHd": whole µs and the ns
-// remainder, then the interval (Window/Limit, ns) of the policy it was
-// written under. Placeholders: the limiter's own interval, tau (Burst *
+// arrival time (TAT), stored as struct "<dHddH": whole µs and the ns
+// remainder, the interval (Window/Limit, ns) of the policy it was written
+// under, and the latest instant it was written at (µs and ns). Placeholders: the limiter's own interval, tau (Burst *
 // interval) in ns, the expiry in ms, and 1 when a leaky bucket delays; a
 // policy given with a call has the same four numbers (K = 4).
 //
@@ -163,7 +176,9 @@ func scriptHead(cross bool, k int) string {
 // A state written under another interval keeps its debt (TAT - now, what
 // is used and not yet refilled) in units of cost: debt * interval / its
 // interval, fractions included, rounded up to the nanosecond (never more
-// generous), at most 2^52 ns. The product may exceed 2^53, so the part of
+// generous), at most 2^52 ns. Converted at the later of now and the
+// instant the state was written at: a clock that stepped back converts as
+// if it stood still there, so that the time it went back is not rescaled. The product may exceed 2^53, so the part of
 // the debt below one old interval is multiplied by binary long division,
 // whose partial remainders stay below 2^53.
 const luaGCRA = `
@@ -177,6 +192,7 @@ if E > 0 then
   end
 end
 local tus, tr, tiv, dirty = {}, {}, {}, {} -- per key: the TAT (false: none), its interval, the expiry to write ('del': delete)
+local lu, lr = {}, {} -- per key read: the instant it was written at
 for i = 1, m do
   local k, n = keys[i], tonumber(ARGV[co + i])
   if E > 0 then
@@ -187,7 +203,7 @@ for i = 1, m do
   if us == nil then
     local v = redis.call('GET', k)
     us = false
-    if v then us, tr[k], tiv[k] = struct.unpack('<dHd', v) end
+    if v then us, tr[k], tiv[k], lu[k], lr[k] = struct.unpack('<dHddH', v) end
     tus[k] = us
   end
   local base = 0 -- max(tat, now) - now
@@ -197,12 +213,17 @@ for i = 1, m do
     local from = tiv[k]
     if from ~= interval then
       -- Written under another rate: the same debt in units of cost,
-      -- ceil(base * interval / from).
-      if base > 0 then
-        local q1 = math.floor(base / from)
-        local r1 = base - q1 * from
+      -- ceil(d * interval / from), at the later of now and the instant
+      -- it was written at (cu, cr).
+      local cu, cr = now_us, now_r
+      local l = lu[k]
+      if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
+      local d = (us - cu) * 1000 + tr[k] - cr
+      if d > 0 then
+        local q1 = math.floor(d / from)
+        local r1 = d - q1 * from
         if q1 * interval >= 4503599627370496 then
-          base = 4503599627370496
+          d = 4503599627370496
         else
           local q, r, bit = 0, 0, 4503599627370496
           while bit >= 1 do
@@ -215,15 +236,18 @@ for i = 1, m do
             bit = bit / 2
           end
           if r > 0 then q = q + 1 end
-          base = math.min(q1 * interval + q, 4503599627370496)
+          d = math.min(q1 * interval + q, 4503599627370496)
         end
+        base = (cu - now_us) * 1000 + cr - now_r + d -- the new TAT - now
+      else
+        d, base = 0, 0
       end
       if n ~= 0 then
         -- Decided under this policy from now on.
-        if base > 0 then
-          local t = now_r + base
+        if d > 0 then
+          local t = cr + d
           local carry = math.floor(t / 1000)
-          tus[k], tr[k], tiv[k] = now_us + carry, t - carry * 1000, interval
+          tus[k], tr[k], tiv[k] = cu + carry, t - carry * 1000, interval
           local px = math.ceil(base / 1000000)
           if px < tonumber(ttl) then dirty[k] = ttl else dirty[k] = string.format('%%d', px) end
         else
@@ -241,7 +265,7 @@ for i = 1, m do
       local d = used * interval
       local t = now_r + d
       local carry = math.floor(t / 1000)
-      tus[k], tr[k], tiv[k] = now_us + carry, t - carry * 1000, interval
+      tus[k], tr[k], tiv[k], lu[k] = now_us + carry, t - carry * 1000, interval, false -- written at now exactly
       local px = math.ceil(d / 1000000)
       if px < tonumber(ttl) then dirty[k] = ttl else dirty[k] = string.format('%%d', px) end
     end
@@ -276,20 +300,25 @@ for k, px in pairs(dirty) do
   if px == 'del' then
     redis.call('DEL', k)
   else
-    redis.call('SET', k, struct.pack('<dHd', tus[k], tr[k], tiv[k]), 'PX', px)
+    local cu, cr, l = now_us, now_r, lu[k]
+    if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
+    redis.call('SET', k, struct.pack('<dHddH', tus[k], tr[k], tiv[k], cu, cr), 'PX', px)
   end
 end
 return out
 `
 
 // luaFixedWindow is core/fixedwindow.go: the window number and the count
-// admitted in it, then the Window (ns) of the policy it was written under,
-// stored as struct "<dI4d". Placeholders: the own Window's a and b (see
+// admitted in it, the Window (ns) of the policy it was written under and
+// the latest instant it was written at (µs and ns), stored as struct
+// "<dI4ddH". Placeholders: the own Window's a and b (see
 // luaSpan), then Limit and the expiry in ms; a policy given with a call
 // has the same four numbers (K = 4).
 //
 // A state written under another Window carries the count of its window, if
-// that window has not ended, into the call's policy's current window.
+// that window has not ended, into the call's policy's current window, both
+// taken at the later of now and the instant the state was written at: a
+// clock that stepped back converts as if it stood still there.
 var luaFixedWindow = `
 local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
 local limit, ttl = %d, %d
@@ -303,6 +332,7 @@ if E > 0 then
   end
 end
 local win, cnt, ws, px = {}, {}, {}, {} -- per key: the stored window (false: none), its count, its Window, the expiry to write (0: delete)
+local lu, lr = {}, {} -- per key read: the instant it was written at
 for i = 1, m do
   local k, n = keys[i], tonumber(ARGV[co + i])
   if E > 0 then
@@ -313,7 +343,7 @@ for i = 1, m do
   if stored == nil then
     local v = redis.call('GET', k)
     stored = false
-    if v then stored, cnt[k], ws[k] = struct.unpack('<dI4d', v) end
+    if v then stored, cnt[k], ws[k], lu[k], lr[k] = struct.unpack('<dI4ddH', v) end
     win[k] = stored
   end
   local count, back = 0, 0 -- back: windows the stored one is ahead of now's
@@ -327,15 +357,18 @@ for i = 1, m do
       end
     else
       -- Written under another Window: the count of its window, if that
-      -- has not ended, carries into now's window.
-      local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow") + `
-      if stored >= oq then count = cnt[k] end
+      -- has not ended, carries into the current window, both at the
+      -- later of now and the instant it was written at (cu, cr).` + luaLatest("lu[k]", "lr[k]") + `
+      local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow", "cu", "cr") + `
+      local nq, nrem, nw = q, rem, w
+      if cu ~= now_us or cr ~= now_r then` + luaSpanOf("w", "nq", "nrem", "nw", "cu", "cr") + `end
+      if stored >= oq then count, back = cnt[k], nq - q end
       if n ~= 0 then
         -- Decided under this policy from now on.
         if count > 0 then
-          local p = math.ceil((w - rem) / 1000000)
+          local p = math.ceil(((back + 1) * w - rem) / 1000000)
           if p < ttl then p = ttl end
-          win[k], cnt[k], ws[k], px[k] = q, count, w, p
+          win[k], cnt[k], ws[k], px[k] = nq, count, w, p
         else
           win[k], px[k] = false, nil
         end
@@ -351,7 +384,7 @@ for i = 1, m do
     else
       local p = math.ceil((w - rem) / 1000000)
       if p < ttl then p = ttl end
-      win[k], cnt[k], ws[k], px[k] = q, used, w, p
+      win[k], cnt[k], ws[k], px[k], lu[k] = q, used, w, p, false -- written at now exactly
     end
     out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
@@ -379,7 +412,9 @@ for k, p in pairs(px) do
   if p == 0 then
     redis.call('DEL', k)
   else
-    redis.call('SET', k, struct.pack('<dI4d', win[k], cnt[k], ws[k]), 'PX', string.format('%%d', p))
+    local cu, cr, l = now_us, now_r, lu[k]
+    if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
+    redis.call('SET', k, struct.pack('<dI4ddH', win[k], cnt[k], ws[k], cu, cr), 'PX', string.format('%%d', p))
   end
 end
 return out
@@ -387,9 +422,10 @@ return out
 
 // luaSlidingWindow is core/slidingwindow.go: the number of the newest
 // bucket written, the bucket width (ns) of the policy it was written
-// under, and a ring of Buckets+1 counters, the count of bucket b at
-// position b mod (B+1), stored as struct "<dd" then B+1 times "I4" (so B
-// is the value's length less 16, over 4, less 1). A request in bucket k is
+// under, the latest instant it was written at (µs and ns), and a ring of
+// Buckets+1 counters, the count of bucket b at position b mod (B+1),
+// stored as struct "<dddH" then B+1 times "I4" (so B is the value's length
+// less 26, over 4, less 1). A request in bucket k is
 // admitted when the B buckets k-B+1..k hold at most Limit and the B+1
 // buckets k-B..k at most cap2 = Policy.MaxInWindow() = Limit +
 // ceil(Limit/B): a client sending steadily at Limit per Window lands up to
@@ -398,12 +434,14 @@ return out
 // the struct format; a policy given with a call has the first six (K = 6).
 //
 // In the script a key's ring is a table of its top bucket, its bucket
-// width, its B+1 counts and one more value (struct.unpack's next
-// position), so that its length tells its B.
+// width, the instant, its B+1 counts and one more value (struct.unpack's
+// next position), so that its length tells its B.
 //
 // A state written under another bucket width or number of buckets (another
-// Window or Buckets) carries what its trailing window counts now into the
-// current bucket of the call's policy.
+// Window or Buckets) carries what its trailing window counts into the
+// current bucket of the call's policy, both taken at the later of now and
+// the instant the state was written at: a clock that stepped back converts
+// as if it stood still there.
 var luaSlidingWindow = `
 local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
 local buckets, limit, cap2, ttl, fmt = %d, %d, %d, %d, '%s'
@@ -416,7 +454,7 @@ if E > 0 then
     local x = h + (e - 1) * 6
     local eq, erem, ew` + luaSpan("tonumber(ARGV[x + 1])", "tonumber(ARGV[x + 2])", "eq", "erem", "ew") + `
     local eb = tonumber(ARGV[x + 3])
-    P[e] = {eq, erem, ew, eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dd' .. string.rep('I4', eb + 1)}
+    P[e] = {eq, erem, ew, eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dddH' .. string.rep('I4', eb + 1)}
   end
 end
 
@@ -424,14 +462,14 @@ end
 -- least want unit requests remain after it: after(c, ..., 0, limit) is
 -- core's slidingState.untilFull (ResetAfter), after(c, ..., n, n) its
 -- untilAdmits (RetryAfter). Buckets only drop out at bucket boundaries.
--- c[1] is the newest bucket top, c[2] the bucket width, c[3 + b %% ring]
--- bucket b's count.
+-- c[1] is the newest bucket top, c[2] the bucket width, c[3] and c[4] the
+-- instant it was written at, c[5 + b %% ring] bucket b's count.
 local function after(c, top, trailing, all, cost, want)
   local tr, al = trailing, all
   for j = 0, ring do
     if j > 0 then
-      al = al - c[3 + (top - buckets + j - 1) %% ring]
-      if j < ring then tr = tr - c[3 + (top - buckets + j) %% ring] else tr = 0 end
+      al = al - c[5 + (top - buckets + j - 1) %% ring]
+      if j < ring then tr = tr - c[5 + (top - buckets + j) %% ring] else tr = 0 end
     end
     if tr + cost <= limit and al + cost <= cap2 and math.min(limit - tr - cost, cap2 - al - cost) + cost >= want then
       if j == 0 then return 0 end
@@ -454,31 +492,34 @@ for i = 1, m do
     local v = redis.call('GET', k)
     c = false
     if v then
-      if #v == 16 + 4 * ring then c = {struct.unpack(fmt, v)} else c = {struct.unpack('<dd' .. string.rep('I4', (#v - 16) / 4), v)} end
+      if #v == 26 + 4 * ring then c = {struct.unpack(fmt, v)} else c = {struct.unpack('<dddH' .. string.rep('I4', (#v - 26) / 4), v)} end
     end
     rings[k] = c
   end
   local keep = true -- whether the ring decided below is the key's state
-  if c and (c[2] ~= w or #c ~= ring + 3) then
+  if c and (c[2] ~= w or #c ~= ring + 5) then
     -- Written under another Window or Buckets: what its trailing window
-    -- counts now, into now's bucket.
-    local oring, sw = #c - 3, c[2]
-    local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow") + `
-    if c[1] > oq then oq = c[1] end -- the old ring's top now
+    -- counts, into the current bucket, both at the later of now and the
+    -- instant it was written at (cu, cr).
+    local oring, sw = #c - 5, c[2]` + luaLatest("c[3]", "c[4]") + `
+    local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow", "cu", "cr") + `
+    if c[1] > oq then oq = c[1] end -- the old ring's top then
     local s = 0
-    for b = oq - oring + 2, c[1] do s = s + c[3 + b %% oring] end
+    for b = oq - oring + 2, c[1] do s = s + c[5 + b %% oring] end
+    local nq, nrem, nw = q, rem, w
+    if cu ~= now_us or cr ~= now_r then` + luaSpanOf("w", "nq", "nrem", "nw", "cu", "cr") + `end
     c = false
     if s > 0 then
-      c = {q, w}
-      for x = 3, ring + 3 do c[x] = 0 end
-      c[3 + q %% ring] = s
+      c = {nq, w, cu, cr}
+      for x = 5, ring + 5 do c[x] = 0 end
+      c[5 + nq %% ring] = s
     end
     if n == 0 then
       keep = false -- only looking: the key stays as it is
     else
       -- Decided under this policy from now on.
       rings[k], px[k] = c, nil
-      if c then px[k] = math.max(ttl, math.ceil((ring * w - rem) / 1000000)) end
+      if c then px[k] = math.max(ttl, math.ceil(((nq + ring - q) * w - rem) / 1000000)) end
     end
   end
   local j = 5 * i
@@ -487,9 +528,9 @@ for i = 1, m do
     if used == 0 then
       rings[k], px[k] = false, 0
     else
-      c = {q, w}
-      for x = 3, ring + 3 do c[x] = 0 end
-      c[3 + q %% ring] = used
+      c = {q, w, 0, 0}
+      for x = 5, ring + 5 do c[x] = 0 end
+      c[5 + q %% ring] = used
       rings[k], px[k] = c, math.max(ttl, math.ceil((ring * w - rem) / 1000000))
     end
     out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
@@ -501,16 +542,16 @@ for i = 1, m do
     local top = q
     if c and c[1] > top then top = c[1] end
     if not c or top - c[1] >= ring then
-      c = {top, w}
-      for x = 3, ring + 3 do c[x] = 0 end
+      c = {top, w, 0, 0}
+      for x = 5, ring + 5 do c[x] = 0 end
     else
-      for bk = c[1] + 1, top do c[3 + bk %% ring] = 0 end
+      for bk = c[1] + 1, top do c[5 + bk %% ring] = 0 end
       c[1] = top
     end
     if keep then rings[k] = c end
     local all = 0
-    for x = 3, ring + 2 do all = all + c[x] end
-    local trailing = all - c[3 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
+    for x = 5, ring + 4 do all = all + c[x] end
+    local trailing = all - c[5 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
 
     local left = math.min(limit - trailing, cap2 - all)
     if left < 0 then left = 0 end
@@ -521,7 +562,7 @@ for i = 1, m do
     else
       local u = trailing
       if consume then
-        local x = 3 + top %% ring
+        local x = 5 + top %% ring
         c[x] = c[x] + n
         trailing, all, left, u = trailing + n, all + n, left - n, 0
         -- The key lives until its newest bucket drops out: longer than ttl
@@ -539,9 +580,10 @@ for k, p in pairs(px) do
   if p == 0 or not c then
     redis.call('DEL', k)
   else
-    local len, f = #c - 3, fmt0
-    if len ~= ring0 then f = '<dd' .. string.rep('I4', len) end
-    redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 2)), 'PX', string.format('%%d', p))
+    local len, f = #c - 5, fmt0
+    if len ~= ring0 then f = '<dddH' .. string.rep('I4', len) end
+    if now_us > c[3] or (now_us == c[3] and now_r > c[4]) then c[3], c[4] = now_us, now_r end
+    redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', string.format('%%d', p))
   end
 end
 return out
@@ -586,7 +628,7 @@ func newScripts(p core.Policy, ttl time.Duration) (scripts, error) {
 		// core.MaxBuckets bounds the ring, which the script unpacks onto
 		// Lua's stack (8000 values): TestMaxBucketsFitLua.
 		body = fmt.Sprintf(luaSlidingWindow, nums[0], nums[1], nums[2], nums[3], nums[4], nums[5],
-			"<dd"+strings.Repeat("I4", int(p.Buckets+1)))
+			"<dddH"+strings.Repeat("I4", int(p.Buckets+1)))
 	}
 	return scripts{keyed: newScriptForm(scriptHead(false, k) + body), cross: newScriptForm(scriptHead(true, k) + body)}, nil
 }

@@ -404,8 +404,15 @@ func TestPolicyConcurrentAlternating(t *testing.T) {
 			{core.SlidingWindow(100, time.Hour), core.SlidingWindow(200, time.Hour)},
 		} {
 			t.Run(pair[0].Algorithm.String(), func(t *testing.T) {
+				var mixed atomic.Int64 // cross-slot script calls under several policies
+				rdb.AddHook(&recorder{onCmd: func(cmd redis.Cmder) {
+					if args := cmd.Args(); isScriptCall(cmd) && args[2] == 0 && args[len(args)-3] != 0 {
+						mixed.Add(1)
+					}
+				}})
 				f := newPolicyFixture(t, rdb, pair[0], WithTimeout(30*time.Second))
 				var admitted atomic.Int64
+				var own [8]int64 // each goroutine's own key: on a Cluster, batches of many slots
 				var wg sync.WaitGroup
 				for g := range 8 {
 					wg.Go(func() {
@@ -417,10 +424,22 @@ func TestPolicyConcurrentAlternating(t *testing.T) {
 							if d.Allowed {
 								admitted.Add(1)
 							}
+							d, err = f.lim.AllowPolicy(context.Background(), pair[(g+i+1)%2], fmt.Sprintf("own-%d", g), 1)
+							if !assert.NoError(t, err) {
+								return
+							}
+							if d.Allowed {
+								own[g]++
+							}
 						}
 					})
 				}
 				wg.Wait()
+				t.Logf("%d cross-slot script calls with policies given", mixed.Load())
+				for g, n := range own {
+					assert.Equal(t, int64(100), n, "goroutine %d's own key: room for every call", g)
+					assert.Equal(t, n, f.get(t, pair[1], fmt.Sprintf("own-%d", g)).Used)
+				}
 				n := admitted.Load()
 				assert.LessOrEqual(t, n, int64(200), "never more than the larger capacity")
 				assert.GreaterOrEqual(t, n, int64(100), "every call admitted while under the smaller")

@@ -129,10 +129,10 @@ func (c *denyCache) put(key string, e denyEntry, now int64, gen uint64) {
 // shard's generation to pass to put. Without denials under policies given
 // with calls, a call under the limiter's own policy has nothing to forget.
 func (c *denyCache) other(key string, pid uint64) uint64 {
-	sh := c.shard(key)
 	if pid == 0 && !c.mixed.Load() {
 		return 0
 	}
+	sh := c.shard(key)
 	sh.mu.RLock()
 	e, ok := sh.m[key]
 	gen := sh.gen

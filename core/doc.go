@@ -69,8 +69,10 @@
 //     has 9,920 of pro's 10,000, and one moved to a smaller Burst than it
 //     has used is denied until it is back under it;
 //   - fixed window: the count of the key's current window carries into the
-//     new policy's current window, and is gone when that window ends; a
-//     window of the old policy that has already ended carries nothing;
+//     new policy's current window, even above its Limit, and is gone when
+//     that window ends; a window of the old policy that has already ended
+//     carries nothing (a count above the largest Limit the new Window
+//     allows, see Validate, is kept at that largest Limit);
 //   - sliding window: with the same Window and Buckets the counts are kept
 //     bucket by bucket; otherwise everything the trailing window counts is
 //     carried into the new policy's current bucket, and so expires one new

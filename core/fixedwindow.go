@@ -55,7 +55,7 @@ func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, bool)
 		window, count := s.current(r, word, now)
 		untilEnd := durationNs((window+1)*r.window - now)
 		if count+n > r.limit {
-			d.remaining = r.limit - count
+			d.remaining = max(0, r.limit-count)
 			d.reset = untilEnd
 			d.retry = untilEnd
 			return d, true
@@ -132,7 +132,8 @@ func (s *fixedState) raise(r *rule, now, word int64) {
 
 // convert carries the count of the key's current window into to's current
 // window (the stored window itself when both rules have the same window),
-// at most to's Limit, which denies the same until that window ends.
+// even above to's Limit, so that a detour through a smaller limit gives
+// nothing back.
 func (s *fixedState) convert(from, to *rule, now int64, src *fixedState, retire bool) bool {
 	for {
 		word := src.w.Load()
@@ -145,7 +146,7 @@ func (s *fixedState) convert(from, to *rule, now int64, src *fixedState, retire 
 			if from.window != to.window {
 				window = floorDiv(now, to.window)
 			}
-			next = to.packFixed(window, min(count, to.limit))
+			next = to.packFixed(window, min(count, to.countMask))
 		}
 		s.w.Store(next)
 		if !retire || src.w.CompareAndSwap(word, retired) {

@@ -70,7 +70,15 @@ type config struct {
 // of the least-used key evicted, and no key, evicted or not, is ever admitted
 // beyond its policy. If every sampled key is limited, the new key shares that
 // inherited state with the other keys that found no room: they are limited
-// together, as one key, by the same policy, until room appears. The bound is
+// together, as one key, by the same policy, until room appears.
+//
+// With policies given per call (AllowPolicy), a shard keeps one inherited
+// state per policy, and a newcomer starts at least as used as each of them,
+// converted to its own policy as a key moved between policies would be (see
+// "Policies per call" in the package documentation). A shard keeps them for
+// at most 16 policies at once: beyond that, a key of a further policy is not
+// evicted while in use, and one that finds its shard full of limited keys
+// is denied until one of the 16 has recovered. The bound is
 // enforced per shard (1/256 of n each, for n >= 16384), so eviction starts
 // slightly before n keys.
 //

@@ -338,7 +338,10 @@ func compile(p Policy) (rule, error) {
 		r.ring = p.Buckets + 1
 		r.cap2 = p.MaxInWindow()
 	case AlgFixedWindow:
-		r.countBits = uint(bits.Len64(uint64(p.Limit)))
+		// Every bit the window number leaves: a key moved here from a
+		// policy with a larger Limit keeps a count above this one's
+		// (see convert).
+		r.countBits = 64 - fixedWindowBits(p.Window)
 		r.countMask = 1<<r.countBits - 1
 	}
 	return r, nil

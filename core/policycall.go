@@ -21,6 +21,13 @@ func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n i
 	if n <= 0 || l.closed.Load() {
 		return l.refuse(key, n)
 	}
+	cost, over := n, n > p.Capacity()
+	if over {
+		// A cost no state of p admits: a denial reporting the key's
+		// state as Peek would, with no RetryAfter, and the key left as
+		// it is (under its own policy), as for every call that errs.
+		n = 1
+	}
 	var (
 		v   verdict
 		r   *rule
@@ -29,21 +36,19 @@ func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n i
 	now := l.clock()
 	switch {
 	case l.gcra != nil:
-		v, r, err = l.gcra.decidePolicy(&p, key, now, n, true)
+		v, r, err = l.gcra.decidePolicy(&p, key, now, n, !over)
 	case l.fixed != nil:
-		v, r, err = l.fixed.decidePolicy(&p, key, now, n, true)
+		v, r, err = l.fixed.decidePolicy(&p, key, now, n, !over)
 	default:
-		v, r, err = l.sliding.decidePolicy(&p, key, now, n, true)
+		v, r, err = l.sliding.decidePolicy(&p, key, now, n, !over)
 	}
 	if err != nil {
 		return Decision{}, err
 	}
 	d := r.decision(v)
-	if n > r.capacity {
-		// Never consumed (no state admits more than its capacity); say
-		// why, with no RetryAfter, as AllowN does.
+	if over {
 		d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
-		return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(r.policy))
+		return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, cost, capacityText(r.policy))
 	}
 	return d, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/core/coretest"
 )
 
 var allAlgorithms = []core.Policy{
@@ -239,4 +240,42 @@ func TestPlansUnderMaxKeys(t *testing.T) {
 			assert.False(t, d.Allowed)
 		})
 	}
+}
+
+// TestMorePoliciesThanAShardKeeps: a one-key limiter holds a limited key;
+// newcomers of 16 policies find no room and are counted in inherited
+// states, one per policy (limited together, as one key); a
+// newcomer of a 17th policy is denied, told to retry when the first of
+// those states has recovered, and admitted then.
+func TestMorePoliciesThanAShardKeeps(t *testing.T) {
+	ctx := context.Background()
+	own := core.FixedWindow(1, time.Minute)
+	lim, clock := frozen(t, own, core.WithMaxKeys(1))
+	d, err := lim.Allow(ctx, "holder")
+	require.NoError(t, err)
+	require.True(t, d.Allowed) // limited now: never evicted
+	plan := func(i int) core.Policy {
+		return core.FixedWindow(100, time.Duration(i+1)*time.Second).WithName("p" + strconv.Itoa(i))
+	}
+	for i := range 16 {
+		d, err := lim.AllowPolicy(ctx, plan(i), "k"+strconv.Itoa(i), 1)
+		require.NoError(t, err)
+		assert.True(t, d.Allowed, "policy %d", i)
+	}
+	d, err = lim.AllowPolicy(ctx, plan(16), "k16", 1)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, int64(0), d.Remaining)
+	// p0's window (1 s, epoch-aligned) is the first to end.
+	wait := time.Second - time.Duration(coretest.Epoch.UnixNano()%int64(time.Second))
+	assert.Equal(t, wait, d.RetryAfter)
+	p, err := lim.Peek(ctx, "k16") // the limiter's own policy has none either
+	require.NoError(t, err)
+	assert.False(t, p.Allowed)
+	assert.Equal(t, wait, p.RetryAfter)
+	clock.Advance(d.RetryAfter)
+	d, err = lim.AllowPolicy(ctx, plan(16), "k16", 1)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, 1, lim.Len())
 }

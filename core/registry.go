@@ -2,10 +2,12 @@ package core
 
 import (
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The registry holds the keys of one limiter: a hash table split into
@@ -111,15 +113,27 @@ type shard[S any] struct {
 	// reading older than an eviction cannot decide on a fresh state at a
 	// time when its key was not yet idle.
 	latest int64
-	// inherited, when not nil, is at least as used as every key of the
-	// shard that is not in its table: keys evicted while still in use
-	// (makeRoom) and keys that found no room. A new key starts from a copy
-	// of it, so eviction never hands back quota. It is kept under the
-	// registry's own rule; keys of other policies are converted into it and
-	// out of it. Under mu.
-	inherited *S
+	// inherited holds, per policy, a state at least as used as every key
+	// of that policy that the shard does not hold: keys evicted while
+	// still in use (makeRoom) and keys that found no room. A new key
+	// starts at least as used as each of them, converted to its own
+	// policy, so that eviction never hands back quota. Under mu; at most
+	// maxHeirs, the idle ones dropped by sweep.
+	inherited []heir[S]
 	_         [16]byte // one shard per 64-byte cache line
 }
+
+// heir is a shard's inherited state for one policy.
+type heir[S any] struct {
+	rule  *rule
+	state *S
+}
+
+// maxHeirs bounds the policies a shard keeps inherited states for. Keys
+// of a further policy are not evicted while in use, and, when such a key
+// finds a full shard of limited keys, it is denied until one of the
+// inherited states is idle (see decideInherited).
+const maxHeirs = 16
 
 // at returns the instant a writer acts at, holding sh.mu.
 func (sh *shard[S]) at(now int64) int64 {
@@ -279,9 +293,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 	}
 	e = &entry[S]{rule: r}
 	P(&e.state).init(r)
-	if sh.inherited != nil {
-		P(&e.state).convert(g.rule, r, now, sh.inherited, false)
-	}
+	g.startFrom(sh, &e.state, r, now)
 	if victim != nil {
 		var v S
 		P(&v).init(r)
@@ -291,60 +303,109 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 	return e, true
 }
 
-// decideInherited decides a key that found no room on the shard's
-// inherited state, holding sh.mu: directly under the registry's own rule,
-// else on a converted copy whose usage goes back into it.
+// decideInherited decides a key under r that found no room, holding
+// sh.mu: on a state at least as used as every inherited state, whose
+// usage, when it admits, goes into the inherited state of r, which the
+// keys of r that found no room so share. If the shard already keeps
+// maxHeirs inherited states, none of them r's, the request is denied
+// until one of them is idle: there is nowhere to count it.
 func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, consume bool) verdict {
-	in := g.inherited(sh)
-	if sameRule(r, g.rule) {
-		d, _ := P(in).decide(g.rule, now, n, consume)
-		return d
+	in := g.heir(sh, r, now, consume)
+	if in == nil && len(sh.inherited) >= maxHeirs && !g.idleHeir(sh, now) {
+		var wait int64 = math.MaxInt64
+		for _, h := range sh.inherited {
+			v, _ := P(h.state).decide(h.rule, now, 1, false)
+			wait = min(wait, max(int64(v.reset), 1))
+		}
+		return verdict{reset: time.Duration(wait), retry: time.Duration(wait)}
 	}
 	var c S
 	P(&c).init(r)
-	P(&c).convert(g.rule, r, now, in, false)
+	g.startFrom(sh, &c, r, now)
 	d, _ := P(&c).decide(r, now, n, consume)
-	if consume && d.allowed {
-		g.absorb(sh, r, now, &c)
+	if consume {
+		// Denied too: the call moved the key to r (a key's state follows
+		// the policy of its last call), and r's inherited state now
+		// holds what it had used, converted.
+		P(in).absorb(r, now, &c)
 	}
 	return d
 }
 
-// absorb makes the shard's inherited state at least as used as st, a state
-// under r that no reader can reach, holding sh.mu.
-func (g *registry[S, P]) absorb(sh *shard[S], r *rule, now int64, st *S) {
-	if sameRule(r, g.rule) {
-		P(g.inherited(sh)).absorb(g.rule, now, st)
-		return
+// startFrom makes st, a new state under r that no reader can reach, at
+// least as used as each inherited state of the shard converted to r,
+// holding sh.mu.
+func (g *registry[S, P]) startFrom(sh *shard[S], st *S, r *rule, now int64) {
+	for _, h := range sh.inherited {
+		if sameRule(h.rule, r) {
+			P(st).absorb(r, now, h.state)
+			continue
+		}
+		var c S
+		P(&c).init(r)
+		P(&c).convert(h.rule, r, now, h.state, false)
+		P(st).absorb(r, now, &c)
 	}
-	var c S
-	P(&c).init(g.rule)
-	P(&c).convert(r, g.rule, now, st, false)
-	P(g.inherited(sh)).absorb(g.rule, now, &c)
 }
 
-// retireInto retires e's state if mode allows it, the inherited state
-// absorbing what it had used, holding sh.mu.
+// retireInto retires e's state if mode allows it, the inherited state of
+// its policy absorbing what it had used, holding sh.mu. A key whose policy
+// has no inherited state and cannot get one (maxHeirs) is not retired.
 func (g *registry[S, P]) retireInto(sh *shard[S], e *entry[S], now int64, mode retireMode) bool {
-	if sameRule(e.rule, g.rule) {
-		return P(&e.state).retire(e.rule, now, mode, g.inherited(sh))
-	}
-	var st S
-	P(&st).init(e.rule)
-	if !P(&e.state).retire(e.rule, now, mode, &st) {
+	in := g.heir(sh, e.rule, now, true)
+	if in == nil {
 		return false
 	}
-	g.absorb(sh, e.rule, now, &st)
-	return true
+	return P(&e.state).retire(e.rule, now, mode, in)
 }
 
-// inherited returns the shard's inherited state, creating it, holding sh.mu.
-func (g *registry[S, P]) inherited(sh *shard[S]) *S {
-	if sh.inherited == nil {
-		sh.inherited = new(S)
-		P(sh.inherited).init(g.rule)
+// heir returns the shard's inherited state for r, holding sh.mu; if there
+// is none, a new one when create is set and there is room for it (an idle
+// one of another policy makes room: dropping it loses nothing), else nil.
+func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64, create bool) *S {
+	for _, h := range sh.inherited {
+		if sameRule(h.rule, r) {
+			return h.state
+		}
 	}
-	return sh.inherited
+	if !create {
+		return nil
+	}
+	st := new(S)
+	P(st).init(r)
+	if len(sh.inherited) < maxHeirs {
+		sh.inherited = append(sh.inherited, heir[S]{rule: r, state: st})
+		return st
+	}
+	for i, h := range sh.inherited {
+		if P(h.state).idle(h.rule, now) {
+			sh.inherited[i] = heir[S]{rule: r, state: st}
+			return st
+		}
+	}
+	return nil
+}
+
+// idleHeir reports whether an inherited state of the shard is idle at now
+// (and so may be replaced), holding sh.mu.
+func (g *registry[S, P]) idleHeir(sh *shard[S], now int64) bool {
+	for _, h := range sh.inherited {
+		if P(h.state).idle(h.rule, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// inheritedInUse reports whether an inherited state of the shard is not
+// idle at now, holding sh.mu.
+func (g *registry[S, P]) inheritedInUse(sh *shard[S], now int64) bool {
+	for _, h := range sh.inherited {
+		if !P(h.state).idle(h.rule, now) {
+			return true
+		}
+	}
+	return false
 }
 
 // insert adds e, holding sh.mu. The entry is stored before the hash, so a
@@ -436,6 +497,9 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 					continue
 				}
 			}
+			if len(sh.inherited) >= maxHeirs && g.heir(sh, e.rule, now, false) == nil && !g.idleHeir(sh, now) {
+				continue // nowhere to keep what it used
+			}
 			if d, ok := st.decide(e.rule, now, 1, false); ok && d.allowed && (best == nil || d.remaining > most) {
 				best, most = s, d.remaining
 			}
@@ -473,7 +537,7 @@ func (g *registry[S, P]) reset(key string, now int64) {
 		sh.remove(s)
 		r = e.rule
 	}
-	if sh.inherited == nil || P(sh.inherited).idle(g.rule, now) {
+	if !g.inheritedInUse(sh, now) {
 		return
 	}
 	g.put(sh, h, key, r, now, 0)
@@ -530,7 +594,9 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 	} else {
 		st = new(S)
 		P(st).init(r)
-		P(st).convert(g.rule, r, now, g.inherited(sh), false)
+		g.startFrom(sh, st, r, now)
+		d := g.decideInherited(sh, r, now, 1, false)
+		return d, P(st).usage(r, now)
 	}
 	d, _ := P(st).decide(r, now, 1, false)
 	return d, P(st).usage(r, now)
@@ -573,11 +639,16 @@ func (g *registry[S, P]) sweep(now int64) {
 		sh := &g.shards[i]
 		sh.mu.Lock()
 		at := sh.at(now)
-		if sh.inherited != nil && P(sh.inherited).idle(g.rule, at) {
-			sh.inherited = nil
+		kept := sh.inherited[:0]
+		for _, h := range sh.inherited {
+			if !P(h.state).idle(h.rule, at) {
+				kept = append(kept, h)
+			}
 		}
+		clear(sh.inherited[len(kept):])
+		sh.inherited = kept
 		t := sh.table.Load()
-		if sh.inherited == nil {
+		if len(sh.inherited) == 0 {
 			for j := range t.slots {
 				s := &t.slots[j]
 				if e := s.entry.Load(); e != nil && P(&e.state).idle(e.rule, at) && P(&e.state).retire(e.rule, at, retireIdle, nil) {

@@ -49,7 +49,7 @@ func ProblemJSON(w http.ResponseWriter, _ *http.Request, d core.Decision) {
 		Title:            "Request cannot be satisfied as assigned quota has been exceeded",
 		Status:           http.StatusTooManyRequests,
 		Detail:           "Retry later; see the Retry-After header.",
-		ViolatedPolicies: []string{policyName(d.Policy)},
+		ViolatedPolicies: []string{PolicyName(d.Policy)},
 	}
 	if d.RetryAfter <= 0 {
 		p.Detail = "The request costs more than the policy ever admits; retrying cannot succeed."

@@ -96,7 +96,7 @@ const maxCachedNumber = 1024
 // newRenderer returns a renderer for decisions of p. Only a long-lived one
 // (the engine's) is worth its table of numbers: see withNumbers.
 func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
-	name := sfString(policyName(p))
+	name := sfString(PolicyName(p))
 	return renderer{
 		style:      style,
 		resetUnix:  resetUnix,
@@ -366,12 +366,19 @@ func policyItem(name string, p core.Policy) string {
 	return string(b)
 }
 
-// policyName is the identifier of p in the IETF fields: p.Name when set,
-// otherwise a name derived from the policy alone, such as
-// "tokenbucket-100-per-60s" (never from anything the client sent).
-func policyName(p core.Policy) string {
-	if p.Name != "" {
+// PolicyName is the name the middleware gives p in the IETF
+// RateLimit-Policy and RateLimit fields, and the one the ready-made hooks
+// (sloghook, promhook, otelhook) report it by: p.Name when set, otherwise a
+// name derived from the policy alone, such as "tokenbucket-100-per-60s"
+// (never from anything the client sent); "" for the zero Policy, which an
+// Event carries when no policy was known (a key or cost error, a failed
+// WithPolicyFunc lookup).
+func PolicyName(p core.Policy) string {
+	switch {
+	case p.Name != "":
 		return p.Name
+	case p == core.Policy{}:
+		return ""
 	}
 	w := p.Window.String()
 	if p.Window > 0 && p.Window%time.Second == 0 {

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -195,13 +192,13 @@ func (m *Metrics) Observe(ev nethttp.Event) {
 	if pa != nil && o < numOutcomes && s < numSources {
 		m.requests.Add(ctx, 1, pa.add[o][s]...)
 	} else {
-		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(policyLabel(p), ev.Outcome, ev.Decision.Source)))
+		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(nethttp.PolicyName(p), ev.Outcome, ev.Decision.Source)))
 	}
 	if limiterCalled(ev) {
 		if pa != nil {
 			m.duration.Record(ctx, ev.Latency.Seconds(), pa.rec...)
 		} else {
-			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(policyLabel(p)))))
+			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(nethttp.PolicyName(p)))))
 		}
 	}
 }
@@ -216,23 +213,6 @@ func limiterCalled(ev nethttp.Event) bool {
 		return true
 	}
 	return ev.Latency > 0
-}
-
-// policyLabel is the PolicyKey value of p: p.Name when set, otherwise the
-// name the middleware gives p in the IETF RateLimit-Policy header (derived
-// from the policy alone), and "" for the zero Policy. As promhook labels it.
-func policyLabel(p core.Policy) string {
-	switch {
-	case p.Name != "":
-		return p.Name
-	case p == core.Policy{}:
-		return ""
-	}
-	w := p.Window.String()
-	if p.Window > 0 && p.Window%time.Second == 0 {
-		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
-	}
-	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
 }
 
 // policy returns the options of p, building them on first use; nil once
@@ -250,7 +230,7 @@ func (m *Metrics) policy(p core.Policy) *policyAttrs {
 	if len(old) >= maxCachedPolicies {
 		return nil
 	}
-	name := policyLabel(p)
+	name := nethttp.PolicyName(p)
 	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(name)))}}
 	for o := range numOutcomes {
 		for s := range numSources {

@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -185,7 +182,7 @@ func (m *Metrics) seriesFor(p core.Policy) *series {
 	if s, ok := old.get(p); ok {
 		return s
 	}
-	s := &series{policy: policyLabel(p)}
+	s := &series{policy: nethttp.PolicyName(p)}
 	next := &index{named: old.named, unnamed: old.unnamed}
 	if p.Name != "" {
 		next.named = maps.Clone(old.named)
@@ -231,25 +228,6 @@ func (m *Metrics) observer(s *series) prometheus.Observer {
 	o := m.latency.WithLabelValues(s.policy)
 	s.latency.Store(&o)
 	return o
-}
-
-// policyLabel returns the policy label of p: p.Name when set, otherwise the
-// name the middleware gives p in the IETF RateLimit-Policy header, derived
-// from the policy alone, such as "tokenbucket-100-per-60s". It is "" for
-// the zero Policy: no policy was known (a key error, a cost error, a
-// failed WithPolicyFunc lookup).
-func policyLabel(p core.Policy) string {
-	switch {
-	case p.Name != "":
-		return p.Name
-	case p == core.Policy{}:
-		return ""
-	}
-	w := p.Window.String()
-	if p.Window > 0 && p.Window%time.Second == 0 {
-		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
-	}
-	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
 }
 
 // WatchKeys reports the number of keys lim holds, read at every scrape, as

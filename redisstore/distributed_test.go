@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,8 +141,8 @@ func testRedisDown(t *testing.T, newClient func(string) *redis.Client) {
 	}
 }
 
-// TestSlowRedis puts a proxy that delays every reply by three seconds
-// between the client and the server: calls return a timeout error within
+// TestSlowRedis puts a relay that delays every reply by three seconds
+// (redistest.Relay) between the client and the server: calls return a timeout error within
 // the timeout (plus scheduling), concurrent ones too, and the limiter
 // recovers when the delay goes. The timeout (300ms) leaves room for the
 // scheduling delays of a loaded CI machine, and the delay ten times that
@@ -153,8 +152,8 @@ func TestSlowRedis(t *testing.T) {
 }
 
 func testSlowRedis(t *testing.T, newClient func(string) *redis.Client) {
-	proxy := startProxy(t, redistest.Addr(t))
-	rdb := newClient(proxy.addr())
+	relay := redistest.StartRelay(t, redistest.Addr(t))
+	rdb := newClient(relay.Addr())
 	const timeout = 300 * time.Millisecond
 	lim := newLimiter(t, rdb, core.SlidingWindow(1000, time.Second), WithTimeout(timeout))
 	ctx := context.Background()
@@ -162,7 +161,7 @@ func testSlowRedis(t *testing.T, newClient func(string) *redis.Client) {
 	_, err := lim.Allow(ctx, "k")
 	require.NoError(t, err)
 
-	proxy.delay.Store(int64(10 * timeout))
+	relay.SetDelay(10 * timeout)
 	start := time.Now()
 	d, err := lim.Allow(ctx, "k") // alone
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -191,7 +190,7 @@ func testSlowRedis(t *testing.T, newClient func(string) *redis.Client) {
 		assert.Less(t, time.Since(start), timeout)
 	})
 
-	proxy.delay.Store(0)
+	relay.SetDelay(0)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, err := lim.Allow(ctx, "k"); err == nil {
@@ -200,83 +199,4 @@ func testSlowRedis(t *testing.T, newClient func(string) *redis.Client) {
 		require.True(t, time.Now().Before(deadline), "no decision within 15s of the delay's end")
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// proxy forwards loopback TCP connections to a Redis server, delaying each
-// chunk of the server's replies by delay.
-type proxy struct {
-	ln     net.Listener
-	target string
-	delay  atomic.Int64 // ns
-	closed chan struct{}
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln, target: target, closed: make(chan struct{})}
-	p.wg.Go(p.accept)
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) accept() {
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = client.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, client, server)
-		p.mu.Unlock()
-		p.wg.Go(func() { p.pipe(server, client, false) })
-		p.wg.Go(func() { p.pipe(client, server, true) })
-	}
-}
-
-func (p *proxy) pipe(dst, src net.Conn, delayed bool) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && delayed {
-			if d := time.Duration(p.delay.Load()); d > 0 {
-				select {
-				case <-time.After(d):
-				case <-p.closed:
-					return
-				}
-			}
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil { // EOF or a closed connection: done either way
-			return
-		}
-	}
-}
-
-func (p *proxy) close() {
-	close(p.closed)
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }

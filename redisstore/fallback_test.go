@@ -351,8 +351,8 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 // counted is not written back.
 func TestFallbackWhenRedisIsSlow(t *testing.T) {
 	redistest.RequireTimingTests(t)
-	proxy := startProxy(t, redistest.Addr(t))
-	rdb := newClient(t, proxy.addr())
+	relay := redistest.StartRelay(t, redistest.Addr(t))
+	rdb := newClient(t, relay.Addr())
 	calls := &redisCalls{}
 	rdb.AddHook(calls)
 	const timeout = 200 * time.Millisecond
@@ -370,7 +370,7 @@ func TestFallbackWhenRedisIsSlow(t *testing.T) {
 		require.Equal(t, core.SourceStore, d.Source)
 	}
 
-	proxy.delay.Store(int64(10 * timeout))
+	relay.SetDelay(10 * timeout)
 	for i := range 2 { // on another key: Redis counts these (see "Timeouts and errors")
 		start := time.Now()
 		d, err := lim.Allow(ctx, "trips")
@@ -392,7 +392,9 @@ func TestFallbackWhenRedisIsSlow(t *testing.T) {
 	assert.Less(t, time.Since(start), timeout, "ten calls in fallback, none waiting for Redis")
 	assert.Equal(t, sent, calls.n.Load())
 
-	proxy.delay.Store(0)
+	// The replies the relay holds pass at once: the two round trips of
+	// "trips" end, and the probe is sent rather than queued behind them.
+	relay.SetDelay(0)
 	clock.Advance(DefaultBreakerProbeInterval)
 	d, err := lim.Peek(ctx, "resumes") // the probe
 	require.NoError(t, err)

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -150,6 +153,10 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 		return now.Truncate(time.Hour)
 	}
 	startHour := hour()
+	statsClient := newClient(t)
+	defer statsClient.Close()
+	redisPIDs := localRedisPIDs(ctx, statsClient)
+	timesBefore := cpuTimes(redisPIDs)
 
 	total := int64(clients * loadRequests)
 	// With a rate, a request waits for its turn: one turn every 1/rate s.
@@ -211,6 +218,7 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	timesAfter := cpuTimes(redisPIDs)
 	if hour() != startHour {
 		t.Skip("the run straddled the top of an hour on the server's clock, which starts a new window: run it again")
 	}
@@ -230,6 +238,15 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 	failOpens := servers[0].failOpens.Load() + servers[1].failOpens.Load()
 	t.Logf("%d clients, %d requests in %v (%.0f requests/s): %d admitted, %d denied, %d fail-open, %d other statuses, %d transport errors",
 		clients, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), sum, denied.Load(), failOpens, other.Load(), failed.Load())
+	// Whether the machine had a CPU for Redis and for this process when
+	// they needed one. A redis-server that waited for a CPU far longer than
+	// it ran (other jobs on the machine) answers late whatever the limiter
+	// does: its script calls then take hundreds of ms of wall time, and
+	// the 50ms timeout rightly reports Redis as slow.
+	for _, name := range slices.Sorted(maps.Keys(timesAfter)) {
+		a, b := timesAfter[name], timesBefore[name]
+		t.Logf("%s: %v on a CPU, %v waiting for one", name, (a.cpu - b.cpu).Round(time.Millisecond), (a.wait - b.wait).Round(time.Millisecond))
+	}
 	if p := firstFailure.Load(); p != nil {
 		t.Errorf("first transport error: %v", *p)
 	}
@@ -244,4 +261,72 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 	assert.Zero(t, wrong, "clients without exactly %d admitted", loadQuota)
 	assert.Equal(t, int64(clients*loadQuota), sum, "admitted in all")
 	assert.Equal(t, total-sum, denied.Load(), "denied in all")
+}
+
+// schedTimes is the CPU time of a process and the time its threads spent
+// ready to run but waiting for a CPU (the run queue).
+type schedTimes struct{ cpu, wait time.Duration }
+
+// localRedisPIDs returns the process ids of the redis-server processes
+// behind rdb that run on this machine, by address (none when Redis is
+// elsewhere, or /proc is not there).
+func localRedisPIDs(ctx context.Context, rdb redis.UniversalClient) map[string]string {
+	pids := map[string]string{}
+	var mu sync.Mutex
+	one := func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return nil // no figures, not a failure
+		}
+		for _, line := range strings.Split(info, "\n") {
+			pid, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:")
+			if !ok {
+				continue
+			}
+			if comm, err := os.ReadFile("/proc/" + pid + "/comm"); err == nil && strings.HasPrefix(string(comm), "redis-server") {
+				mu.Lock()
+				pids[c.Options().Addr] = pid
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		_ = c.ForEachMaster(ctx, one)
+	case *redis.Client:
+		_ = one(ctx, c)
+	}
+	return pids
+}
+
+// cpuTimes reads the schedTimes of this process and of the redis-server
+// processes pids from /proc/<pid>/task/*/schedstat (Linux); a process whose
+// figures cannot be read is left out.
+func cpuTimes(pids map[string]string) map[string]schedTimes {
+	out := map[string]schedTimes{}
+	read := func(name, pid string) {
+		tasks, err := os.ReadDir("/proc/" + pid + "/task")
+		if err != nil {
+			return
+		}
+		var st schedTimes
+		for _, task := range tasks {
+			data, err := os.ReadFile("/proc/" + pid + "/task/" + task.Name() + "/schedstat")
+			if err != nil {
+				continue
+			}
+			var cpu, wait int64
+			if _, err := fmt.Sscan(string(data), &cpu, &wait); err == nil {
+				st.cpu += time.Duration(cpu)
+				st.wait += time.Duration(wait)
+			}
+		}
+		out[name] = st
+	}
+	read("this process", "self")
+	for addr, pid := range pids {
+		read("redis-server "+addr, pid)
+	}
+	return out
 }

@@ -29,6 +29,9 @@ func Plans(rng *rand.Rand, p core.Policy) []core.Policy {
 		if q.Algorithm == core.AlgSlidingWindow && (q.Window == p.Window && q.Buckets == p.Buckets) != (len(out) == 1) {
 			continue
 		}
+		if q.Algorithm == core.AlgFixedWindow && !countsFit(q, out) {
+			continue
+		}
 		out = append(out, q)
 	}
 	return out
@@ -260,4 +263,19 @@ func (c *modelCase) policyError(key string) error {
 		return c.failure(key, "%s under %v returned error %v, want %s", op, bad, err, want)
 	}
 	return nil
+}
+
+// countsFit reports whether a fixed-window key can move between q and each
+// of others keeping its count: each window holds the other's Limit (a
+// count above what a window can hold is kept at that most; see "Policies
+// per call" in core's documentation).
+func countsFit(q core.Policy, others []core.Policy) bool {
+	for _, o := range others {
+		a, b := q, o
+		a.Limit, b.Limit = o.Limit, q.Limit
+		if a.Validate() != nil || b.Validate() != nil {
+			return false
+		}
+	}
+	return true
 }

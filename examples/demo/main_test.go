@@ -21,7 +21,9 @@ import (
 
 // TestDemo runs a short demo end to end, over a real loopback server and
 // real time, with -serve, and checks what it recorded and printed. Its
-// assertions hold however late the requests run; none is about timing.
+// assertions hold however late the requests run, except that the overload
+// is denied in part, which is checked only when the traffic went out on
+// time.
 func TestDemo(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -102,7 +104,14 @@ func TestDemo(t *testing.T) {
 			assert.Zero(t, r.failed, "%s: requests without a 200 or 429", r.title)
 			assert.Len(t, r.requests, int(r.sent), "%s: requests the server saw", r.title)
 			assert.Equal(t, int(r.admitted), served, "%s: requests the handler served", r.title)
-			assert.Positive(t, r.denied, "%s: the overload was denied in part", r.title)
+			// Twice the limit is sent; only a machine too busy to send
+			// it on time (the demo says so) spreads it thin enough that
+			// every request fits.
+			if rep.lag < cfg.window/10 {
+				assert.Positive(t, r.denied, "%s: the overload was denied in part", r.title)
+			} else {
+				t.Logf("%s: traffic up to %v late, so the overload is not checked", r.title, rep.lag)
+			}
 		}
 	})
 

@@ -209,14 +209,14 @@ func (h *Hook) write(lines []line) {
 	if len(lines) > 1 {
 		slices.SortStableFunc(lines, func(a, b line) int {
 			return cmp.Or(cmp.Compare(a.g.outcome, b.g.outcome),
-				strings.Compare(policyName(a.g.policy), policyName(b.g.policy)),
+				strings.Compare(nethttp.PolicyName(a.g.policy), nethttp.PolicyName(b.g.policy)),
 				cmp.Compare(a.g.source, b.g.source))
 		})
 	}
 	for _, l := range lines {
 		attrs := make([]slog.Attr, 0, 7)
 		attrs = append(attrs, slog.String("outcome", l.g.outcome.String()))
-		if name := policyName(l.g.policy); name != "" {
+		if name := nethttp.PolicyName(l.g.policy); name != "" {
 			attrs = append(attrs, slog.String("policy", name))
 		}
 		if failure(l.g.outcome) {
@@ -276,23 +276,4 @@ func message(o nethttp.Outcome) string {
 		return "ratelimit: requests canceled while limited"
 	}
 	return "ratelimit: " + o.String()
-}
-
-// policyName is the name nethttp gives p in the RateLimit-Policy header:
-// p.Name when set, otherwise one derived from the policy alone, such as
-// "tokenbucket-100-per-60s"; "" when no policy is known (the zero Policy
-// of a key or cost error, or of a failed WithPolicyFunc lookup). Keep in
-// step with nethttp's policyName, which is unexported.
-func policyName(p core.Policy) string {
-	if p.Name != "" {
-		return p.Name
-	}
-	if p == (core.Policy{}) {
-		return ""
-	}
-	w := p.Window.String()
-	if p.Window > 0 && p.Window%time.Second == 0 {
-		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
-	}
-	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
 }

@@ -3,15 +3,12 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,7 +38,7 @@ type Sentinel struct {
 	// primary must be unreachable before a failover starts.
 	DownAfter time.Duration
 
-	link *lagLink // the replica's connection to the primary goes through it
+	link *Relay // the replica's connection to the primary goes through it
 }
 
 // DelayReplication makes the replication stream reach the replica d after
@@ -50,7 +47,7 @@ type Sentinel struct {
 // lost, as the unsent part of a primary's replication buffer would be. A
 // replica that stays d behind for long falls out of sync; this is for the
 // moments before killing the primary.
-func (s *Sentinel) DelayReplication(d time.Duration) { s.link.delay.Store(int64(d)) }
+func (s *Sentinel) DelayReplication(d time.Duration) { s.link.SetDelay(d) }
 
 // StartSentinel starts a primary, a replica of it and three Sentinels (a
 // quorum of two) with down-after-milliseconds set to downAfter, and waits
@@ -64,8 +61,8 @@ func StartSentinel(t testing.TB, downAfter time.Duration) *Sentinel {
 	// No delay before the initial sync (Redis 7 waits 5s by default for
 	// more replicas to share one diskless transfer).
 	s.Master = Start(t, "--repl-diskless-sync-delay", "0")
-	s.link = startLagLink(t, s.Master.Addr)
-	_, port, _ := net.SplitHostPort(s.link.ln.Addr().String())
+	s.link = StartRelay(t, s.Master.Addr)
+	_, port, _ := net.SplitHostPort(s.link.Addr())
 	// The replica replicates through the link; it tells the primary its
 	// own port, so the primary and the Sentinels know its real address.
 	s.Replica = Start(t, "--replicaof", "127.0.0.1", port)
@@ -306,123 +303,6 @@ func WaitClusterAgrees(ctx context.Context, addr string) error {
 		}
 		return nil
 	})
-}
-
-// lagLink forwards the connections of a replica to its primary, holding
-// what the primary sends for delay before passing it on.
-type lagLink struct {
-	ln     net.Listener
-	target string
-	delay  atomic.Int64 // ns
-	closed chan struct{}
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func startLagLink(t testing.TB, target string) *lagLink {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("redistest: %v", err)
-	}
-	l := &lagLink{ln: ln, target: target, closed: make(chan struct{})}
-	l.wg.Add(1)
-	go l.accept()
-	t.Cleanup(l.close)
-	return l
-}
-
-func (l *lagLink) accept() {
-	defer l.wg.Done()
-	for {
-		replica, err := l.ln.Accept()
-		if err != nil {
-			return
-		}
-		primary, err := net.Dial("tcp", l.target)
-		if err != nil {
-			_ = replica.Close()
-			continue
-		}
-		l.mu.Lock()
-		l.conns = append(l.conns, replica, primary)
-		l.mu.Unlock()
-		l.wg.Add(2)
-		go func() { // replica to primary: as is
-			defer l.wg.Done()
-			_, _ = io.Copy(primary, replica)
-			_ = primary.Close()
-			_ = replica.Close()
-		}()
-		go l.down(primary, replica)
-	}
-}
-
-// down passes what the primary sends on to the replica, each chunk delay
-// after it arrived. When the primary's side ends, the chunks still held
-// are dropped and the replica's connection is closed at once.
-func (l *lagLink) down(primary, replica net.Conn) {
-	defer l.wg.Done()
-	type chunk struct {
-		at   time.Time
-		data []byte
-	}
-	chunks := make(chan chunk, 1<<14)
-	gone := make(chan struct{})
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		defer close(gone)
-		for {
-			buf := make([]byte, 32<<10)
-			n, err := primary.Read(buf)
-			if n > 0 {
-				select {
-				case chunks <- chunk{time.Now(), buf[:n]}:
-				case <-l.closed:
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	defer replica.Close()
-	defer primary.Close()
-	for {
-		select {
-		case <-gone:
-			return
-		case <-l.closed:
-			return
-		case c := <-chunks:
-			if wait := time.Until(c.at.Add(time.Duration(l.delay.Load()))); wait > 0 {
-				select {
-				case <-time.After(wait):
-				case <-gone:
-					return
-				case <-l.closed:
-					return
-				}
-			}
-			if _, err := replica.Write(c.data); err != nil {
-				return
-			}
-		}
-	}
-}
-
-func (l *lagLink) close() {
-	close(l.closed)
-	_ = l.ln.Close()
-	l.mu.Lock()
-	for _, c := range l.conns {
-		_ = c.Close()
-	}
-	l.mu.Unlock()
-	l.wg.Wait()
 }
 
 // startProcess starts a redis-server with the arguments args gives for a

@@ -34,6 +34,8 @@ var imports = map[string]string{
 	"redisstore": "github.com/go-ratelimit/ratelimit/redisstore",
 	"promhook":   "github.com/go-ratelimit/ratelimit/promhook",
 	"otelhook":   "github.com/go-ratelimit/ratelimit/otelhook",
+	"sloghook":   "github.com/go-ratelimit/ratelimit/nethttp/sloghook",
+	"slog":       "log/slog",
 	"prometheus": "github.com/prometheus/client_golang/prometheus",
 	"promhttp":   "github.com/prometheus/client_golang/prometheus/promhttp",
 	"chi":        "github.com/go-chi/chi/v5",

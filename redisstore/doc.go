@@ -109,7 +109,9 @@
 // that consumes (AllowPolicy, AllowN, even when denied) writes the
 // converted state, so the key is under its new policy from then on; Peek
 // and Get convert only their answer and write nothing. The conversions
-// are core's:
+// are core's, made at the later of now and the instant the key was last
+// written (so that a server clock that stepped back converts as if it had
+// stood still there):
 //
 //   - token and leaky bucket: the debt (TAT - now, what is used and not
 //     yet refilled) times the new interval over the old one, exactly
@@ -142,10 +144,10 @@
 // are still decided together in one script call. A call under the
 // limiter's own policy (AllowN, or AllowPolicy with that policy, whatever
 // its Name) sends what it sent before this feature plus one argument, and
-// costs the script one comparison per key. The limiter keeps the numbers
-// of up to 1024 distinct policies given with calls; beyond them policies
-// still work, converted to arguments on every call, without the deny
-// cache.
+// costs the script one comparison per key and the instant in each value it
+// writes. The limiter keeps the numbers of up to 1024 distinct policies
+// given with calls; beyond them policies still work, converted to
+// arguments on every call, without the deny cache.
 //
 // # Key layout
 //

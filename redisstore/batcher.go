@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,7 +126,8 @@ const (
 // the request; the batcher fills in the answer and signals done.
 type call struct {
 	key    string // the Redis key
-	n      int64  // the cost; 0 for Peek
+	n      int64  // the cost; 0 for Peek and Get; -1-used for Set
+	ps     *pspec // the policy given with the call; nil: the limiter's own
 	del    bool   // Reset: DEL key
 	now    int64  // tests: the script's now in ns, when hasNow
 	hasNow bool
@@ -134,6 +136,7 @@ type call struct {
 	state  atomic.Int32
 	sentAt atomic.Int64 // the batcher's clock when it was sent
 	res    core.Decision
+	used   int64 // Peek and Get: the key's usage
 	err    error
 	done   chan struct{} // capacity 1: the batcher never blocks on it
 	timer  *time.Timer   // the caller's, reused with the call
@@ -591,8 +594,19 @@ func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 	if g.cross {
 		s = b.scripts.cross
 	}
+	// The distinct policies given with the calls, usually none.
+	var given []*pspec
+	for _, c := range calls {
+		if c.ps != nil && !slices.Contains(given, c.ps) {
+			given = append(given, c.ps)
+		}
+	}
 	m := len(calls)
-	args := make([]any, 0, 5+2*m)
+	size := 6 + 2*m
+	if len(given) > 0 {
+		size += m + len(given)*len(given[0].args)
+	}
+	args := make([]any, 0, size)
 	if g.eval {
 		args = append(args, "eval", s.src)
 	} else {
@@ -606,13 +620,22 @@ func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 	for _, c := range calls {
 		args = append(args, c.key)
 	}
+	for _, c := range calls {
+		args = append(args, c.n)
+	}
+	if len(given) > 0 {
+		for _, c := range calls {
+			args = append(args, slices.Index(given, c.ps)+1) // 0: the limiter's own
+		}
+		for _, ps := range given {
+			args = append(args, ps.args...)
+		}
+	}
+	args = append(args, len(given))
 	if c := calls[0]; c.hasNow {
 		args = append(args, strconv.FormatInt(c.now/1000, 10), c.now%1000)
 	} else {
 		args = append(args, "", "")
-	}
-	for _, c := range calls {
-		args = append(args, c.n)
 	}
 	cmd := redis.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3) // a cluster client routes by the first key

@@ -53,12 +53,12 @@ func BenchmarkRedis(b *testing.B) {
 		}
 		prefix := testPrefix()
 		run(b, func(i int) error {
-			return rdb.EvalSha(ctx, s.keyed.lua.Hash(), []string{prefix + keys[i%len(keys)]}, "", "", 1).Err()
+			return rdb.EvalSha(ctx, s.keyed.lua.Hash(), []string{prefix + keys[i%len(keys)]}, 1, 0, "", "").Err()
 		})
 	})
 
 	for _, p := range []core.Policy{
-		core.FixedWindow(1<<31, time.Second),
+		core.FixedWindow(1<<28, time.Second),
 		core.SlidingWindow(1<<31, time.Second),
 		core.TokenBucket(1e9, time.Second),
 		core.LeakyBucket(1e9, time.Second),

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // denyCache remembers, per user key, that a unit-cost request was denied
@@ -31,6 +32,15 @@ import (
 // drops the in-flight denials of the shard's other keys, which then cost
 // one more round trip: Reset is an admin call, rare next to decisions.
 //
+// Each entry records the policy that denied (the limiter's own, or one
+// given with AllowPolicy): a denial under one policy is never served for a
+// call under another. A call that may consume under another policy (any
+// cost: under a larger policy it may be admitted, and it moves the key to
+// its policy: see "Policies per call" in the package docs) forgets the
+// entry as Reset does, before it is sent, so that the old policy's denials
+// in flight are not cached either: the cached Decision stays exactly what
+// Redis would answer, as with one policy.
+//
 // Memory is bounded: each shard holds at most perShard entries. A full
 // shard first drops its expired entries; if none has expired, the new
 // denial is simply not cached. The cache never blocks on Redis and never
@@ -38,6 +48,7 @@ import (
 type denyCache struct {
 	seed     maphash.Seed
 	perShard int
+	mixed    atomic.Bool // a denial under a policy given with a call was cached
 	shards   [denyShards]denyShard
 }
 
@@ -53,8 +64,9 @@ type denyShard struct {
 // denyEntry is a cached unit-cost denial, in the limiter's local clock
 // (nanoseconds).
 type denyEntry struct {
-	until   int64 // sent + RetryAfter: when a unit-cost request may pass
-	resetAt int64 // sent + ResetAfter: when the key is full again
+	until   int64  // sent + RetryAfter: when a unit-cost request may pass
+	resetAt int64  // sent + ResetAfter: when the key is full again
+	pid     uint64 // the policy that denied: 0 the limiter's own, else pspec.id
 }
 
 func newDenyCache(maxEntries int) *denyCache {
@@ -69,14 +81,18 @@ func (c *denyCache) shard(key string) *denyShard {
 	return &c.shards[maphash.String(c.seed, key)%denyShards]
 }
 
-// get returns the cached denial of key if it is still in force at now, and
-// the generation to pass to put for a denial of a call sent after get.
-func (c *denyCache) get(key string, now int64) (denyEntry, uint64, bool) {
+// get returns the cached denial of key under policy pid if it is still in
+// force at now, and the generation to pass to put for a denial of a call
+// sent after get. A denial under another policy is forgotten.
+func (c *denyCache) get(key string, pid uint64, now int64) (denyEntry, uint64, bool) {
 	sh := c.shard(key)
 	sh.mu.RLock()
 	e, ok := sh.m[key]
 	gen := sh.gen
 	sh.mu.RUnlock()
+	if ok && e.pid != pid {
+		return e, c.forget(key), false
+	}
 	return e, gen, ok && now < e.until
 }
 
@@ -102,17 +118,41 @@ func (c *denyCache) put(key string, e denyEntry, now int64, gen uint64) {
 	}
 	// Clone: the key may point into a larger buffer (a header line) that
 	// the cache must not keep alive.
+	if e.pid != 0 {
+		c.mixed.Store(true)
+	}
 	sh.m[strings.Clone(key)] = e
 }
 
+// other forgets key's denial if one is cached under another policy than
+// pid, before a call under pid that may consume is sent; it returns the
+// shard's generation to pass to put. Without denials under policies given
+// with calls, a call under the limiter's own policy has nothing to forget.
+func (c *denyCache) other(key string, pid uint64) uint64 {
+	if pid == 0 && !c.mixed.Load() {
+		return 0
+	}
+	sh := c.shard(key)
+	sh.mu.RLock()
+	e, ok := sh.m[key]
+	gen := sh.gen
+	sh.mu.RUnlock()
+	if ok && e.pid != pid {
+		return c.forget(key)
+	}
+	return gen
+}
+
 // forget drops key's denial and turns away the denials of calls sent
-// before it (see put).
-func (c *denyCache) forget(key string) {
+// before it (see put). It returns the shard's new generation.
+func (c *denyCache) forget(key string) uint64 {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	sh.gen++
+	gen := sh.gen
 	delete(sh.m, key)
 	sh.mu.Unlock()
+	return gen
 }
 
 func (c *denyCache) len() int {

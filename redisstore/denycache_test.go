@@ -144,21 +144,21 @@ func TestDenyCacheEviction(t *testing.T) {
 	}
 	t.Run("a full shard drops a new denial", func(t *testing.T) {
 		c.put(other, denyEntry{until: 100}, 50, 0)
-		_, _, ok := c.get(other, 50)
+		_, _, ok := c.get(other, 0, 50)
 		assert.False(t, ok)
-		_, _, ok = c.get("a", 50)
+		_, _, ok = c.get("a", 0, 50)
 		assert.True(t, ok)
 	})
 	t.Run("a full shard makes room by dropping expired entries", func(t *testing.T) {
 		c.put(other, denyEntry{until: 300}, 200, 0)
-		_, _, ok := c.get(other, 200)
+		_, _, ok := c.get(other, 0, 200)
 		assert.True(t, ok)
 		assert.Equal(t, 1, len(sh.m))
 	})
 	t.Run("an entry answers until its time", func(t *testing.T) {
-		_, _, ok := c.get(other, 299)
+		_, _, ok := c.get(other, 0, 299)
 		assert.True(t, ok)
-		_, _, ok = c.get(other, 300)
+		_, _, ok = c.get(other, 0, 300)
 		assert.False(t, ok)
 	})
 }

@@ -1,9 +1,10 @@
 // Package redisstore runs the policies of package core in Redis, so that
-// many app servers share one limit. Its Limiter implements core.Limiter, so
-// every adapter (nethttp, chimw, ginmw, echomw) works with it unchanged,
-// and it gives the same Decision as the in-memory limiter for the same
-// schedule of requests: the conformance suite core/coretest runs against
-// both, on a single Redis and on a Redis Cluster.
+// many app servers share one limit. Its Limiter implements core.Limiter
+// and core.PolicyLimiter, so every adapter (nethttp, chimw, ginmw, echomw)
+// works with it unchanged, and it gives the same Decision as the in-memory
+// limiter for the same schedule of requests: the conformance suite
+// core/coretest runs against both, on a single Redis and on a Redis
+// Cluster.
 //
 //	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 //	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
@@ -91,12 +92,69 @@
 // core.Policy.Validate enforces for every store, keeps a sliding window's
 // ring within what the script can unpack onto Lua's stack.
 //
+// # Policies per call
+//
+// AllowPolicy decides a key under a policy given with the call, Get reads
+// its usage and Set writes it (core.PolicyLimiter), with exactly the
+// semantics of "Policies per call" in package core: a key has one state
+// whatever policy it is decided under, and when the policy changes it
+// keeps what it has used. The policy must use the limiter's algorithm
+// (core.ErrAlgorithmMismatch otherwise).
+//
+// The state of a key records the policy numbers it was written under (see
+// "Key layout"), and the script that decides a call under other numbers
+// converts the state first, in the same atomic script run: no other call,
+// from any process, sees the key half converted, and concurrent calls
+// under different policies see one order of decisions per key. A call
+// that consumes (AllowPolicy, AllowN, even when denied) writes the
+// converted state, so the key is under its new policy from then on; Peek
+// and Get convert only their answer and write nothing. The conversions
+// are core's, made at the later of now and the instant the key was last
+// written (so that a server clock that stepped back converts as if it had
+// stood still there):
+//
+//   - token and leaky bucket: the debt (TAT - now, what is used and not
+//     yet refilled) times the new interval over the old one, exactly
+//     (fractions included), rounded up to the nanosecond, and at most
+//     2^52 ns. Burst is not in the state: only a change of Window/Limit
+//     converts.
+//   - fixed window: the count of the key's window under its old Window,
+//     if that window has not ended, becomes the count of the new policy's
+//     current window (nothing if it has ended). With the same Window the
+//     count stays as it is. A count above the new Limit is kept: the key
+//     is denied until the window ends.
+//   - sliding window: with the same Window and Buckets the ring stays as
+//     it is, bucket by bucket; otherwise what the old trailing window
+//     counts now becomes the count of the new policy's current bucket.
+//
+// Concurrent calls on one key under several policies never admit more, at
+// one instant, than the largest capacity among them (Burst, Limit): the
+// usage is one number, converted between units that agree
+// (TestPolicyConcurrentAlternating).
+//
+// Set writes the state under the given policy: the token and leaky
+// bucket as if used units had just been taken, the window algorithms as
+// used units in the current window or bucket; Set(ctx, p, key, 0)
+// deletes the key. Get's Used is core.Usage's: rounded up to whole units
+// for the buckets.
+//
+// The limiter's own policy is written into its scripts as constants, as
+// before; a policy given with a call travels as arguments, once per script
+// call for each distinct policy, so that calls under any mix of policies
+// are still decided together in one script call. A call under the
+// limiter's own policy (AllowN, or AllowPolicy with that policy, whatever
+// its Name) sends what it sent before this feature plus one argument, and
+// costs the script one comparison per key and the instant in each value it
+// writes. The limiter keeps the numbers of up to 1024 distinct policies
+// given with calls; beyond them policies still work, converted to
+// arguments on every call, without the deny cache.
+//
 // # Key layout
 //
-// One Redis key per user key and policy:
+// One Redis key per user key and algorithm:
 //
-//	<prefix>:{<user key>}:<algorithm>:<limit>:<window>[:<burst or buckets>]
-//	ratelimit:{203.0.113.7/32}:tb:100:1m0s:100
+//	<prefix>:{<user key>}:<algorithm>
+//	ratelimit:{203.0.113.7/32}:tb
 //
 // The braces are the Redis Cluster hash tag, and they are the library's:
 // inside them '%', '{' and '}' of the user key are escaped as %25, %7B and
@@ -104,22 +162,35 @@
 // braces, so a user key cannot choose its slot (user keys "{victim}1",
 // "{victim}2", ... spread over many slots: TestCluster). Escaping rather
 // than hashing keeps keys readable in redis-cli and free of collisions;
-// package keyfunc already hashes over-long keys. The policy in the name
-// keeps limiters with different policies on one prefix apart; changing a
-// policy starts from fresh keys, and the old ones expire.
+// package keyfunc already hashes over-long keys. The algorithm in the name
+// (tb, lb, fw, sw) keeps limiters of different algorithms on one prefix
+// apart; limiters of one algorithm on one prefix share their keys whatever
+// their policies, exactly as policies given with calls do: changing a
+// limiter's policy keeps what its keys have used, converted as above.
+// (Before per-call policies the key named the whole policy; keys of that
+// form are never read, and expire.)
 //
-// Values are packed with Redis's struct library: the token and leaky
-// bucket store the theoretical arrival time ("<dH": Unix µs and the ns
-// remainder), the fixed window the window number and its count ("<dI4"),
-// the sliding window the newest bucket written and a ring of B+1 counts,
-// each bucket's at position bucket mod (B+1) ("<d" and B+1 times "I4").
+// Values are packed with Redis's struct library, with the numbers of the
+// policy they were last written under and the latest instant they were
+// written at (Unix µs and the ns remainder, "dH"): the token and leaky
+// bucket store the theoretical arrival time and the interval Window/Limit
+// ("<dHddH": Unix µs, the ns remainder, the interval in ns, the instant),
+// the fixed window the window number, its count, the Window and the
+// instant ("<dI4ddH"), the sliding window the newest bucket written, the
+// bucket width, the instant and a ring of B+1 counts, each bucket's at
+// position bucket mod (B+1) ("<dddH" and B+1 times "I4"; B is told by the
+// value's length). The instant matters only to a conversion: a server
+// clock that stepped back converts as if it stood still at that instant,
+// so that going back never adds capacity through a conversion either.
 //
 // Every write sets the key's expiry to the policy's Recovery time rounded
-// up to the millisecond (longer only after the server clock stepped back),
-// in the same command, so Redis itself evicts idle keys and no key is ever
-// left without a TTL. An idle key older than its Recovery time is the same
-// as a missing one, so eviction never changes a decision. A denial and a
-// Peek write nothing.
+// up to the millisecond (longer only after the server clock stepped back,
+// or when a key converted to a policy with a smaller capacity holds more
+// than its Recovery time), in the same command, so Redis itself evicts
+// idle keys and no key is ever left without a TTL. An idle key older than
+// its Recovery time is the same as a missing one under every policy, so
+// eviction never changes a decision. A denial and a Peek write nothing,
+// except a denial that converts the key to its policy.
 //
 // # Memory per key
 //
@@ -128,9 +199,9 @@
 // (TestMemoryPerKey):
 //
 //	token bucket, leaky bucket      104 bytes
-//	fixed window                    104 bytes
+//	fixed window                    120 bytes
 //	sliding window, 10 buckets      152 bytes
-//	sliding window, 60 buckets      344 bytes (+4 per bucket)
+//	sliding window, 60 buckets      392 bytes (+4 per bucket)
 //
 // So a million active clients take about 100 to 150 MB; idle ones cost
 // nothing once their Recovery time has passed.
@@ -146,12 +217,21 @@
 // Decision's RetryAfter and ResetAfter shrink with the local monotonic
 // clock, exactly as Redis's would absent other traffic. It keeps one
 // abusive client from becoming a Redis load problem. Its Decisions say
-// Source core.SourceDenyCache. Other costs and Peek always ask Redis.
+// Source core.SourceDenyCache. Other costs, Peek and Get always ask Redis.
 //
-// Reset clears this process's cache for the key once Redis has answered
-// its DEL, and a denial Redis produced before the DEL that this process
-// receives only afterwards is not cached: after Reset returns, the next
-// unit-cost call asks Redis (TestResetUndoneByAnInFlightDenial).
+// A denial is cached with the policy that gave it, and serves only calls
+// under that policy (AllowN, or AllowPolicy with the same numbers): a
+// unit-cost call under another policy asks Redis and forgets the cached
+// denial, as Reset does, since it moves the key to its policy. When
+// another process moves a key to another policy, this process may keep
+// denying it under the old one until that denial's RetryAfter: the cache
+// can deny longer than Redis would then, never admit more.
+//
+// Reset and Set clear this process's cache for the key once Redis has
+// answered, and a denial Redis produced before that but this process
+// receives only afterwards is not cached: after Reset or Set returns, the
+// next unit-cost call asks Redis (TestResetUndoneByAnInFlightDenial,
+// TestPolicySet).
 //
 // It holds at most WithDenyCacheSize keys (default 65536, a few MB) in 64
 // shards; a full shard drops its expired entries, and if none has expired
@@ -232,7 +312,12 @@
 // error; OnBreakerChange reports each change of the breaker with its
 // cause. Redis's state resumes when the breaker closes; what only the
 // fallback counted is not written back. While the breaker is open, n app
-// servers admit up to n times the fallback policy in all.
+// servers admit up to n times the fallback policy in all. The fallback
+// has one policy: AllowPolicy is decided under it too, whatever the call's
+// policy (its Decision says so: Limit and Policy are the fallback's), and
+// Get and Set, which the fallback does not answer, return Redis's error
+// (wrapping ErrUnavailable, and ErrBreakerOpen while the breaker keeps
+// them from Redis).
 //
 // # Performance
 //

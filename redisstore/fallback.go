@@ -67,6 +67,12 @@ type fallbackConfig struct {
 //     ErrBreakerOpen, because the key in Redis was not reset. A denial in
 //     the deny cache still answers: it is Redis's own. Close closes the
 //     fallback too.
+//   - AllowPolicy is decided by the fallback under p too, whatever the
+//     call's policy: a fallback decision's Limit and Policy are p's. Get
+//     and Set are not answered by the fallback: while Redis fails them
+//     or the breaker is open they return an error wrapping ErrUnavailable
+//     (and ErrBreakerOpen when the breaker kept them from Redis), and
+//     they count for the breaker as Reset does.
 //   - The two states stay apart: when the breaker closes, Redis's state
 //     resumes, and what only the fallback counted is not written back. The
 //     fallback keeps its state across outages, until it recovers under p.
@@ -218,36 +224,38 @@ func newFallback(l *Limiter, c *fallbackConfig, now func() time.Time) (*fallback
 	return &fallback{l: l, mem: mem, br: br}, nil
 }
 
-// allowN is AllowN with a fallback: Redis while it answers, the
-// in-memory limiter when it fails or the breaker is open.
-func (f *fallback) allowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+// allow is AllowN (ps nil) and AllowPolicy (ps the spec of *p) with a
+// fallback: Redis while it answers, the in-memory limiter when it fails or
+// the breaker is open. The in-memory limiter decides under its own policy,
+// whatever p.
+func (f *fallback) allow(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, error) {
 	l := f.l
 	if n <= 0 || l.closed.Load() || ctx.Err() != nil {
 		// The error as without a fallback (an ended context sends
 		// nothing), and nothing for the breaker to learn.
-		return l.allowN(ctx, key, n)
+		return l.allow(ctx, op, ps, p, key, n)
 	}
-	if n > l.policy.Capacity() {
+	if n > p.Capacity() {
 		// A denial whatever the state. Redis, when it is asked, tells
 		// the key's state; the breaker does not count such rare calls.
 		if f.br.state() == BreakerClosed {
-			return l.allowN(ctx, key, n)
+			return l.allow(ctx, op, ps, p, key, n)
 		}
-		d := core.Decision{Limit: l.policy.Limit, Policy: l.policy, Source: core.SourceFallback}
-		return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(l.policy), ErrBreakerOpen)
+		d := core.Decision{Limit: p.Limit, Policy: *p, Source: core.SourceFallback}
+		return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(*p), ErrBreakerOpen)
 	}
 	if f.br.state() != BreakerClosed {
-		if d, ok := f.cached(key, n); ok {
+		if d, ok := f.cached(ps, p, key, n); ok {
 			return d, nil
 		}
 	}
 	t, ok := f.br.admit()
 	if !ok {
-		return f.local("AllowN", key, n)
+		return f.local(op, key, n)
 	}
-	d, err := l.allowN(ctx, key, n)
+	d, err := l.allow(ctx, op, ps, p, key, n)
 	if f.br.done(t, d.Source, err) {
-		return f.local("AllowN", key, n)
+		return f.local(op, key, n)
 	}
 	return d, err
 }
@@ -256,17 +264,17 @@ func (f *fallback) allowN(ctx context.Context, key string, n int64) (core.Decisi
 // while the breaker is not closed: a denial Redis gave stands, and a probe
 // should be a call that asks Redis. (While it is closed, allowN looks the
 // key up itself, and done ignores the answers marked SourceDenyCache.)
-func (f *fallback) cached(key string, n int64) (core.Decision, bool) {
+func (f *fallback) cached(ps *pspec, p *core.Policy, key string, n int64) (core.Decision, bool) {
 	l := f.l
-	if l.deny == nil || n != 1 {
+	if l.deny == nil || n != 1 || !ps.cacheable() {
 		return core.Decision{}, false
 	}
 	now := l.local()
-	e, _, ok := l.deny.get(key, now)
+	e, _, ok := l.deny.get(key, ps.pid(), now)
 	if !ok {
 		return core.Decision{}, false
 	}
-	return l.cachedDenial(e, now), true
+	return cachedDenial(e, now, p), true
 }
 
 // peek is Peek with a fallback.

@@ -9,22 +9,24 @@ import (
 
 // keyLayout builds the Redis key of a user key:
 //
-//	<prefix>:{<escaped user key>}:<policy>
+//	<prefix>:{<escaped user key>}:<algorithm>
 //
 // The braces are the Redis Cluster hash tag: only the escaped user key
 // chooses the slot, so every key of one user key shares a slot, and a user
 // key cannot choose it because '{' and '}' (and the escape character '%')
 // are percent-escaped inside the tag. The prefix may not contain braces,
-// so the first '{' of the key is always ours. The policy suffix keeps
-// limiters with different policies (or algorithms) that share a prefix from
-// reading each other's state.
+// so the first '{' of the key is always ours. The algorithm suffix keeps
+// limiters of different algorithms that share a prefix from reading each
+// other's state; limiters of one algorithm share the key, whatever their
+// policies, as the policies given with calls do (see "Policies per call"
+// in the package docs): the value records the policy it was written under.
 type keyLayout struct {
 	head string // "<prefix>:{"
-	tail string // "}:<policy>"
+	tail string // "}:<algorithm>"
 }
 
 func newKeyLayout(prefix string, p core.Policy) keyLayout {
-	return keyLayout{head: prefix + ":{", tail: "}:" + policyTag(p)}
+	return keyLayout{head: prefix + ":{", tail: "}:" + algorithmTag(p.Algorithm)}
 }
 
 // key returns the Redis key of the user key k. A key needing no escape
@@ -62,18 +64,17 @@ func escapeKey(k string) string {
 	return b.String()
 }
 
-// policyTag names a policy's state in the key: the algorithm and every
-// number its state depends on (not the Name, which changes no state).
-func policyTag(p core.Policy) string {
-	switch p.Algorithm {
+// algorithmTag names an algorithm's state in the key.
+func algorithmTag(a core.Algorithm) string {
+	switch a {
 	case core.AlgTokenBucket:
-		return fmt.Sprintf("tb:%d:%v:%d", p.Limit, p.Window, p.Burst)
+		return "tb"
 	case core.AlgLeakyBucket:
-		return fmt.Sprintf("lb:%d:%v:%d", p.Limit, p.Window, p.Burst)
+		return "lb"
 	case core.AlgSlidingWindow:
-		return fmt.Sprintf("sw:%d:%v:%d", p.Limit, p.Window, p.Buckets)
+		return "sw"
 	default:
-		return fmt.Sprintf("fw:%d:%v", p.Limit, p.Window)
+		return "fw"
 	}
 }
 

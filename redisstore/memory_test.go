@@ -22,9 +22,9 @@ func TestMemoryPerKey(t *testing.T) {
 		p   core.Policy
 		max int64
 	}{
-		{core.FixedWindow(100, time.Minute), 112},
+		{core.FixedWindow(100, time.Minute), 120},
 		{core.SlidingWindow(100, time.Minute), 160},
-		{core.SlidingWindow(100, time.Minute).WithBuckets(60), 352},
+		{core.SlidingWindow(100, time.Minute).WithBuckets(60), 392},
 		{core.TokenBucket(100, time.Minute), 112},
 		{core.LeakyBucket(100, time.Minute), 112},
 	} {

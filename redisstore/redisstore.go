@@ -13,13 +13,17 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// Limiter enforces one policy for any number of keys, with the state in
-// Redis, so that every process using the same Redis, prefix and policy
-// shares one limit. It implements core.Limiter and is safe for
-// simultaneous use by multiple goroutines. Build one with New and Close it
+// Limiter enforces a policy for any number of keys, with the state in
+// Redis, so that every process using the same Redis, prefix and algorithm
+// shares one limit. It implements core.Limiter and core.PolicyLimiter
+// (policies given with each call: see "Policies per call" in the package
+// docs) and is safe for simultaneous use by multiple goroutines. Build one with New and Close it
 // when done; the zero value is not usable.
 type Limiter struct {
 	policy  core.Policy
+	unnamed core.Policy // policy without its Name: what its state depends on
+	ttlPlus time.Duration
+	specs   specCache // the policies given with calls (policies.go)
 	keys    keyLayout
 	timeout time.Duration
 	deny    *denyCache       // nil when switched off
@@ -31,7 +35,7 @@ type Limiter struct {
 	fb      *fallback // nil without WithFallback
 }
 
-var _ core.Limiter = (*Limiter)(nil)
+var _ core.PolicyLimiter = (*Limiter)(nil)
 
 // ErrUnavailable is wrapped by the errors of calls that Redis failed: it
 // returned an error, or did not answer within the timeout (see WithTimeout).
@@ -60,7 +64,7 @@ type config struct {
 }
 
 // WithPrefix sets the first part of every Redis key the limiter writes
-// ("<prefix>:{<key>}:<policy>"). Use one prefix per application sharing a
+// ("<prefix>:{<key>}:<algorithm>"). Use one prefix per application sharing a
 // Redis. It may not be empty or contain '{' or '}'. The default is
 // "ratelimit".
 func WithPrefix(prefix string) Option {
@@ -130,17 +134,18 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 			return nil, err
 		}
 	}
-	ttl := p.Recovery()
+	var ttlPlus time.Duration
 	if c.clock != nil {
 		// A test clock moves independently of the real time by which
 		// Redis expires keys: keep the state long enough for any test.
-		ttl += testKeyLife
+		ttlPlus = testKeyLife
 	}
-	s, err := newScripts(p, ttl)
+	s, err := newScripts(p, p.Recovery()+ttlPlus)
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{policy: p, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock}
+	l := &Limiter{policy: p, unnamed: p, ttlPlus: ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock}
+	l.unnamed.Name = ""
 	switch {
 	case c.localNow != nil:
 		l.local = func() int64 { return c.localNow().UnixNano() }
@@ -180,56 +185,61 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // in the package docs for when a call that returned an error was counted.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if l.fb != nil {
-		return l.fb.allowN(ctx, key, n) // see fallback.go
+		return l.fb.allow(ctx, "AllowN", nil, &l.policy, key, n) // see fallback.go
 	}
-	return l.allowN(ctx, key, n)
+	return l.allow(ctx, "AllowN", nil, &l.policy, key, n)
 }
 
-// allowN is AllowN without a fallback.
-func (l *Limiter) allowN(ctx context.Context, key string, n int64) (core.Decision, error) {
+// allow is AllowN (ps nil) or AllowPolicy (ps the spec of *p) without a
+// fallback.
+func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, error) {
 	switch {
 	case l.closed.Load():
-		return core.Decision{}, fmt.Errorf("redisstore: AllowN: %w", core.ErrClosed)
+		return core.Decision{}, fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
 	case n <= 0:
 		return core.Decision{}, fmt.Errorf("redisstore: %w, got %d", core.ErrInvalidCost, n)
-	case n > l.policy.Capacity():
+	case n > p.Capacity():
 		// A denial reporting the key's current state, with no RetryAfter.
 		// It is a denial even when Redis cannot tell the state.
-		d, err := l.decide(ctx, "AllowN", key, 0)
+		d, _, err := l.decide(ctx, op, ps, p, key, 0)
 		if err != nil {
-			return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(l.policy), err)
+			return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(*p), err)
 		}
 		d.Allowed, d.RetryAfter = false, 0
-		return d, fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(l.policy))
+		return d, fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
 	}
 	var sent int64
 	var gen uint64
-	if l.deny != nil && n == 1 {
+	cache := l.deny != nil && n == 1 && ps.cacheable()
+	switch {
+	case cache:
 		sent = l.local()
-		e, g, ok := l.deny.get(key, sent)
+		e, g, ok := l.deny.get(key, ps.pid(), sent)
 		if ok {
-			return l.cachedDenial(e, sent), nil
+			return cachedDenial(e, sent, p), nil
 		}
 		gen = g // before the call is sent: see Reset
+	case l.deny != nil:
+		l.deny.other(key, ps.pid()) // see denyCache
 	}
-	d, err := l.decide(ctx, "AllowN", key, n)
-	if err == nil && l.deny != nil && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
+	d, _, err := l.decide(ctx, op, ps, p, key, n)
+	if err == nil && cache && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
 		d.RetryAfter <= maxSpan && d.ResetAfter <= maxSpan {
 		// Only durations the scripts compute exactly (not those of a clock
 		// that stepped back by decades): the cache repeats them.
-		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter)}, sent, gen)
+		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: ps.pid()}, sent, gen)
 	}
 	return d, err
 }
 
-// cachedDenial is the Decision of a cached unit-cost denial at now: the
-// same denial, its durations shortened by the time elapsed.
-func (l *Limiter) cachedDenial(e denyEntry, now int64) core.Decision {
+// cachedDenial is the Decision of a cached unit-cost denial at now under
+// p: the same denial, its durations shortened by the time elapsed.
+func cachedDenial(e denyEntry, now int64, p *core.Policy) core.Decision {
 	return core.Decision{
-		Limit:      l.policy.Limit,
+		Limit:      p.Limit,
 		ResetAfter: time.Duration(max(e.resetAt-now, 0)),
 		RetryAfter: time.Duration(e.until - now),
-		Policy:     l.policy,
+		Policy:     *p,
 		Source:     core.SourceDenyCache,
 	}
 }
@@ -249,7 +259,8 @@ func (l *Limiter) peek(ctx context.Context, key string) (core.Decision, error) {
 	if l.closed.Load() {
 		return core.Decision{}, fmt.Errorf("redisstore: Peek: %w", core.ErrClosed)
 	}
-	return l.decide(ctx, "Peek", key, 0)
+	d, _, err := l.decide(ctx, "Peek", nil, &l.policy, key, 0)
+	return d, err
 }
 
 // Reset forgets key in Redis, for every process, and in this process's
@@ -310,24 +321,26 @@ func (l *Limiter) Close() error {
 	return nil
 }
 
-// decide runs the policy's script for key and returns its Decision: cost n
-// consumed if admitted, or, for n = 0, a unit cost without consuming.
-func (l *Limiter) decide(ctx context.Context, op, key string, n int64) (core.Decision, error) {
+// decide runs the script for key under policy p (ps its spec, nil for the
+// limiter's own) and returns its Decision: cost n consumed if admitted,
+// or, for n = 0, a unit cost without consuming, and then the key's usage
+// too; n < 0 sets the usage to -1-n.
+func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, int64, error) {
 	c := getCall()
-	c.key, c.n = l.keys.key(key), n
+	c.key, c.n, c.ps = l.keys.key(key), n, ps
 	if l.clock != nil {
 		c.now, c.hasNow = l.clock().UnixNano(), true
 	}
 	if err := l.wait(ctx, op, c); err != nil {
-		return core.Decision{Limit: l.policy.Limit, Policy: l.policy}, err
+		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
-	d, err := c.res, c.err
+	d, used, err := c.res, c.used, c.err
 	putCall(c)
 	if err != nil {
-		return core.Decision{Limit: l.policy.Limit, Policy: l.policy}, &storeError{op: op, err: err}
+		return core.Decision{Limit: p.Limit, Policy: *p}, 0, &storeError{op: op, err: err}
 	}
-	d.Limit, d.Policy = l.policy.Limit, l.policy
-	return d, nil
+	d.Limit, d.Policy = p.Limit, *p
+	return d, used, nil
 }
 
 // wait hands c to the batcher and waits for its answer. It returns an

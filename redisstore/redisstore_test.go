@@ -56,12 +56,12 @@ func TestNewRejectsBadInput(t *testing.T) {
 func TestKeyLayout(t *testing.T) {
 	l := newKeyLayout("app", core.SlidingWindow(100, time.Minute))
 	cases := []struct{ user, redis string }{
-		{"1.2.3.4", "app:{1.2.3.4}:sw:100:1m0s:10"},
-		{"", "app:{%}:sw:100:1m0s:10"},
-		{"{tag}", "app:{%7Btag%7D}:sw:100:1m0s:10"},
-		{"a}b{c", "app:{a%7Db%7Bc}:sw:100:1m0s:10"},
-		{"100%", "app:{100%25}:sw:100:1m0s:10"},
-		{"%7B", "app:{%257B}:sw:100:1m0s:10"},
+		{"1.2.3.4", "app:{1.2.3.4}:sw"},
+		{"", "app:{%}:sw"},
+		{"{tag}", "app:{%7Btag%7D}:sw"},
+		{"a}b{c", "app:{a%7Db%7Bc}:sw"},
+		{"100%", "app:{100%25}:sw"},
+		{"%7B", "app:{%257B}:sw"},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.redis, l.key(tc.user), "user key %q", tc.user)
@@ -72,21 +72,27 @@ func TestKeyLayout(t *testing.T) {
 			open := strings.IndexByte(k, '{')
 			closing := open + strings.IndexByte(k[open:], '}')
 			assert.Equal(t, "app:", k[:open], "the first '{' is the library's")
-			assert.Equal(t, ":sw:100:1m0s:10", k[closing+1:], "the first '}' after it is the library's")
+			assert.Equal(t, ":sw", k[closing+1:], "the first '}' after it is the library's")
 		}
 	})
-	t.Run("distinct policies never share a key", func(t *testing.T) {
-		seen := map[string]core.Policy{}
+	t.Run("distinct algorithms never share a key, the policies of one always do", func(t *testing.T) {
+		seen := map[string]core.Algorithm{}
 		for _, p := range []core.Policy{
 			core.FixedWindow(100, time.Minute), core.SlidingWindow(100, time.Minute),
-			core.SlidingWindow(100, time.Minute).WithBuckets(6), core.TokenBucket(100, time.Minute),
-			core.TokenBucket(100, time.Minute).WithBurst(5), core.LeakyBucket(100, time.Minute),
-			core.FixedWindow(100, time.Second), core.FixedWindow(10, time.Minute),
+			core.TokenBucket(100, time.Minute), core.LeakyBucket(100, time.Minute),
 		} {
 			k := newKeyLayout("app", p).key("k")
 			_, dup := seen[k]
-			assert.False(t, dup, "%v and %v share %s", p, seen[k], k)
-			seen[k] = p
+			assert.False(t, dup, "%v and %v share %s", p.Algorithm, seen[k], k)
+			seen[k] = p.Algorithm
+		}
+		for _, pair := range [][2]core.Policy{
+			{core.SlidingWindow(100, time.Minute), core.SlidingWindow(100, time.Minute).WithBuckets(6)},
+			{core.TokenBucket(100, time.Minute), core.TokenBucket(100, time.Minute).WithBurst(5)},
+			{core.FixedWindow(100, time.Second), core.FixedWindow(10, time.Minute)},
+			{core.LeakyBucket(100, time.Minute), core.LeakyBucket(100, time.Minute).AsMeter()},
+		} {
+			assert.Equal(t, newKeyLayout("app", pair[0]).key("k"), newKeyLayout("app", pair[1]).key("k"))
 		}
 	})
 }
@@ -197,8 +203,8 @@ func TestServerClock(t *testing.T) {
 		lim := newLimiter(t, c, p)
 		_, err := lim.Allow(ctx, "k")
 		require.NoError(t, err)
-		require.Len(t, args, 7) // evalsha sha 1 key now_us now_ns cost
-		assert.Equal(t, []any{"", ""}, args[4:6], "ARGV[1] and ARGV[2] empty: the script reads TIME")
+		require.Len(t, args, 8) // evalsha sha 1 key cost policies now_us now_ns
+		assert.Equal(t, []any{"", ""}, args[6:8], "the last two arguments empty: the script reads TIME")
 	})
 }
 

@@ -14,16 +14,30 @@ import (
 // The Lua scripts, one per algorithm, each the same state machine as its
 // in-memory counterpart in package core (same formulas, same Decision),
 // evaluated atomically on the server. Each limiter's script is generated
-// with its policy's numbers written in as constants: converting arguments
-// with tonumber on every call measured about a quarter of the script's
-// server time, and server time is what all app servers share.
+// with its own policy's numbers written in as constants: converting
+// arguments with tonumber on every call measured about a quarter of the
+// script's server time, and server time is what all app servers share.
+// Policies given with a call (AllowPolicy, Get, Set) come as arguments
+// instead, once per script call for each distinct policy, so that one
+// script call decides calls under any mix of policies.
 //
 // One script call decides a batch of calls (see batcher.go): it reads the
 // server's TIME once, then decides the calls in order, as many separate
 // calls at that instant would, several calls for one key included. It
-// reads each key at most once and writes each admitted key once, at the
+// reads each key at most once and writes each changed key once, at the
 // end, so that every read comes before any write: a script stopped by an
 // error (a key another Cluster node serves) has changed nothing.
+//
+// A key has one state whatever policy it is decided under. Its value
+// records the numbers of the policy it was last written under that the
+// state depends on (the token and leaky bucket's interval, the fixed
+// window's Window, the sliding window's bucket width and number of
+// buckets). A call under a policy with other numbers converts the state in
+// the same script, before deciding (see "Policies per call" in the package
+// docs): that is what makes the conversion atomic. A call that consumes
+// (or a Set) writes the converted state, even when it is denied, so that
+// the key is under its new policy from then on; a Peek or Get converts
+// only what it reads.
 //
 // Time. Lua numbers are doubles, exact for integers up to 2^53. An instant
 // is held as whole microseconds since the epoch (about 1.8e15, exact until
@@ -45,171 +59,417 @@ import (
 // flag) passes the keys as arguments, so that one call can decide keys of
 // many slots served by one Cluster node.
 //
-// Arguments of the keyed form, for m calls:
+// Arguments of the keyed form, for m calls under E policies other than the
+// limiter's own, each described by K numbers (K depends on the algorithm:
+// see policyArgs):
 //
-//	KEYS[i]     the state key of call i
-//	ARGV[1]     "" to read the server's TIME; else now in µs (tests only)
-//	ARGV[2]     now's nanosecond remainder (tests only)
-//	ARGV[2+i]   the cost of call i, to consume when admitted; 0 to only
-//	            look (Peek: cost 1, nothing consumed)
+//	KEYS[i]          the state key of call i
+//	ARGV[i]          call i: its cost, to consume when admitted; 0 to
+//	                 only look (Peek and Get: cost 1, nothing consumed);
+//	                 -1-u to set the key's usage to u (Set)
+//	ARGV[m+i]        only when E > 0: call i's policy, 0 for the
+//	                 limiter's own, e for the e-th given below
+//	then E*K         the numbers of each of the E policies
+//	ARGV[#ARGV-2]    E
+//	ARGV[#ARGV-1]    "" to read the server's TIME; else now in µs (tests only)
+//	ARGV[#ARGV]      now's nanosecond remainder (tests only)
 //
 // The cross-slot form has no KEYS: ARGV[i] is the key of call i, and the
 // arguments above follow, m places further on.
 //
 // Reply: an array of 5m integers, for each call in order {allowed,
-// remaining, resetAfter, retryAfter, delay}, the durations in ns.
+// remaining, resetAfter, retryAfter, delay}, the durations in ns; for a
+// call that only looks, the fifth is the key's usage (Usage.Used) instead
+// of the delay, which is 0 for such a call; a Set replies zeros.
 const luaKeyed = `
-local keys, m, o = KEYS, #KEYS, 0
+local keys, m, co = KEYS, #KEYS, 0
 `
 
 // luaCrossSlot heads the cross-slot form. The flag needs Redis 7.
 const luaCrossSlot = `#!lua flags=allow-cross-slot-keys
-local m = (#ARGV - 2) / 2
-local keys, o = ARGV, m
 `
 
-// luaPrelude reads now once for the batch.
+// luaCrossSlotKeys finds the calls' keys among the arguments.
+const luaCrossSlotKeys = `
+local m = h / 2
+if E > 0 then m = h / 3 end
+local keys, co = ARGV, m
+`
+
+// luaPrelude reads now once for the batch, and where the policies given
+// with the calls are: their numbers start after ARGV[h]. Placeholder: K.
+//
+// The scripts define no function but the sliding window's after: Lua makes
+// a closure of each local function every time a script runs, which
+// measured as a fair share of a lone call's script time, so the code of
+// the rare paths (a conversion, a Set) is written out where it is used.
 const luaPrelude = `
-local now_us, now_r = tonumber(ARGV[o + 1]), 0
-if now_us then now_r = tonumber(ARGV[o + 2]) else
+local A = #ARGV
+local now_us, now_r = tonumber(ARGV[A - 1]), 0
+if now_us then now_r = tonumber(ARGV[A]) else
   local t = redis.call('TIME')
   now_us = t[1] * 1000000 + t[2]
 end
+local E = tonumber(ARGV[A - 2])
+local h = A - 3 - E * %d
 local out = {}
 `
 
-// luaSpan computes, for the policy's span (a fixed window or a sliding
-// window's bucket) of w = a*1000 + b ns (a µs and b < 1000 ns), the number
-// q of the span now falls in, counted from the epoch, and now's offset rem
-// into it in ns. Every product stays below 2^53, so q and rem are exact; the
-// float division only guesses q. Placeholders: a, b.
-const luaSpan = `
-local a, b = %d, %d
-local w = a * 1000 + b
-local q = math.floor((now_us + now_r / 1000) / (a + b / 1000))
-local rem = (now_us - q * a) * 1000 + now_r - q * b
-while rem < 0 do q, rem = q - 1, rem + w end
-while rem >= w do q, rem = q + 1, rem - w end
+// luaSpan returns Lua code that sets q, rem and w, for the span (a fixed
+// window or a sliding window's bucket) of w = a*1000 + b ns (a µs and
+// b < 1000 ns), to the number of the span now falls in, counted from the
+// epoch, now's offset into it in ns, and w. Every product stays below
+// 2^53, so q and rem are exact; the float division only guesses q. a and
+// b are Lua expressions; q, rem and w names of variables in scope.
+func luaSpan(a, b, q, rem, w string) string { return luaSpanAt(a, b, q, rem, w, "now_us", "now_r") }
+
+// luaSpanAt is luaSpan at the instant of us µs and r ns (Lua variables)
+// instead of now.
+func luaSpanAt(a, b, q, rem, w, us, r string) string {
+	return `
+do
+  local sa, sb = ` + a + `, ` + b + `
+  local sw = sa * 1000 + sb
+  local sq = math.floor((` + us + ` + ` + r + ` / 1000) / (sa + sb / 1000))
+  local sr = (` + us + ` - sq * sa) * 1000 + ` + r + ` - sq * sb
+  while sr < 0 do sq, sr = sq - 1, sr + sw end
+  while sr >= sw do sq, sr = sq + 1, sr - sw end
+  ` + q + `, ` + rem + `, ` + w + ` = sq, sr, sw
+end
 `
+}
+
+// luaSpanOf is luaSpanAt for a span of ns nanoseconds (a Lua variable).
+func luaSpanOf(ns, q, rem, w, us, r string) string {
+	return luaSpanAt("math.floor("+ns+" / 1000)", ns+" - math.floor("+ns+" / 1000) * 1000", q, rem, w, us, r)
+}
+
+// luaLatest sets cu and cr, new locals, to the later of now and the
+// instant lu µs and lr ns (Lua expressions; lu may be nil or false).
+func luaLatest(lu, lr string) string {
+	return `
+local cu, cr = now_us, now_r
+if ` + lu + ` and (` + lu + ` > cu or (` + lu + ` == cu and ` + lr + ` > cr)) then cu, cr = ` + lu + `, ` + lr + ` end
+`
+}
+
+// scriptHead returns the text a script's body follows: the form, then the
+// prelude for k numbers per policy.
+func scriptHead(cross bool, k int) string {
+	if cross {
+		return luaCrossSlot + fmt.Sprintf(luaPrelude, k) + luaCrossSlotKeys
+	}
+	return fmt.Sprintf(luaPrelude, k) + luaKeyed
+}
 
 // luaGCRA is core/tokenbucket.go: the token and leaky bucket's theoretical
-// arrival time (TAT), stored as struct "<dH": whole µs and the ns
-// remainder. Placeholders: interval (Window/Limit) and tau (Burst *
-// interval) in ns, the expiry in ms, and whether a leaky bucket delays.
+// arrival time (TAT), stored as struct "<dHddH": whole µs and the ns
+// remainder, the interval (Window/Limit, ns) of the policy it was written
+// under, and the latest instant it was written at (µs and ns). Placeholders: the limiter's own interval, tau (Burst *
+// interval) in ns, the expiry in ms, and 1 when a leaky bucket delays; a
+// policy given with a call has the same four numbers (K = 4).
 //
 // math.floor(x / interval) is exact for 0 <= x < 2^53: a quotient that is
 // not an integer is at least 1/interval below the next one, more than the
 // division's rounding error.
-const luaGCRA = luaPrelude + `
-local interval, tau, ttl, delays = %d, %d, '%d', %t
-local tus, tr, dirty = {}, {}, {} -- per key: the TAT (false: none), and whether to write it
+//
+// A state written under another interval keeps its debt (TAT - now, what
+// is used and not yet refilled) in units of cost: debt * interval / its
+// interval, fractions included, rounded up to the nanosecond (never more
+// generous), at most 2^52 ns. Converted at the later of now and the
+// instant the state was written at: a clock that stepped back converts as
+// if it stood still there, so that the time it went back is not rescaled. The product may exceed 2^53, so the part of
+// the debt below one old interval is multiplied by binary long division,
+// whose partial remainders stay below 2^53.
+const luaGCRA = `
+local interval, tau, ttl, delays = %d, %d, '%d', %d == 1
+local P
+if E > 0 then
+  P = {[0] = {interval, tau, ttl, delays}}
+  for e = 1, E do
+    local x = h + (e - 1) * 4
+    P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), ARGV[x + 3], ARGV[x + 4] == '1'}
+  end
+end
+local tus, tr, tiv, dirty = {}, {}, {}, {} -- per key: the TAT (false: none), its interval, the expiry to write ('del': delete)
+local lu, lr = {}, {} -- per key read: the instant it was written at
 for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[o + 2 + i])
-  local consume = n > 0
-  if not consume then n = 1 end
+  local k, n = keys[i], tonumber(ARGV[co + i])
+  if E > 0 then
+    local p = P[tonumber(ARGV[co + m + i])]
+    interval, tau, ttl, delays = p[1], p[2], p[3], p[4]
+  end
   local us = tus[k]
   if us == nil then
     local v = redis.call('GET', k)
     us = false
-    if v then us, tr[k] = struct.unpack('<dH', v) end
+    if v then us, tr[k], tiv[k], lu[k], lr[k] = struct.unpack('<dHddH', v) end
     tus[k] = us
   end
   local base = 0 -- max(tat, now) - now
   if us then
     base = (us - now_us) * 1000 + tr[k] - now_r
     if base < 0 then base = 0 end
+    local from = tiv[k]
+    if from ~= interval then
+      -- Written under another rate: the same debt in units of cost,
+      -- ceil(d * interval / from), at the later of now and the instant
+      -- it was written at (cu, cr).
+      local cu, cr = now_us, now_r
+      local l = lu[k]
+      if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
+      local d = (us - cu) * 1000 + tr[k] - cr
+      if d > 0 then
+        local q1 = math.floor(d / from)
+        local r1 = d - q1 * from
+        if q1 * interval >= 4503599627370496 then
+          d = 4503599627370496
+        else
+          local q, r, bit = 0, 0, 4503599627370496
+          while bit >= 1 do
+            q, r = q * 2, r * 2
+            if r >= from then q, r = q + 1, r - from end
+            if math.floor(interval / bit) %% 2 == 1 then
+              r = r + r1
+              if r >= from then q, r = q + 1, r - from end
+            end
+            bit = bit / 2
+          end
+          if r > 0 then q = q + 1 end
+          d = math.min(q1 * interval + q, 4503599627370496)
+        end
+        base = (cu - now_us) * 1000 + cr - now_r + d -- the new TAT - now
+      else
+        d, base = 0, 0
+      end
+      if n ~= 0 then
+        -- Decided under this policy from now on.
+        if d > 0 then
+          local t = cr + d
+          local carry = math.floor(t / 1000)
+          tus[k], tr[k], tiv[k] = cu + carry, t - carry * 1000, interval
+          local px = math.ceil(base / 1000000)
+          if px < tonumber(ttl) then dirty[k] = ttl else dirty[k] = string.format('%%d', px) end
+        else
+          tus[k], dirty[k] = false, nil
+        end
+      end
+    end
   end
-  local nxt = base + n * interval -- the new tat - now
   local j = 5 * i
-  if nxt > tau then
-    local left = tau - base
-    if left < 0 then left = 0 end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, 0
-  elseif not consume then
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - base) / interval), base, 0, 0
+  if n < 0 then
+    local used = -n - 1
+    if used == 0 then
+      tus[k], dirty[k] = false, 'del'
+    else
+      local d = used * interval
+      local t = now_r + d
+      local carry = math.floor(t / 1000)
+      tus[k], tr[k], tiv[k], lu[k] = now_us + carry, t - carry * 1000, interval, false -- written at now exactly
+      local px = math.ceil(d / 1000000)
+      if px < tonumber(ttl) then dirty[k] = ttl else dirty[k] = string.format('%%d', px) end
+    end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
-    local t = now_r + nxt
-    local carry = math.floor(t / 1000)
-    tus[k], tr[k], dirty[k] = now_us + carry, t - carry * 1000, true
-    local delay = 0
-    if delays then delay = base end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - nxt) / interval), nxt, 0, delay
+    local consume = n > 0
+    if not consume then n = 1 end
+    local nxt = base + n * interval -- the new tat - now
+    if nxt > tau then
+      local left, u = tau - base, 0
+      if left < 0 then left = 0 end
+      if not consume then
+        u = math.floor(base / interval)
+        if u * interval < base then u = u + 1 end
+      end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, u
+    elseif not consume then
+      local u = math.floor(base / interval)
+      if u * interval < base then u = u + 1 end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - base) / interval), base, 0, u
+    else
+      local t = now_r + nxt
+      local carry = math.floor(t / 1000)
+      tus[k], tr[k], tiv[k], dirty[k] = now_us + carry, t - carry * 1000, interval, ttl
+      local delay = 0
+      if delays then delay = base end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - nxt) / interval), nxt, 0, delay
+    end
   end
 end
-for k in pairs(dirty) do
-  redis.call('SET', k, struct.pack('<dH', tus[k], tr[k]), 'PX', ttl)
+for k, px in pairs(dirty) do
+  if px == 'del' then
+    redis.call('DEL', k)
+  else
+    local cu, cr, l = now_us, now_r, lu[k]
+    if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
+    redis.call('SET', k, struct.pack('<dHddH', tus[k], tr[k], tiv[k], cu, cr), 'PX', px)
+  end
 end
 return out
 `
 
 // luaFixedWindow is core/fixedwindow.go: the window number and the count
-// admitted in it, stored as struct "<dI4". Placeholders: the span's a and
-// b, then Limit and the expiry in ms.
-const luaFixedWindow = luaPrelude + luaSpan + `
+// admitted in it, the Window (ns) of the policy it was written under and
+// the latest instant it was written at (µs and ns), stored as struct
+// "<dI4ddH". Placeholders: the own Window's a and b (see
+// luaSpan), then Limit and the expiry in ms; a policy given with a call
+// has the same four numbers (K = 4).
+//
+// A state written under another Window carries the count of its window, if
+// that window has not ended, into the call's policy's current window, both
+// taken at the later of now and the instant the state was written at: a
+// clock that stepped back converts as if it stood still there.
+var luaFixedWindow = `
+local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
 local limit, ttl = %d, %d
-local win, cnt, px = {}, {}, {} -- per key: the stored window (false: none), its count, the expiry to write
+local P
+if E > 0 then
+  P = {[0] = {q, rem, w, limit, ttl}}
+  for e = 1, E do
+    local x = h + (e - 1) * 4
+    local eq, erem, ew` + luaSpan("tonumber(ARGV[x + 1])", "tonumber(ARGV[x + 2])", "eq", "erem", "ew") + `
+    P[e] = {eq, erem, ew, tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4])}
+  end
+end
+local win, cnt, ws, px = {}, {}, {}, {} -- per key: the stored window (false: none), its count, its Window, the expiry to write (0: delete)
+local lu, lr = {}, {} -- per key read: the instant it was written at
 for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[o + 2 + i])
-  local consume = n > 0
-  if not consume then n = 1 end
+  local k, n = keys[i], tonumber(ARGV[co + i])
+  if E > 0 then
+    local p = P[tonumber(ARGV[co + m + i])]
+    q, rem, w, limit, ttl = p[1], p[2], p[3], p[4], p[5]
+  end
   local stored = win[k]
   if stored == nil then
     local v = redis.call('GET', k)
     stored = false
-    if v then stored, cnt[k] = struct.unpack('<dI4', v) end
+    if v then stored, cnt[k], ws[k], lu[k], lr[k] = struct.unpack('<dI4ddH', v) end
     win[k] = stored
   end
   local count, back = 0, 0 -- back: windows the stored one is ahead of now's
-  if stored and stored >= q then
-    -- A clock that stepped back stays in the stored window, so it cannot
-    -- reopen a used-up window.
-    count, back = cnt[k], stored - q
+  if stored then
+    local sw = ws[k]
+    if sw == w then
+      if stored >= q then
+        -- A clock that stepped back stays in the stored window, so it
+        -- cannot reopen a used-up window.
+        count, back = cnt[k], stored - q
+      end
+    else
+      -- Written under another Window: the count of its window, if that
+      -- has not ended, carries into the current window, both at the
+      -- later of now and the instant it was written at (cu, cr).` + luaLatest("lu[k]", "lr[k]") + `
+      local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow", "cu", "cr") + `
+      local nq, nrem, nw = q, rem, w
+      if cu ~= now_us or cr ~= now_r then` + luaSpanOf("w", "nq", "nrem", "nw", "cu", "cr") + `end
+      if stored >= oq then count, back = cnt[k], nq - q end
+      if n ~= 0 then
+        -- Decided under this policy from now on.
+        if count > 0 then
+          local p = math.ceil(((back + 1) * w - rem) / 1000000)
+          if p < ttl then p = ttl end
+          win[k], cnt[k], ws[k], px[k] = nq, count, w, p
+        else
+          win[k], px[k] = false, nil
+        end
+      end
+    end
   end
   local untilEnd = (back + 1) * w - rem
   local j = 5 * i
-  if count + n > limit then
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, limit - count, untilEnd, untilEnd, 0
-  elseif not consume then
-    if count == 0 then untilEnd = 0 end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count, untilEnd, 0, 0
+  if n < 0 then
+    local used = -n - 1
+    if used == 0 then
+      win[k], px[k] = false, 0
+    else
+      local p = math.ceil((w - rem) / 1000000)
+      if p < ttl then p = ttl end
+      win[k], cnt[k], ws[k], px[k], lu[k] = q, used, w, p, false -- written at now exactly
+    end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
-    -- The key lives until its window ends: longer than ttl only after the
-    -- clock stepped back.
-    local p = math.ceil(untilEnd / 1000000)
-    if p < ttl then p = ttl end
-    win[k], cnt[k], px[k] = q + back, count + n, p
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count - n, untilEnd, 0, 0
+    local consume = n > 0
+    if not consume then n = 1 end
+    if count + n > limit then
+      local left, u = limit - count, 0
+      if left < 0 then left = 0 end
+      if not consume then u = count end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, untilEnd, untilEnd, u
+    elseif not consume then
+      if count == 0 then untilEnd = 0 end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count, untilEnd, 0, count
+    else
+      -- The key lives until its window ends: longer than ttl only after the
+      -- clock stepped back.
+      local p = math.ceil(untilEnd / 1000000)
+      if p < ttl then p = ttl end
+      win[k], cnt[k], ws[k], px[k] = q + back, count + n, w, p
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count - n, untilEnd, 0, 0
+    end
   end
 end
 for k, p in pairs(px) do
-  redis.call('SET', k, struct.pack('<dI4', win[k], cnt[k]), 'PX', string.format('%%d', p))
+  if p == 0 then
+    redis.call('DEL', k)
+  else
+    local cu, cr, l = now_us, now_r, lu[k]
+    if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
+    redis.call('SET', k, struct.pack('<dI4ddH', win[k], cnt[k], ws[k], cu, cr), 'PX', string.format('%%d', p))
+  end
 end
 return out
 `
 
 // luaSlidingWindow is core/slidingwindow.go: the number of the newest
-// bucket written and a ring of Buckets+1 counters, the count of bucket b at
-// position b mod (B+1), stored as struct "<d" then B+1 times "I4". A
-// request in bucket k is admitted when the B buckets k-B+1..k hold at most
-// Limit and the B+1 buckets k-B..k at most cap2 = Policy.MaxInWindow() =
-// Limit + ceil(Limit/B): a client sending steadily at Limit per Window lands
-// up to that many in B+1 consecutive buckets. Placeholders: the span's a and
-// b, then B, Limit, cap2, the expiry in ms and the struct format.
-const luaSlidingWindow = luaPrelude + luaSpan + `
+// bucket written, the bucket width (ns) of the policy it was written
+// under, the latest instant it was written at (µs and ns), and a ring of
+// Buckets+1 counters, the count of bucket b at position b mod (B+1),
+// stored as struct "<dddH" then B+1 times "I4" (so B is the value's length
+// less 26, over 4, less 1). A request in bucket k is
+// admitted when the B buckets k-B+1..k hold at most Limit and the B+1
+// buckets k-B..k at most cap2 = Policy.MaxInWindow() = Limit +
+// ceil(Limit/B): a client sending steadily at Limit per Window lands up to
+// that many in B+1 consecutive buckets. Placeholders: the own bucket
+// width's a and b (see luaSpan), then B, Limit, cap2, the expiry in ms and
+// the struct format; a policy given with a call has the first six (K = 6).
+//
+// In the script a key's ring is a table of its top bucket, its bucket
+// width, the instant, its B+1 counts and one more value (struct.unpack's
+// next position), so that its length tells its B.
+//
+// A state written under another bucket width or number of buckets (another
+// Window or Buckets) carries what its trailing window counts into the
+// current bucket of the call's policy, both taken at the later of now and
+// the instant the state was written at: a clock that stepped back converts
+// as if it stood still there.
+var luaSlidingWindow = `
+local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
 local buckets, limit, cap2, ttl, fmt = %d, %d, %d, %d, '%s'
 local ring = buckets + 1
+local ring0, fmt0 = ring, fmt
+local P
+if E > 0 then
+  P = {[0] = {q, rem, w, buckets, limit, cap2, ttl, fmt}}
+  for e = 1, E do
+    local x = h + (e - 1) * 6
+    local eq, erem, ew` + luaSpan("tonumber(ARGV[x + 1])", "tonumber(ARGV[x + 2])", "eq", "erem", "ew") + `
+    local eb = tonumber(ARGV[x + 3])
+    P[e] = {eq, erem, ew, eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dddH' .. string.rep('I4', eb + 1)}
+  end
+end
 
 -- ns from now until, with no further traffic, cost m is admitted and at
 -- least want unit requests remain after it: after(c, ..., 0, limit) is
 -- core's slidingState.untilFull (ResetAfter), after(c, ..., n, n) its
 -- untilAdmits (RetryAfter). Buckets only drop out at bucket boundaries.
--- c[1] is the newest bucket top; c[2 + b %% ring] bucket b's count.
+-- c[1] is the newest bucket top, c[2] the bucket width, c[3] and c[4] the
+-- instant it was written at, c[5 + b %% ring] bucket b's count.
 local function after(c, top, trailing, all, cost, want)
   local tr, al = trailing, all
   for j = 0, ring do
     if j > 0 then
-      al = al - c[2 + (top - buckets + j - 1) %% ring]
-      if j < ring then tr = tr - c[2 + (top - buckets + j) %% ring] else tr = 0 end
+      al = al - c[5 + (top - buckets + j - 1) %% ring]
+      if j < ring then tr = tr - c[5 + (top - buckets + j) %% ring] else tr = 0 end
     end
     if tr + cost <= limit and al + cost <= cap2 and math.min(limit - tr - cost, cap2 - al - cost) + cost >= want then
       if j == 0 then return 0 end
@@ -219,54 +479,112 @@ local function after(c, top, trailing, all, cost, want)
   return (top + ring - q) * w - rem
 end
 
-local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write
+local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write (0: delete)
 for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[o + 2 + i])
-  local consume = n > 0
-  if not consume then n = 1 end
+  local k, n = keys[i], tonumber(ARGV[co + i])
+  if E > 0 then
+    local p = P[tonumber(ARGV[co + m + i])]
+    q, rem, w, buckets, limit, cap2, ttl, fmt = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]
+    ring = buckets + 1
+  end
   local c = rings[k]
   if c == nil then
     local v = redis.call('GET', k)
     c = false
-    if v then c = {struct.unpack(fmt, v)} end
-  end
-  -- q is now's bucket. A clock that stepped back counts in the newest
-  -- bucket seen, so it cannot revive buckets that already dropped out.
-  local top = q
-  if c and c[1] > top then top = c[1] end
-  if not c or top - c[1] >= ring then
-    c = {top}
-    for x = 2, ring + 1 do c[x] = 0 end
-  else
-    for bk = c[1] + 1, top do c[2 + bk %% ring] = 0 end
-    c[1] = top
-  end
-  rings[k] = c
-  local all = 0
-  for x = 2, ring + 1 do all = all + c[x] end
-  local trailing = all - c[2 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
-
-  local left = math.min(limit - trailing, cap2 - all)
-  local j = 5 * i
-  if trailing + n > limit or all + n > cap2 then
-    if left < 0 then left = 0 end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), 0
-  else
-    if consume then
-      local x = 2 + top %% ring
-      c[x] = c[x] + n
-      trailing, all, left = trailing + n, all + n, left - n
-      -- The key lives until its newest bucket drops out: longer than ttl
-      -- only after the clock stepped back.
-      local p = math.ceil(((top + ring - q) * w - rem) / 1000000)
-      if p < ttl then p = ttl end
-      px[k] = p
+    if v then
+      if #v == 26 + 4 * ring then c = {struct.unpack(fmt, v)} else c = {struct.unpack('<dddH' .. string.rep('I4', (#v - 26) / 4), v)} end
     end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, left, after(c, top, trailing, all, 0, limit), 0, 0
+    rings[k] = c
+  end
+  local keep = true -- whether the ring decided below is the key's state
+  if c and (c[2] ~= w or #c ~= ring + 5) then
+    -- Written under another Window or Buckets: what its trailing window
+    -- counts, into the current bucket, both at the later of now and the
+    -- instant it was written at (cu, cr).
+    local oring, sw = #c - 5, c[2]` + luaLatest("c[3]", "c[4]") + `
+    local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow", "cu", "cr") + `
+    if c[1] > oq then oq = c[1] end -- the old ring's top then
+    local s = 0
+    for b = oq - oring + 2, c[1] do s = s + c[5 + b %% oring] end
+    local nq, nrem, nw = q, rem, w
+    if cu ~= now_us or cr ~= now_r then` + luaSpanOf("w", "nq", "nrem", "nw", "cu", "cr") + `end
+    c = false
+    if s > 0 then
+      c = {nq, w, cu, cr}
+      for x = 5, ring + 5 do c[x] = 0 end
+      c[5 + nq %% ring] = s
+    end
+    if n == 0 then
+      keep = false -- only looking: the key stays as it is
+    else
+      -- Decided under this policy from now on.
+      rings[k], px[k] = c, nil
+      if c then px[k] = math.max(ttl, math.ceil(((nq + ring - q) * w - rem) / 1000000)) end
+    end
+  end
+  local j = 5 * i
+  if n < 0 then
+    local used = -n - 1
+    if used == 0 then
+      rings[k], px[k] = false, 0
+    else
+      c = {q, w, 0, 0}
+      for x = 5, ring + 5 do c[x] = 0 end
+      c[5 + q %% ring] = used
+      rings[k], px[k] = c, math.max(ttl, math.ceil((ring * w - rem) / 1000000))
+    end
+    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
+  else
+    local consume = n > 0
+    if not consume then n = 1 end
+    -- q is now's bucket. A clock that stepped back counts in the newest
+    -- bucket seen, so it cannot revive buckets that already dropped out.
+    local top = q
+    if c and c[1] > top then top = c[1] end
+    if not c or top - c[1] >= ring then
+      c = {top, w, 0, 0}
+      for x = 5, ring + 5 do c[x] = 0 end
+    else
+      for bk = c[1] + 1, top do c[5 + bk %% ring] = 0 end
+      c[1] = top
+    end
+    if keep then rings[k] = c end
+    local all = 0
+    for x = 5, ring + 4 do all = all + c[x] end
+    local trailing = all - c[5 + (top + 1) %% ring] -- bucket top-B shares its slot with top+1
+
+    local left = math.min(limit - trailing, cap2 - all)
+    if left < 0 then left = 0 end
+    if trailing + n > limit or all + n > cap2 then
+      local u = 0
+      if not consume then u = trailing end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u
+    else
+      local u = trailing
+      if consume then
+        local x = 5 + top %% ring
+        c[x] = c[x] + n
+        trailing, all, left, u = trailing + n, all + n, left - n, 0
+        -- The key lives until its newest bucket drops out: longer than ttl
+        -- only after the clock stepped back.
+        local p = math.ceil(((top + ring - q) * w - rem) / 1000000)
+        if p < ttl then p = ttl end
+        px[k] = p
+      end
+      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, left, after(c, top, trailing, all, 0, limit), 0, u
+    end
   end
 end
 for k, p in pairs(px) do
-  redis.call('SET', k, struct.pack(fmt, unpack(rings[k], 1, ring + 1)), 'PX', string.format('%%d', p))
+  local c = rings[k]
+  if p == 0 or not c then
+    redis.call('DEL', k)
+  else
+    local len, f = #c - 5, fmt0
+    if len ~= ring0 then f = '<dddH' .. string.rep('I4', len) end
+    if now_us > c[3] or (now_us == c[3] and now_r > c[4]) then c[3], c[4] = now_us, now_r end
+    redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', string.format('%%d', p))
+  end
 end
 return out
 `
@@ -295,29 +613,55 @@ type scripts struct {
 // newScripts returns the scripts of policy p, whose keys expire ttl after
 // each write.
 func newScripts(p core.Policy, ttl time.Duration) (scripts, error) {
+	nums, err := policyArgs(p, ttl)
+	if err != nil {
+		return scripts{}, err
+	}
+	var body string
+	k := len(nums)
+	switch p.Algorithm {
+	case core.AlgTokenBucket, core.AlgLeakyBucket:
+		body = fmt.Sprintf(luaGCRA, nums[0], nums[1], nums[2], nums[3])
+	case core.AlgFixedWindow:
+		body = fmt.Sprintf(luaFixedWindow, nums[0], nums[1], nums[2], nums[3])
+	case core.AlgSlidingWindow:
+		// core.MaxBuckets bounds the ring, which the script unpacks onto
+		// Lua's stack (8000 values): TestMaxBucketsFitLua.
+		body = fmt.Sprintf(luaSlidingWindow, nums[0], nums[1], nums[2], nums[3], nums[4], nums[5],
+			"<dddH"+strings.Repeat("I4", int(p.Buckets+1)))
+	}
+	return scripts{keyed: newScriptForm(scriptHead(false, k) + body), cross: newScriptForm(scriptHead(true, k) + body)}, nil
+}
+
+// policyArgs returns the numbers of the valid policy p that its algorithm's
+// script needs, in the order of its placeholders and of the arguments that
+// describe a policy given with a call (see the scripts), its keys expiring
+// ttl after each write:
+//
+//	token and leaky bucket  interval (ns), tau (ns), expiry (ms), 1 if it delays
+//	fixed window            Window in µs and the ns remainder, Limit, expiry (ms)
+//	sliding window          bucket width in µs and the ns remainder, Buckets, Limit, cap2, expiry (ms)
+func policyArgs(p core.Policy, ttl time.Duration) ([]int64, error) {
 	if rec := p.Recovery(); rec > maxSpan || p.Window > maxSpan {
-		return scripts{}, fmt.Errorf("redisstore: %v: window %v or recovery time %v exceeds %v, the longest the scripts compute exactly in Lua's float64 numbers", p.Algorithm, p.Window, rec, maxSpan)
+		return nil, fmt.Errorf("redisstore: %v: window %v or recovery time %v exceeds %v, the longest the scripts compute exactly in Lua's float64 numbers", p.Algorithm, p.Window, rec, maxSpan)
 	}
 	ttlMs := int64((ttl + time.Millisecond - 1) / time.Millisecond)
-	var body string
 	switch p.Algorithm {
 	case core.AlgTokenBucket, core.AlgLeakyBucket:
 		interval := int64(p.Interval())
-		delays := p.Algorithm == core.AlgLeakyBucket && !p.Meter
-		body = fmt.Sprintf(luaGCRA, interval, p.Burst*interval, ttlMs, delays)
+		delays := int64(0)
+		if p.Algorithm == core.AlgLeakyBucket && !p.Meter {
+			delays = 1
+		}
+		return []int64{interval, p.Burst * interval, ttlMs, delays}, nil
 	case core.AlgFixedWindow:
 		w := int64(p.Window)
-		body = fmt.Sprintf(luaFixedWindow, w/1000, w%1000, p.Limit, ttlMs)
+		return []int64{w / 1000, w % 1000, p.Limit, ttlMs}, nil
 	case core.AlgSlidingWindow:
 		w := int64(p.Interval())
-		// core.MaxBuckets bounds the ring, which the script unpacks onto
-		// Lua's stack (8000 values): TestMaxBucketsFitLua.
-		body = fmt.Sprintf(luaSlidingWindow, w/1000, w%1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs,
-			"<d"+strings.Repeat("I4", int(p.Buckets+1)))
-	default:
-		return scripts{}, fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
+		return []int64{w / 1000, w % 1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs}, nil
 	}
-	return scripts{keyed: newScriptForm(luaKeyed + body), cross: newScriptForm(luaCrossSlot + body)}, nil
+	return nil, fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
 }
 
 // parseReplies reads a script's reply into the Decisions of its calls.
@@ -338,7 +682,11 @@ func parseReplies(v any, calls []*call) error {
 		d.Remaining = x[1]
 		d.ResetAfter = time.Duration(max(x[2], 0))
 		d.RetryAfter = time.Duration(max(x[3], 0))
-		d.Delay = time.Duration(max(x[4], 0))
+		if c.n == 0 {
+			c.used = x[4] // a look: the fifth is the usage, the delay 0
+		} else {
+			d.Delay = time.Duration(max(x[4], 0))
+		}
 	}
 	return nil
 }

@@ -1,0 +1,183 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// pspec is a policy given with a call (AllowPolicy, Get, Set) that differs
+// from the limiter's own in a number its state depends on, as the script
+// receives it. A nil *pspec is the limiter's own policy, whose numbers the
+// script has written in.
+type pspec struct {
+	policy core.Policy // without its Name
+	args   []any       // policyArgs, boxed once
+	id     uint64      // the deny cache's name for it, >= 1; 0 when not cached
+}
+
+// pid is the deny cache's name of the policy: 0 for the limiter's own,
+// and for a policy whose denials are not cached one that no entry has.
+func (ps *pspec) pid() uint64 {
+	switch {
+	case ps == nil:
+		return 0
+	case ps.id == 0:
+		return ^uint64(0)
+	}
+	return ps.id
+}
+
+// cacheable reports whether the deny cache may hold the policy's denials:
+// the limiter's own and every policy the spec cache holds.
+func (ps *pspec) cacheable() bool { return ps == nil || ps.id != 0 }
+
+// maxSpecs bounds the policies a limiter keeps converted for the scripts:
+// plans are few, and policies beyond the bound still work (converted on
+// every call, their denials not cached).
+const maxSpecs = 1024
+
+// specCache holds the specs of the policies given with calls, by policy
+// without its Name.
+type specCache struct {
+	m    sync.Map // core.Policy -> *pspec
+	n    atomic.Int64
+	next atomic.Uint64
+}
+
+// spec checks a policy given with a call and returns its spec: nil when it
+// is the limiter's own (its Name aside). The error names the invalid field,
+// or wraps core.ErrAlgorithmMismatch.
+func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
+	if p == l.policy {
+		return nil, nil
+	}
+	for i := 0; i < len(p.Name); i++ {
+		if c := p.Name[i]; c < 0x20 || c > 0x7e {
+			return nil, fmt.Errorf("redisstore: %s: %w", op, p.Validate())
+		}
+	}
+	p.Name = ""
+	if p == l.unnamed {
+		return nil, nil
+	}
+	if v, ok := l.specs.m.Load(p); ok {
+		return v.(*pspec), nil
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
+	}
+	if p.Algorithm != l.policy.Algorithm {
+		return nil, fmt.Errorf("redisstore: %s: %w: %v, the limiter's is %v", op, core.ErrAlgorithmMismatch, p.Algorithm, l.policy.Algorithm)
+	}
+	nums, err := policyArgs(p, p.Recovery()+l.ttlPlus)
+	if err != nil {
+		return nil, err
+	}
+	ps := &pspec{policy: p, args: make([]any, len(nums))}
+	for i, x := range nums {
+		ps.args[i] = x
+	}
+	if l.specs.n.Add(1) > maxSpecs {
+		l.specs.n.Add(-1)
+		return ps, nil // not cached: id 0
+	}
+	ps.id = l.specs.next.Add(1)
+	if v, loaded := l.specs.m.LoadOrStore(p, ps); loaded {
+		l.specs.n.Add(-1)
+		return v.(*pspec), nil
+	}
+	return ps, nil
+}
+
+// AllowPolicy is AllowN under p instead of the limiter's own policy: see
+// core.PolicyLimiter and "Policies per call" in the package docs. The key
+// has one state whatever the policy it is decided under; a call under a
+// policy other than the one the key's state was written under converts the
+// state first, in the same script. p must be valid (else the error names
+// the field), use the limiter's algorithm (else the error wraps
+// core.ErrAlgorithmMismatch) and, as for New, have a Recovery time of at
+// most 2^52 ns. The Decision's Limit and Policy are p's. Its other errors
+// are AllowN's; with WithFallback, the fallback decides under its own
+// policy while Redis is unavailable (see WithFallback).
+func (l *Limiter) AllowPolicy(ctx context.Context, p core.Policy, key string, n int64) (core.Decision, error) {
+	ps, err := l.spec("AllowPolicy", p)
+	if err != nil {
+		return core.Decision{Limit: p.Limit, Policy: p}, err
+	}
+	if l.fb != nil {
+		return l.fb.allow(ctx, "AllowPolicy", ps, &p, key, n)
+	}
+	return l.allow(ctx, "AllowPolicy", ps, &p, key, n)
+}
+
+// Get reads key's usage under p without consuming anything or changing the
+// key's state in Redis: a key written under another policy is converted
+// for the answer only. Used, Remaining and ResetAfter are as Peek under p
+// would tell them. Its errors are AllowPolicy's; with WithFallback, while
+// the circuit breaker keeps calls from Redis it returns an error wrapping
+// ErrBreakerOpen and ErrUnavailable (the fallback does not answer Get).
+func (l *Limiter) Get(ctx context.Context, p core.Policy, key string) (core.Usage, error) {
+	ps, err := l.spec("Get", p)
+	if err != nil {
+		return core.Usage{Policy: p}, err
+	}
+	var u core.Usage
+	err = l.admin(ctx, "Get", func() error {
+		d, used, err := l.decide(ctx, "Get", ps, &p, key, 0)
+		u = core.Usage{Used: used, Remaining: d.Remaining, ResetAfter: d.ResetAfter, Policy: p}
+		return err
+	})
+	if err != nil {
+		return core.Usage{Policy: p}, err
+	}
+	return u, nil
+}
+
+// Set makes key's usage under p exactly used units now, 0 <= used <=
+// p.Capacity() (else an error wrapping core.ErrInvalidUsage), whatever the
+// key's state and the policy it was written under: the token and leaky
+// bucket as if used units had just been taken, the fixed window as a count
+// of used in the current window, the sliding window as used in the current
+// bucket. Set(ctx, p, key, 0) deletes the key, which is then full under
+// every policy. As Reset does, it forgets this process's cached denials of
+// the key once Redis has answered. Its errors are AllowPolicy's and, with
+// WithFallback, Get's; the fallback's state is not changed.
+func (l *Limiter) Set(ctx context.Context, p core.Policy, key string, used int64) error {
+	ps, err := l.spec("Set", p)
+	if err != nil {
+		return err
+	}
+	if used < 0 || used > p.Capacity() {
+		return fmt.Errorf("redisstore: Set: %w: got %d, %s", core.ErrInvalidUsage, used, capacityText(p))
+	}
+	return l.admin(ctx, "Set", func() error {
+		if l.deny != nil {
+			// As in reset: after the script, whatever its outcome.
+			defer l.deny.forget(key)
+		}
+		_, _, err := l.decide(ctx, "Set", ps, &p, key, -1-used)
+		return err
+	})
+}
+
+// admin runs an admin call to Redis (Get, Set): through the fallback's
+// circuit breaker when there is one, which it informs.
+func (l *Limiter) admin(ctx context.Context, op string, f func() error) error {
+	if l.closed.Load() {
+		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
+	}
+	if l.fb == nil || ctx.Err() != nil {
+		return f()
+	}
+	t, ok := l.fb.br.admit()
+	if !ok {
+		return &storeError{op: op, err: ErrBreakerOpen}
+	}
+	err := f()
+	l.fb.br.done(t, core.SourceStore, err)
+	return err
+}

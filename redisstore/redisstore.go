@@ -183,6 +183,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // and one wrapping ctx.Err() when ctx ends first; either way the Decision
 // carries the policy's Limit and nothing else. See "Timeouts and errors"
 // in the package docs for when a call that returned an error was counted.
+// With WithFallback, a call Redis fails is decided by the fallback instead
+// (Source core.SourceFallback, no error); only the caller's own context
+// ending is still an error.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	if l.fb != nil {
 		return l.fb.allow(ctx, "AllowN", nil, &l.policy, key, n) // see fallback.go
@@ -246,7 +249,7 @@ func cachedDenial(e denyEntry, now int64, p *core.Policy) core.Decision {
 
 // Peek reports what a unit-cost request for key would be told now, without
 // consuming anything or writing to Redis. It always asks Redis. Its errors
-// are AllowN's.
+// are AllowN's; with WithFallback, the fallback answers when Redis fails.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
 	if l.fb != nil {
 		return l.fb.peek(ctx, key)
@@ -268,7 +271,9 @@ func (l *Limiter) peek(ctx context.Context, key string) (core.Decision, error) {
 // unit-cost call for key asks Redis, even if a denial Redis produced before
 // the reset is answered only afterwards. Other processes' deny caches keep
 // a denial they hold until its RetryAfter passes. A Reset that returns an
-// error may or may not have deleted the key; its errors are AllowN's.
+// error may or may not have deleted the key; its errors are AllowN's. With
+// WithFallback it also forgets the key in the fallback, and returns an
+// error wrapping ErrBreakerOpen while the breaker keeps it from Redis.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.fb != nil {
 		return l.fb.reset(ctx, key)

@@ -45,11 +45,6 @@ func withLocalClock(now func() time.Time) Option {
 	return func(c *config) error { c.localNow = now; return nil }
 }
 
-// withMaxBatch bounds the calls one script call decides.
-func withMaxBatch(n int) Option {
-	return func(c *config) error { c.maxBatch = n; return nil }
-}
-
 // withMaxFlights bounds the round trips in flight, for benchmarks.
 func withMaxFlights(n int) Option {
 	return func(c *config) error { c.maxFlights = n; return nil }

@@ -257,14 +257,22 @@ func (c *ReplicatedCluster) WaitPromoted(ctx context.Context, i int) error {
 func SlotOwners(ctx context.Context, addr string) ([]string, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer c.Close()
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		return nil, err
 	}
 	owners := make([]string, 16384)
-	for _, r := range slots {
-		for s := r.Start; s <= r.End && len(r.Nodes) > 0; s++ {
-			owners[s] = r.Nodes[0].Addr
+	for _, sh := range shards {
+		master := ""
+		for _, n := range sh.Nodes {
+			if n.Role == "master" {
+				master = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+			}
+		}
+		for _, r := range sh.Slots {
+			for s := r.Start; s <= r.End && master != ""; s++ {
+				owners[s] = master
+			}
 		}
 	}
 	return owners, nil

@@ -151,10 +151,10 @@
 //
 // # Key layout
 //
-// One Redis key per user key and algorithm:
+// One Redis key per user key and limiter:
 //
-//	<prefix>:{<user key>}:<algorithm>
-//	ratelimit:{203.0.113.7/32}:tb
+//	<prefix>:{<user key>}:<algorithm>:<limit>:<window>[:<burst or buckets>][:<name>]:v2
+//	ratelimit:{203.0.113.7/32}:tb:100:1m0s:100:per-ip:v2
 //
 // The braces are the Redis Cluster hash tag, and they are the library's:
 // inside them '%', '{' and '}' of the user key are escaped as %25, %7B and
@@ -162,13 +162,16 @@
 // braces, so a user key cannot choose its slot (user keys "{victim}1",
 // "{victim}2", ... spread over many slots: TestCluster). Escaping rather
 // than hashing keeps keys readable in redis-cli and free of collisions;
-// package keyfunc already hashes over-long keys. The algorithm in the name
-// (tb, lb, fw, sw) keeps limiters of different algorithms on one prefix
-// apart; limiters of one algorithm on one prefix share their keys whatever
-// their policies, exactly as policies given with calls do: changing a
-// limiter's policy keeps what its keys have used, converted as above.
-// (Before per-call policies the key named the whole policy; keys of that
-// form are never read, and expire.)
+// package keyfunc already hashes over-long keys. The limiter's own policy
+// in the name keeps limiters with different policies on one prefix apart
+// (limits stacked on one client, per second and per day:
+// TestStackedLimitersStayApart); the policies given with one limiter's
+// calls (AllowPolicy) share its keys, and the value records the policy a
+// key was last written under. Changing a limiter's own policy starts from
+// fresh keys, and the old ones expire; to change limits at runtime and keep
+// what keys used, give the policy with each call. v2 names the value
+// format below: keys written by versions before per-call policies are
+// never read.
 //
 // Values are packed with Redis's struct library, with the numbers of the
 // policy they were last written under and the latest instant they were
@@ -198,12 +201,13 @@
 // 14-byte user key (an IPv4 key of package keyfunc), key name included
 // (TestMemoryPerKey):
 //
-//	token bucket, leaky bucket      104 bytes
-//	fixed window                    120 bytes
-//	sliding window, 10 buckets      152 bytes
-//	sliding window, 60 buckets      392 bytes (+4 per bucket)
+//	token bucket, leaky bucket      136 bytes
+//	fixed window                    136 bytes
+//	sliding window, 10 buckets      168 bytes
+//	sliding window, 60 buckets      408 bytes (+4 per bucket)
 //
-// So a million active clients take about 100 to 150 MB; idle ones cost
+// (with an unnamed policy: a name adds its length, rounded up by Redis's
+// allocator). So a million active clients take about 130 to 170 MB; idle ones cost
 // nothing once their Recovery time has passed.
 //
 // # Deny cache

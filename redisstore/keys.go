@@ -9,24 +9,26 @@ import (
 
 // keyLayout builds the Redis key of a user key:
 //
-//	<prefix>:{<escaped user key>}:<algorithm>
+//	<prefix>:{<escaped user key>}:<the limiter's policy>:v2
 //
 // The braces are the Redis Cluster hash tag: only the escaped user key
 // chooses the slot, so every key of one user key shares a slot, and a user
 // key cannot choose it because '{' and '}' (and the escape character '%')
 // are percent-escaped inside the tag. The prefix may not contain braces,
-// so the first '{' of the key is always ours. The algorithm suffix keeps
-// limiters of different algorithms that share a prefix from reading each
-// other's state; limiters of one algorithm share the key, whatever their
-// policies, as the policies given with calls do (see "Policies per call"
-// in the package docs): the value records the policy it was written under.
+// so the first '{' of the key is always ours. The limiter's own policy in
+// the suffix keeps limiters with different policies that share a prefix
+// (stacked limits on one client: per second and per day) from reading
+// each other's state; the policies given with one limiter's calls share
+// its keys, the value recording the policy it was last written under (see
+// "Policies per call" in the package docs). v2 is the value format, which
+// records that policy: keys written before it are never read.
 type keyLayout struct {
 	head string // "<prefix>:{"
-	tail string // "}:<algorithm>"
+	tail string // "}:<policy>:v2"
 }
 
 func newKeyLayout(prefix string, p core.Policy) keyLayout {
-	return keyLayout{head: prefix + ":{", tail: "}:" + algorithmTag(p.Algorithm)}
+	return keyLayout{head: prefix + ":{", tail: "}:" + policyTag(p) + ":v2"}
 }
 
 // key returns the Redis key of the user key k. A key needing no escape
@@ -65,6 +67,23 @@ func escapeKey(k string) string {
 }
 
 // algorithmTag names an algorithm's state in the key.
+// policyTag names a limiter's own policy in its keys: the algorithm, its
+// numbers, and its name when it has one (two limiters of equal numbers
+// apart, login and signup per IP, say).
+func policyTag(p core.Policy) string {
+	tag := algorithmTag(p.Algorithm) + ":" + fmt.Sprint(p.Limit) + ":" + p.Window.String()
+	switch p.Algorithm {
+	case core.AlgTokenBucket, core.AlgLeakyBucket:
+		tag += ":" + fmt.Sprint(p.Burst)
+	case core.AlgSlidingWindow:
+		tag += ":" + fmt.Sprint(p.Buckets)
+	}
+	if p.Name != "" {
+		tag += ":" + p.Name
+	}
+	return tag
+}
+
 func algorithmTag(a core.Algorithm) string {
 	switch a {
 	case core.AlgTokenBucket:

@@ -22,11 +22,11 @@ func TestMemoryPerKey(t *testing.T) {
 		p   core.Policy
 		max int64
 	}{
-		{core.FixedWindow(100, time.Minute), 120},
-		{core.SlidingWindow(100, time.Minute), 160},
-		{core.SlidingWindow(100, time.Minute).WithBuckets(60), 392},
-		{core.TokenBucket(100, time.Minute), 112},
-		{core.LeakyBucket(100, time.Minute), 112},
+		{core.FixedWindow(100, time.Minute), 136},
+		{core.SlidingWindow(100, time.Minute), 168},
+		{core.SlidingWindow(100, time.Minute).WithBuckets(60), 408},
+		{core.TokenBucket(100, time.Minute), 136},
+		{core.LeakyBucket(100, time.Minute), 136},
 	} {
 		t.Run(tc.p.String(), func(t *testing.T) {
 			lim, err := New(rdb, tc.p, WithTimeout(testTimeout)) // the default prefix: the key as users get it

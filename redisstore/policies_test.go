@@ -580,3 +580,44 @@ func TestPoliciesMatchMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestStackedLimitersStayApart: two limiters of one algorithm on one prefix
+// and one client key (per hour and per day, as stacked middlewares are)
+// keep their own counts: the keys name each limiter's policy. Were they to
+// share a key, each call would convert the other's state, and neither
+// count would hold.
+func TestStackedLimitersStayApart(t *testing.T) {
+	ctx := context.Background()
+	rdb := newClient(t, redistest.Addr(t))
+	for _, p := range []core.Policy{
+		core.TokenBucket(10, time.Hour), core.LeakyBucket(10, time.Hour).AsMeter(),
+		core.FixedWindow(10, time.Hour), core.SlidingWindow(10, time.Hour),
+	} {
+		t.Run(p.Algorithm.String(), func(t *testing.T) {
+			prefix := testPrefix()
+			perHour := newLimiter(t, rdb, p.WithName("per-hour"), WithPrefix(prefix))
+			daily := p.WithName("per-day")
+			daily.Limit, daily.Window = 1000, 24*time.Hour
+			if daily.Burst != 0 {
+				daily.Burst = 1000
+			}
+			perDay := newLimiter(t, rdb, daily, WithPrefix(prefix))
+			hourly := 0
+			for i := range 15 {
+				d, err := perHour.Allow(ctx, "203.0.113.7")
+				require.NoError(t, err)
+				if d.Allowed {
+					hourly++
+				}
+				d, err = perDay.Allow(ctx, "203.0.113.7")
+				require.NoError(t, err)
+				require.True(t, d.Allowed, "per-day request %d", i+1)
+				assert.Equal(t, int64(1000-i-1), d.Remaining, "per-day request %d", i+1)
+			}
+			assert.Equal(t, 10, hourly)
+			u, err := perHour.Get(ctx, perHour.Policy(), "203.0.113.7")
+			require.NoError(t, err)
+			assert.Equal(t, int64(10), u.Used)
+		})
+	}
+}

@@ -56,13 +56,14 @@ func TestNewRejectsBadInput(t *testing.T) {
 func TestKeyLayout(t *testing.T) {
 	l := newKeyLayout("app", core.SlidingWindow(100, time.Minute))
 	cases := []struct{ user, redis string }{
-		{"1.2.3.4", "app:{1.2.3.4}:sw"},
-		{"", "app:{%}:sw"},
-		{"{tag}", "app:{%7Btag%7D}:sw"},
-		{"a}b{c", "app:{a%7Db%7Bc}:sw"},
-		{"100%", "app:{100%25}:sw"},
-		{"%7B", "app:{%257B}:sw"},
+		{"1.2.3.4", "app:{1.2.3.4}:sw:100:1m0s:10:v2"},
+		{"", "app:{%}:sw:100:1m0s:10:v2"},
+		{"{tag}", "app:{%7Btag%7D}:sw:100:1m0s:10:v2"},
+		{"a}b{c", "app:{a%7Db%7Bc}:sw:100:1m0s:10:v2"},
+		{"100%", "app:{100%25}:sw:100:1m0s:10:v2"},
+		{"%7B", "app:{%257B}:sw:100:1m0s:10:v2"},
 	}
+	assert.Equal(t, "app:{k}:tb:5:1s:2:login:v2", newKeyLayout("app", core.TokenBucket(5, time.Second).WithBurst(2).WithName("login")).key("k"))
 	for _, tc := range cases {
 		assert.Equal(t, tc.redis, l.key(tc.user), "user key %q", tc.user)
 	}
@@ -72,10 +73,10 @@ func TestKeyLayout(t *testing.T) {
 			open := strings.IndexByte(k, '{')
 			closing := open + strings.IndexByte(k[open:], '}')
 			assert.Equal(t, "app:", k[:open], "the first '{' is the library's")
-			assert.Equal(t, ":sw", k[closing+1:], "the first '}' after it is the library's")
+			assert.Equal(t, ":sw:100:1m0s:10:v2", k[closing+1:], "the first '}' after it is the library's")
 		}
 	})
-	t.Run("distinct algorithms never share a key, the policies of one always do", func(t *testing.T) {
+	t.Run("limiters of distinct policies never share a key", func(t *testing.T) {
 		seen := map[string]core.Algorithm{}
 		for _, p := range []core.Policy{
 			core.FixedWindow(100, time.Minute), core.SlidingWindow(100, time.Minute),
@@ -90,10 +91,13 @@ func TestKeyLayout(t *testing.T) {
 			{core.SlidingWindow(100, time.Minute), core.SlidingWindow(100, time.Minute).WithBuckets(6)},
 			{core.TokenBucket(100, time.Minute), core.TokenBucket(100, time.Minute).WithBurst(5)},
 			{core.FixedWindow(100, time.Second), core.FixedWindow(10, time.Minute)},
-			{core.LeakyBucket(100, time.Minute), core.LeakyBucket(100, time.Minute).AsMeter()},
+			{core.FixedWindow(5, time.Minute).WithName("login"), core.FixedWindow(5, time.Minute).WithName("signup")},
 		} {
-			assert.Equal(t, newKeyLayout("app", pair[0]).key("k"), newKeyLayout("app", pair[1]).key("k"))
+			assert.NotEqual(t, newKeyLayout("app", pair[0]).key("k"), newKeyLayout("app", pair[1]).key("k"))
 		}
+		// A meter and a delaying leaky bucket keep the same state.
+		assert.Equal(t, newKeyLayout("app", core.LeakyBucket(100, time.Minute)).key("k"),
+			newKeyLayout("app", core.LeakyBucket(100, time.Minute).AsMeter()).key("k"))
 	})
 }
 

@@ -559,5 +559,11 @@ func propPolicyBound(c *propCase) bool {
 			c.set(c.now + c.gap())
 		}
 	}
+	if c.s.Inexact {
+		// A store that limits early (WithMaxKeys under these floods, its
+		// newcomers limited together) may admit nothing to the three keys
+		// within the case: the bound held, there was nothing to check.
+		return true
+	}
 	return assert.Positive(c.t, admitted, "nothing admitted")
 }

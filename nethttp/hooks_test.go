@@ -269,3 +269,22 @@ func TestOutcomeString(t *testing.T) {
 		"allowed", "denied", "dry-run", "failed-open", "failed-closed", "key-error", "cost-error", "canceled", "Outcome(8)",
 	}, got)
 }
+
+func TestEventLimiterCalled(t *testing.T) {
+	for _, tc := range []struct {
+		ev   nethttp.Event
+		want bool
+	}{
+		{nethttp.Event{Outcome: nethttp.OutcomeAllowed}, true},
+		{nethttp.Event{Outcome: nethttp.OutcomeDenied}, true},
+		{nethttp.Event{Outcome: nethttp.OutcomeDryRun}, true},
+		{nethttp.Event{Outcome: nethttp.OutcomeFailedOpen, Latency: 50 * time.Millisecond}, true},
+		{nethttp.Event{Outcome: nethttp.OutcomeFailedClosed, Latency: time.Microsecond}, true},
+		{nethttp.Event{Outcome: nethttp.OutcomeCanceled, Latency: time.Millisecond}, true},
+		{nethttp.Event{Outcome: nethttp.OutcomeFailedOpen}, false}, // a failed WithPolicyFunc lookup
+		{nethttp.Event{Outcome: nethttp.OutcomeKeyError}, false},
+		{nethttp.Event{Outcome: nethttp.OutcomeCostError}, false},
+	} {
+		assert.Equal(t, tc.want, tc.ev.LimiterCalled(), "%v, latency %v", tc.ev.Outcome, tc.ev.Latency)
+	}
+}

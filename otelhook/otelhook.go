@@ -194,25 +194,13 @@ func (m *Metrics) Observe(ev nethttp.Event) {
 	} else {
 		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(nethttp.PolicyName(p), ev.Outcome, ev.Decision.Source)))
 	}
-	if limiterCalled(ev) {
+	if ev.LimiterCalled() {
 		if pa != nil {
 			m.duration.Record(ctx, ev.Latency.Seconds(), pa.rec...)
 		} else {
 			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(nethttp.PolicyName(p)))))
 		}
 	}
-}
-
-// limiterCalled reports whether the limiter answered or failed to answer
-// ev's request: the outcomes only a decision gives, and any other with a
-// latency (a store that failed or timed out; Latency is 0 when the limiter
-// was not called). As promhook decides.
-func limiterCalled(ev nethttp.Event) bool {
-	switch ev.Outcome {
-	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
-		return true
-	}
-	return ev.Latency > 0
 }
 
 // policy returns the options of p, building them on first use; nil once

@@ -154,21 +154,9 @@ func New(opts ...Option) *Metrics {
 func (m *Metrics) Observe(e nethttp.Event) {
 	s := m.seriesFor(e.Decision.Policy)
 	m.counter(s, e.Outcome, e.Decision.Source).Inc()
-	if limiterCalled(e) {
+	if e.LimiterCalled() {
 		m.observer(s).Observe(e.Latency.Seconds())
 	}
-}
-
-// limiterCalled reports whether the limiter answered or failed to answer
-// e's request: the outcomes that only a decision gives, and any other with
-// a latency (a store that failed or timed out; Latency is 0 when the
-// limiter was not called).
-func limiterCalled(e nethttp.Event) bool {
-	switch e.Outcome {
-	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
-		return true
-	}
-	return e.Latency > 0
 }
 
 // seriesFor returns the metrics of policy p, creating them the first time.

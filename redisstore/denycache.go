@@ -85,15 +85,20 @@ func (c *denyCache) shard(key string) *denyShard {
 // force at now, and the generation to pass to put for a denial of a call
 // sent after get. A denial under another policy is forgotten.
 func (c *denyCache) get(key string, pid uint64, now int64) (denyEntry, uint64, bool) {
-	sh := c.shard(key)
-	sh.mu.RLock()
-	e, ok := sh.m[key]
-	gen := sh.gen
-	sh.mu.RUnlock()
+	e, ok, gen := c.lookup(key)
 	if ok && e.pid != pid {
 		return e, c.forget(key), false
 	}
 	return e, gen, ok && now < e.until
+}
+
+// lookup returns key's entry and its shard's generation.
+func (c *denyCache) lookup(key string) (e denyEntry, ok bool, gen uint64) {
+	sh := c.shard(key)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	e, ok = sh.m[key]
+	return e, ok, sh.gen
 }
 
 // put caches a denial of a call sent after the get that returned gen; it
@@ -116,11 +121,11 @@ func (c *denyCache) put(key string, e denyEntry, now int64, gen uint64) {
 			return
 		}
 	}
-	// Clone: the key may point into a larger buffer (a header line) that
-	// the cache must not keep alive.
 	if e.pid != 0 {
 		c.mixed.Store(true)
 	}
+	// Clone: the key may point into a larger buffer (a header line) that
+	// the cache must not keep alive.
 	sh.m[strings.Clone(key)] = e
 }
 
@@ -132,11 +137,7 @@ func (c *denyCache) other(key string, pid uint64) uint64 {
 	if pid == 0 && !c.mixed.Load() {
 		return 0
 	}
-	sh := c.shard(key)
-	sh.mu.RLock()
-	e, ok := sh.m[key]
-	gen := sh.gen
-	sh.mu.RUnlock()
+	e, ok, gen := c.lookup(key)
 	if ok && e.pid != pid {
 		return c.forget(key)
 	}

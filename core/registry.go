@@ -310,8 +310,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 // maxHeirs inherited states, none of them r's, the request is denied
 // until one of them is idle: there is nowhere to count it.
 func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, consume bool) verdict {
-	in := g.heir(sh, r, now, consume)
-	if in == nil && len(sh.inherited) >= maxHeirs && !g.idleHeir(sh, now) {
+	if i, _ := g.heirSlot(sh, r, now); i < 0 {
 		var wait int64 = math.MaxInt64
 		for _, h := range sh.inherited {
 			v, _ := P(h.state).decide(h.rule, now, 1, false)
@@ -324,6 +323,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	g.startFrom(sh, &c, r, now)
 	d, _ := P(&c).decide(r, now, n, consume)
 	if consume {
+		in := g.heir(sh, r, now)
 		// Denied too: the call moved the key to r (a key's state follows
 		// the policy of its last call), and r's inherited state now
 		// holds what it had used, converted.
@@ -352,49 +352,51 @@ func (g *registry[S, P]) startFrom(sh *shard[S], st *S, r *rule, now int64) {
 // its policy absorbing what it had used, holding sh.mu. A key whose policy
 // has no inherited state and cannot get one (maxHeirs) is not retired.
 func (g *registry[S, P]) retireInto(sh *shard[S], e *entry[S], now int64, mode retireMode) bool {
-	in := g.heir(sh, e.rule, now, true)
+	in := g.heir(sh, e.rule, now)
 	if in == nil {
 		return false
 	}
 	return P(&e.state).retire(e.rule, now, mode, in)
 }
 
-// heir returns the shard's inherited state for r, holding sh.mu; if there
-// is none, a new one when create is set and there is room for it (an idle
-// one of another policy makes room: dropping it loses nothing), else nil.
-func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64, create bool) *S {
-	for _, h := range sh.inherited {
+// heirSlot returns, holding sh.mu, the index of r's inherited state
+// (found), else of the slot one would take: len(sh.inherited) while there
+// is room, or an idle state of another policy, which can go without loss;
+// -1 when there is neither.
+func (g *registry[S, P]) heirSlot(sh *shard[S], r *rule, now int64) (i int, found bool) {
+	free := -1
+	if len(sh.inherited) < maxHeirs {
+		free = len(sh.inherited)
+	}
+	for i, h := range sh.inherited {
 		if sameRule(h.rule, r) {
-			return h.state
+			return i, true
+		}
+		if free < 0 && P(h.state).idle(h.rule, now) {
+			free = i
 		}
 	}
-	if !create {
+	return free, false
+}
+
+// heir returns the shard's inherited state for r, holding sh.mu, making
+// one if there is none and a slot for it (see heirSlot); nil otherwise.
+func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64) *S {
+	i, found := g.heirSlot(sh, r, now)
+	switch {
+	case found:
+		return sh.inherited[i].state
+	case i < 0:
 		return nil
 	}
 	st := new(S)
 	P(st).init(r)
-	if len(sh.inherited) < maxHeirs {
+	if i == len(sh.inherited) {
 		sh.inherited = append(sh.inherited, heir[S]{rule: r, state: st})
-		return st
+	} else {
+		sh.inherited[i] = heir[S]{rule: r, state: st}
 	}
-	for i, h := range sh.inherited {
-		if P(h.state).idle(h.rule, now) {
-			sh.inherited[i] = heir[S]{rule: r, state: st}
-			return st
-		}
-	}
-	return nil
-}
-
-// idleHeir reports whether an inherited state of the shard is idle at now
-// (and so may be replaced), holding sh.mu.
-func (g *registry[S, P]) idleHeir(sh *shard[S], now int64) bool {
-	for _, h := range sh.inherited {
-		if P(h.state).idle(h.rule, now) {
-			return true
-		}
-	}
-	return false
+	return st
 }
 
 // inheritedInUse reports whether an inherited state of the shard is not
@@ -497,7 +499,7 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 					continue
 				}
 			}
-			if len(sh.inherited) >= maxHeirs && g.heir(sh, e.rule, now, false) == nil && !g.idleHeir(sh, now) {
+			if i, _ := g.heirSlot(sh, e.rule, now); i < 0 {
 				continue // nowhere to keep what it used
 			}
 			if d, ok := st.decide(e.rule, now, 1, false); ok && d.allowed && (best == nil || d.remaining > most) {

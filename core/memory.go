@@ -143,6 +143,7 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 		c.sweep = min(max(p.Recovery(), time.Second), time.Minute)
 	}
 	l := &MemoryLimiter{rule: r, stop: make(chan struct{}), done: make(chan struct{})}
+	l.rules.Store(&map[Policy]*rule{})
 	if c.clock != nil {
 		l.testNow = monotonic(c.clock)
 	}

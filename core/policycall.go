@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 )
 
 // maxRules bounds the policies a limiter keeps compiled for AllowPolicy, so
@@ -113,10 +114,8 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 	if p == l.rule.policy {
 		return &l.rule, nil
 	}
-	if m := l.rules.Load(); m != nil {
-		if r := (*m)[p]; r != nil {
-			return r, nil
-		}
+	if r := (*l.rules.Load())[p]; r != nil {
+		return r, nil
 	}
 	if p.Algorithm != l.rule.policy.Algorithm {
 		return nil, fmt.Errorf("%w: %v given to a %v limiter", ErrAlgorithmMismatch, p.Algorithm, l.rule.policy.Algorithm)
@@ -127,31 +126,16 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 	}
 	l.rulesMu.Lock()
 	defer l.rulesMu.Unlock()
-	old := l.rules.Load()
-	if old != nil {
-		if r := (*old)[p]; r != nil {
-			return r, nil
-		}
-		if len(*old) >= maxRules {
-			return &c, nil
-		}
+	old := *l.rules.Load()
+	if r := old[p]; r != nil {
+		return r, nil
 	}
-	m := make(map[Policy]*rule, 1+lenOf(old))
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
+	if len(old) < maxRules {
+		m := maps.Clone(old)
+		m[p] = &c
+		l.rules.Store(&m)
 	}
-	m[p] = &c
-	l.rules.Store(&m)
 	return &c, nil
-}
-
-func lenOf(m *map[Policy]*rule) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
 }
 
 var _ PolicyLimiter = (*MemoryLimiter)(nil)

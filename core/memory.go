@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-ratelimit/ratelimit/internal/cow"
 )
 
 // MemoryLimiter is the in-memory Limiter: one policy applied to any number
@@ -29,9 +31,8 @@ type MemoryLimiter struct {
 	sliding *registry[slidingState, *slidingState]
 	rule    rule
 	// rules holds the rules of the policies given with calls
-	// (AllowPolicy), copy-on-write under rulesMu, at most maxRules.
-	rules   atomic.Pointer[map[Policy]*rule]
-	rulesMu sync.Mutex
+	// (AllowPolicy), at most maxRules.
+	rules   cow.Map[Policy, *rule]
 	testNow func() int64 // WithClock, made monotonic; nil for the real clock
 	// testPause, when set (tests only), runs after a test clock is read:
 	// it lets a test hold a request between its clock reading and its
@@ -142,8 +143,7 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	if c.sweep == 0 {
 		c.sweep = min(max(p.Recovery(), time.Second), time.Minute)
 	}
-	l := &MemoryLimiter{rule: r, stop: make(chan struct{}), done: make(chan struct{})}
-	l.rules.Store(&map[Policy]*rule{})
+	l := &MemoryLimiter{rule: r, rules: cow.Map[Policy, *rule]{Max: maxRules}, stop: make(chan struct{}), done: make(chan struct{})}
 	if c.clock != nil {
 		l.testNow = monotonic(c.clock)
 	}

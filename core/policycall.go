@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"fmt"
-	"maps"
 )
 
 // maxRules bounds the policies a limiter keeps compiled for AllowPolicy, so
@@ -114,7 +113,7 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 	if p == l.rule.policy {
 		return &l.rule, nil
 	}
-	if r := (*l.rules.Load())[p]; r != nil {
+	if r, ok := l.rules.Load(p); ok {
 		return r, nil
 	}
 	if p.Algorithm != l.rule.policy.Algorithm {
@@ -124,18 +123,7 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.rulesMu.Lock()
-	defer l.rulesMu.Unlock()
-	old := *l.rules.Load()
-	if r := old[p]; r != nil {
-		return r, nil
-	}
-	if len(old) < maxRules {
-		m := maps.Clone(old)
-		m[p] = &c
-		l.rules.Store(&m)
-	}
-	return &c, nil
+	return l.rules.LoadOrStore(p, &c), nil
 }
 
 var _ PolicyLimiter = (*MemoryLimiter)(nil)

@@ -16,13 +16,7 @@ func WriteHeaders(h http.Header, d core.Decision, style HeaderStyle, resetUnix b
 
 // CachedRenderers is how many renderers e keeps for policies other than its
 // limiter's own.
-func CachedRenderers(e *Engine) int {
-	m := e.renders.Load()
-	if m == nil {
-		return 0
-	}
-	return len(*m)
-}
+func CachedRenderers(e *Engine) int { return e.renders.Len() }
 
 // MaxRenderers is the bound on CachedRenderers.
 const MaxRenderers = maxRenderers

@@ -2,7 +2,6 @@ package nethttp
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -134,35 +133,12 @@ func (e *Engine) rendererFor(p core.Policy) *renderer {
 	if p == e.render.policy {
 		return &e.render
 	}
-	m := e.renders.Load()
-	if m != nil {
-		if rd, ok := (*m)[p]; ok {
-			return rd
-		}
+	if rd, ok := e.renders.Load(p); ok {
+		return rd
 	}
 	rd := newRenderer(p, e.render.style, e.render.resetUnix)
 	rd.numbers = e.render.numbers
-	for {
-		var n int
-		if m != nil {
-			if old, ok := (*m)[p]; ok {
-				return old // added meanwhile
-			}
-			n = len(*m)
-		}
-		if n >= maxRenderers {
-			return &rd
-		}
-		next := make(map[core.Policy]*renderer, n+1)
-		if m != nil {
-			maps.Copy(next, *m)
-		}
-		next[p] = &rd
-		if e.renders.CompareAndSwap(m, &next) {
-			return &rd
-		}
-		m = e.renders.Load()
-	}
+	return e.renders.LoadOrStore(p, &rd)
 }
 
 // value is one header value being rendered: a ready string, or the span

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/internal/cow"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
@@ -38,8 +38,8 @@ type Engine struct {
 	lim      core.Limiter
 	plim     core.PolicyLimiter // lim, with WithPolicyFunc
 	cfg      config
-	render   renderer                                  // for lim.Policy()
-	renders  atomic.Pointer[map[core.Policy]*renderer] // for other policies: see rendererFor
+	render   renderer                        // for lim.Policy()
+	renders  cow.Map[core.Policy, *renderer] // for other policies: see rendererFor
 	deny     func(http.ResponseWriter, *http.Request, core.Decision)
 	keyError func(http.ResponseWriter, *http.Request, error)
 }
@@ -54,7 +54,7 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 	if lim == nil {
 		panic(fmt.Errorf("nethttp: %s: nil limiter", fn))
 	}
-	e := &Engine{lim: lim, deny: denyText, keyError: keyErrorText}
+	e := &Engine{lim: lim, deny: denyText, keyError: keyErrorText, renders: cow.Map[core.Policy, *renderer]{Max: maxRenderers}}
 	for _, o := range opts {
 		if o == nil {
 			panic(fmt.Errorf("nethttp: %s: nil Option", fn))

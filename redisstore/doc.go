@@ -263,8 +263,8 @@
 // seconds): the round trip runs on a goroutine of the Limiter while the
 // caller waits with its own timer. The context passed to a call bounds
 // the whole call, queueing included. With these rules the default 50ms
-// holds under a load that saturates the machine (TestLoadManyClients, run
-// in CI; figures in benchmarks/README.md), as long as Redis gets a CPU
+// holds under a load that saturates the machine (TestLoadManyClients;
+// figures in benchmarks/README.md), as long as Redis gets a CPU
 // when it needs one: a redis-server starved by other jobs on its machine
 // answers late, and the timeout reports it.
 //

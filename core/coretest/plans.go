@@ -32,6 +32,9 @@ func Plans(rng *rand.Rand, p core.Policy) []core.Policy {
 		if q.Algorithm == core.AlgFixedWindow && !countsFit(q, out) {
 			continue
 		}
+		if (q.Algorithm == core.AlgTokenBucket || q.Algorithm == core.AlgLeakyBucket) && !debtsFit(q, out) {
+			continue
+		}
 		out = append(out, q)
 	}
 	return out
@@ -278,4 +281,16 @@ func countsFit(q core.Policy, others []core.Policy) bool {
 		}
 	}
 	return true
+}
+
+// debtsFit reports whether a bucket key can move between q and the others
+// with its debt within maxTestSpan: the largest Burst at the slowest rate.
+// (The Redis store keeps a debt of at most 2^52 ns, 52 days: a key that has
+// used more units than that at its new rate is capped there.)
+func debtsFit(q core.Policy, others []core.Policy) bool {
+	burst, interval := q.Burst, int64(q.Interval())
+	for _, o := range others {
+		burst, interval = max(burst, o.Burst), max(interval, int64(o.Interval()))
+	}
+	return burst <= maxTestSpan/interval
 }

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -47,10 +46,11 @@ import (
 // for the timeout (Redis has stopped answering, and the calls ahead of it
 // are stuck). Time spent queued behind round trips that Redis answers does
 // not count: the queue moves at Redis's pace, which is the backpressure.
-// And before concluding that Redis did not answer, a caller lets the
-// goroutines that were ready to run before it run first (catchUp): on a
-// saturated process, a timer wakes its goroutine at once while the answer
-// Redis sent in time waits for the network poller and the run queue.
+// Nor does time this process spent too busy to read an answer (lagWatch):
+// on a saturated process a timer wakes its goroutine at once while the
+// answer Redis sent in time waits for the network poller and the run
+// queue. And before concluding that Redis did not answer, a caller lets
+// the goroutines that were ready to run before it run first (catchUp).
 type batcher struct {
 	rdb        redis.UniversalClient
 	cluster    *redis.ClusterClient // the same client, when it is one
@@ -69,8 +69,9 @@ type batcher struct {
 	closed  bool
 	wg      sync.WaitGroup // the workers
 
-	base     time.Time    // monotonic origin of the ns below
-	progress atomic.Int64 // when a round trip was last sent or answered
+	lag          *lagWatch    // shared by a Cluster's node batchers
+	progress     atomic.Int64 // nanotime when a round trip was last sent or answered
+	progressLost atomic.Int64 // lag.lost then
 
 	// On a Cluster (routeCluster), a batcher per node once the cluster
 	// client knows the slots (routed), so that each node's calls go
@@ -110,11 +111,9 @@ const (
 	// batches get smaller and their decisions slower (BenchmarkRedis,
 	// benchmarks/README.md).
 	defaultMaxFlights = 2
-	// catchUpRounds bounds how often a call that is overdue yields to the
-	// goroutines ahead of it, while each round shows this process behind
-	// by more than catchUpLag.
-	catchUpRounds = 64
-	catchUpLag    = time.Millisecond
+	// catchUpLag is how long an overdue call still waits once this
+	// process has caught up, for a worker that is delivering its answer.
+	catchUpLag = time.Millisecond
 	// flightLimit bounds a round trip on clients that honour context
 	// deadlines (the callers have given up long before): a busy process
 	// may read an answer late, and a deadline that passes before the read
@@ -132,14 +131,16 @@ type call struct {
 	now    int64  // tests: the script's now in ns, when hasNow
 	hasNow bool
 
-	b      *batcher // the batcher it was submitted to
-	state  atomic.Int32
-	sentAt atomic.Int64 // the batcher's clock when it was sent
-	res    core.Decision
-	used   int64 // Peek and Get: the key's usage
-	err    error
-	done   chan struct{} // capacity 1: the batcher never blocks on it
-	timer  *time.Timer   // the caller's, reused with the call
+	b        *batcher // the batcher it was submitted to
+	state    atomic.Int32
+	queuedAt int64        // nanotime when it was submitted
+	sentAt   atomic.Int64 // nanotime when it was sent
+	sentLost atomic.Int64 // b.lag.lost then
+	res      core.Decision
+	used     int64 // Peek and Get: the key's usage
+	err      error
+	done     chan struct{} // capacity 1: the batcher never blocks on it
+	timer    *time.Timer   // the caller's, reused with the call
 }
 
 const (
@@ -180,6 +181,7 @@ func (c *call) answered() bool {
 
 func newBatcher(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBatch, maxFlights int, testClock bool) *batcher {
 	b := newQueue(rdb, s, timeout, maxBatch, maxFlights, testClock)
+	b.lag = newLagWatch()
 	switch c := rdb.(type) {
 	case *redis.Client:
 		b.route = routeOne
@@ -198,7 +200,6 @@ func newQueue(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBa
 		maxBatch:   maxBatch,
 		maxFlights: maxFlights,
 		testClock:  testClock,
-		base:       time.Now(),
 		route:      routePerKey,
 	}
 }
@@ -210,7 +211,7 @@ func (b *batcher) node(n *redis.Client) *batcher {
 	nb := b.nodes[n]
 	if nb == nil {
 		nb = newQueue(b.rdb, b.scripts, b.timeout, b.maxBatch, b.maxFlights, b.testClock)
-		nb.route, nb.cluster = routeNode, b.cluster
+		nb.route, nb.cluster, nb.lag = routeNode, b.cluster, b.lag
 		if b.nodes == nil {
 			b.nodes = make(map[*redis.Client]*batcher)
 		}
@@ -218,8 +219,6 @@ func (b *batcher) node(n *redis.Client) *batcher {
 	}
 	return nb
 }
-
-func (b *batcher) nanotime() int64 { return int64(time.Since(b.base)) }
 
 // worker is a goroutine of the batcher that sends round trips.
 type worker struct {
@@ -237,6 +236,7 @@ func (b *batcher) submit(c *call) bool {
 		}
 	}
 	c.b = b
+	c.queuedAt = nanotime()
 	b.mu.Lock()
 	switch {
 	case b.closed:
@@ -317,14 +317,16 @@ func (b *batcher) take(batch []*call) []*call {
 
 // send runs one round trip for the calls of batch whose callers still wait.
 func (b *batcher) send(batch []*call) {
-	now := b.nanotime()
+	now, lost := nanotime(), b.lag.lost.Load()
 	live := batch[:0]
 	for _, c := range batch {
+		c.sentLost.Store(lost)
 		c.sentAt.Store(now)
 		if c.state.CompareAndSwap(callPending, callSent) {
 			live = append(live, c)
 		}
 	}
+	b.progressLost.Store(lost)
 	b.progress.Store(now)
 	if len(live) == 0 {
 		return
@@ -332,7 +334,8 @@ func (b *batcher) send(batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), flightLimit)
 	b.exec(ctx, live)
 	cancel()
-	b.progress.Store(b.nanotime())
+	b.progressLost.Store(b.lag.lost.Load())
+	b.progress.Store(nanotime())
 	for _, c := range live {
 		c.done <- struct{}{}
 	}
@@ -340,105 +343,47 @@ func (b *batcher) send(batch []*call) {
 
 // untilOverdue is how long c may still wait before Redis counts as not
 // answering it (<= 0: overdue): its round trip's time out, or, while it
-// is queued, the time since a round trip was last sent or answered.
+// is queued, the time since a round trip was last sent or answered; either
+// without the time this process was behind meanwhile (lagWatch), for at
+// most behindLimit past the timeout.
 func (b *batcher) untilOverdue(c *call) time.Duration {
-	since := b.progress.Load()
+	since, lost := b.progress.Load(), b.progressLost.Load()
 	if c.state.Load() == callSent {
-		since = c.sentAt.Load()
+		since, lost = c.sentAt.Load(), c.sentLost.Load()
 	}
-	return b.timeout - time.Duration(b.nanotime()-since)
+	now := nanotime()
+	waited := now - since
+	if now-c.queuedAt < int64(b.timeout+behindLimit) {
+		waited -= min(b.lag.lost.Load()-lost, waited)
+	}
+	return b.timeout - time.Duration(waited)
 }
 
 // catchUp is called when c is overdue, before its caller gives up: it
 // gives this process the chance to read an answer that Redis sent in
 // time. It yields the processor to the goroutines that were ready before
-// the caller, then measures how promptly this process reads its own
-// network (pollLag): while that takes catchUpLag or more, the process is
-// behind (its run queue, or the operating system's, has not let it read
-// what arrived) and it tries again. Once the process reads promptly, an
-// answer that had arrived has been seen, and the caller gives its round
-// trip catchUpLag more to deliver it. It reports whether c was answered.
+// the caller, then has lagWatch account for the time the process has been
+// behind: if that time makes c no longer overdue, the caller waits again.
+// Otherwise it gives c's round trip catchUpLag more to deliver. It reports
+// whether c was answered.
 func (b *batcher) catchUp(ctx context.Context, c *call) bool {
-	for range catchUpRounds {
-		runtime.Gosched()
-		if c.answered() {
-			return true
-		}
-		if b.untilOverdue(c) > 0 {
-			return false
-		}
-		lag := pollLag()
-		if c.answered() {
-			return true
-		}
-		if lag >= catchUpLag {
-			continue
-		}
-		runtime.Gosched()
-		c.timer.Reset(catchUpLag)
-		select {
-		case <-c.done:
-			return true
-		case <-ctx.Done():
-		case <-c.timer.C:
-		}
+	runtime.Gosched()
+	if c.answered() {
+		return true
+	}
+	b.lag.check()
+	if b.untilOverdue(c) > 0 {
 		return false
 	}
+	runtime.Gosched()
+	c.timer.Reset(catchUpLag)
+	select {
+	case <-c.done:
+		return true
+	case <-ctx.Done():
+	case <-c.timer.C:
+	}
 	return false
-}
-
-// pollLag measures how long this process takes to see data arrive on a
-// file descriptor: it reads from a pipe of its own, through the network
-// poller as every socket read, a byte that another goroutine writes once
-// the read waits. Concurrent callers share one measurement. An error (the
-// pipe cannot be made) reads as no lag.
-func pollLag() time.Duration {
-	p := &probe
-	p.mu.Lock()
-	if p.r == nil && p.err == nil {
-		p.r, p.w, p.err = os.Pipe()
-	}
-	if p.err != nil {
-		p.mu.Unlock()
-		return 0
-	}
-	if p.done != nil { // a measurement is under way: share it
-		done := p.done
-		p.mu.Unlock()
-		<-done
-		p.mu.Lock()
-		lag := p.lag
-		p.mu.Unlock()
-		return lag
-	}
-	done := make(chan struct{})
-	p.done = done
-	p.mu.Unlock()
-
-	start := time.Now()
-	go func() { _, _ = p.w.Write([]byte{0}) }()
-	var buf [1]byte
-	_, err := p.r.Read(buf[:])
-	lag := time.Since(start)
-	if err != nil {
-		lag = 0
-	}
-
-	p.mu.Lock()
-	p.lag, p.done = lag, nil
-	p.mu.Unlock()
-	close(done)
-	return lag
-}
-
-// probe is pollLag's pipe, made on first use and kept for the life of the
-// process (two file descriptors).
-var probe struct {
-	mu   sync.Mutex
-	r, w *os.File
-	err  error
-	done chan struct{} // closed when the measurement under way ends
-	lag  time.Duration
 }
 
 // close stops the workers, once they have sent what was submitted.

@@ -222,7 +222,7 @@ func TestResetUndoneByAnInFlightDenial(t *testing.T) {
 func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 	answered := func() *call {
 		c := getCall()
-		c.b = &batcher{base: time.Now()}
+		c.b = &batcher{lag: newLagWatch()}
 		c.state.Store(callSent)
 		c.res = core.Decision{Allowed: true, Remaining: 7}
 		c.done <- struct{}{}
@@ -235,7 +235,7 @@ func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 		putCall(c)
 	}
 	// A batcher whose every call is overdue at once.
-	overdue := func() *Limiter { return &Limiter{b: &batcher{base: time.Now()}} }
+	overdue := func() *Limiter { return &Limiter{b: &batcher{lag: newLagWatch()}} }
 	t.Run("the timer fired", func(t *testing.T) {
 		l := overdue()
 		for range 100 {

@@ -1,0 +1,98 @@
+package redisstore
+
+import (
+	"math"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// lagWatch measures how long this process has lately been too busy to
+// read Redis's answers on time, from the Go runtime's own record of how
+// long goroutines that were ready to run waited for a CPU
+// (/sched/latencies:seconds). That wait is what a batcher's worker spends
+// between Redis's answer reaching the socket and reading it: on a saturated
+// process (a connection storm, a CPU shared with other work) it reaches
+// hundreds of milliseconds while Redis answers in one (benchmarks/README.md,
+// "Load scenario"). Time the process spent behind is not held against Redis
+// (batcher.untilOverdue).
+//
+// It reads the runtime when a Limiter is made and then only when a call is
+// overdue, at most once per lagReadEvery; no goroutine of its own. Each
+// reading compares the histogram with the previous one, so successive
+// readings (by any caller) cover the time since the first without a gap.
+// For each interval between two readings it adds to lost the longest wait
+// that ended in it, times lagSteps, at most the interval.
+type lagWatch struct {
+	mu     sync.Mutex
+	sample [1]metrics.Sample
+	prev   []uint64 // the histogram's counts at the previous reading
+	readAt int64    // nanotime of the previous reading
+
+	lost atomic.Int64 // ns this process was behind, summed since it was made
+}
+
+const (
+	schedLatencies = "/sched/latencies:seconds"
+	// lagReadEvery spaces the readings: under a storm of overdue calls,
+	// one reads and the others use its result.
+	lagReadEvery = time.Millisecond
+	// lagSteps: a round trip waits for a CPU a few times (to write, to
+	// read, and a few more when it opens a connection first), each up to
+	// the longest wait the runtime saw.
+	lagSteps = 4
+	// behindLimit bounds the time a call is given back while the process
+	// is behind, past its own timeout.
+	behindLimit = 5 * time.Second
+)
+
+func newLagWatch() *lagWatch {
+	w := &lagWatch{}
+	w.sample[0].Name = schedLatencies
+	w.check()
+	return w
+}
+
+// check adds to lost the time this process was behind since the previous
+// reading, unless that reading is younger than lagReadEvery.
+func (w *lagWatch) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := nanotime()
+	if w.prev != nil && now-w.readAt < int64(lagReadEvery) {
+		return
+	}
+	metrics.Read(w.sample[:])
+	if w.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return // not measured by this runtime: never behind
+	}
+	h := w.sample[0].Value.Float64Histogram()
+	first := w.prev == nil
+	if first {
+		w.prev = make([]uint64, len(h.Counts))
+	}
+	// Counts[i] is the waits in [Buckets[i], Buckets[i+1]).
+	var longest float64
+	for i, n := range h.Counts {
+		if n != w.prev[i] {
+			longest = h.Buckets[i+1]
+			if math.IsInf(longest, 1) {
+				longest = h.Buckets[i]
+			}
+		}
+		w.prev[i] = n
+	}
+	if !first {
+		behind := time.Duration(longest*float64(time.Second)) * lagSteps
+		w.lost.Add(min(int64(behind), now-w.readAt))
+	}
+	w.readAt = now
+}
+
+// clockBase is the origin of nanotime, shared by every batcher and
+// lagWatch of the process so that their instants compare.
+var clockBase = time.Now()
+
+// nanotime is the monotonic time since clockBase, in ns.
+func nanotime() int64 { return int64(time.Since(clockBase)) }

@@ -252,19 +252,22 @@
 // requests that Redis answers waits for them, however busy this process
 // is: at most two requests are in flight per Limiter (per node on a
 // Cluster), the queue moves at the pace Redis answers, and that is the
-// backpressure on the callers. Before it concludes that Redis did not
-// answer, a call checks that this process reads its own network promptly,
-// and waits while it does not, so that an answer that came in time but
-// was not read yet still wins. So a call returns about the timeout after
-// Redis stopped answering, plus this process's own delay in getting to
-// it. A stopped Redis shows as errors; once it is back, decisions resume
+// backpressure on the callers. Nor does time this process spent too busy
+// to read an answer count against Redis: from the Go runtime's record of
+// how long goroutines ready to run waited for a CPU, a call that is overdue
+// gives back the time the process was behind since its request was sent,
+// so that an answer that came in time but was not read yet still wins (at
+// most 5 s past the timeout; a process that keeps up gives back nothing).
+// So a call returns about the timeout after Redis stopped answering, plus
+// this process's own delay in getting to it. A stopped Redis shows as errors; once it is back, decisions resume
 // with the same Limiter. The bound holds whatever the client's settings
 // (TestRedisDown, TestSlowRedis: behind a proxy that delays every reply by
 // seconds): the round trip runs on a goroutine of the Limiter while the
 // caller waits with its own timer. The context passed to a call bounds
 // the whole call, queueing included. With these rules the default 50ms
-// holds under a load that saturates the machine (TestLoadManyClients;
-// figures in benchmarks/README.md), as long as Redis gets a CPU
+// holds under a load that saturates the machine, a storm of new
+// connections included (TestLoadManyClients and TestLoadManyClientsCluster,
+// run in CI; figures in benchmarks/README.md), as long as Redis gets a CPU
 // when it needs one: a redis-server starved by other jobs on its machine
 // answers late, and the timeout reports it.
 //

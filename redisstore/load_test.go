@@ -109,6 +109,7 @@ func TestLoadManyClientsCluster(t *testing.T) {
 type loadServer struct {
 	url       string
 	failOpens atomic.Int64 // store errors let through
+	longest   atomic.Int64 // the longest limiter call, ns
 	firstErr  atomic.Pointer[error]
 }
 
@@ -126,6 +127,9 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 		t.Cleanup(func() { _ = lim.Close() })
 		s := &loadServer{}
 		mw := nethttp.Middleware(lim, nethttp.WithHook(func(ev nethttp.Event) {
+			for l := s.longest.Load(); int64(ev.Latency) > l && !s.longest.CompareAndSwap(l, int64(ev.Latency)); {
+				l = s.longest.Load()
+			}
 			if ev.Err == nil || ev.Outcome == nethttp.OutcomeDenied {
 				return
 			}
@@ -236,6 +240,9 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 		}
 	}
 	failOpens := servers[0].failOpens.Load() + servers[1].failOpens.Load()
+	// How long the busiest moments kept a call waiting: time this
+	// process was too busy to read Redis's answer is not a timeout.
+	t.Logf("longest limiter call: %v", time.Duration(max(servers[0].longest.Load(), servers[1].longest.Load())).Round(time.Millisecond))
 	t.Logf("%d clients, %d requests in %v (%.0f requests/s): %d admitted, %d denied, %d fail-open, %d other statuses, %d transport errors",
 		clients, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), sum, denied.Load(), failOpens, other.Load(), failed.Load())
 	// Whether the machine had a CPU for Redis and for this process when

@@ -111,9 +111,13 @@ const (
 	// batches get smaller and their decisions slower (BenchmarkRedis,
 	// benchmarks/README.md).
 	defaultMaxFlights = 2
-	// catchUpLag is how long an overdue call still waits once this
-	// process has caught up, for a worker that is delivering its answer.
-	catchUpLag = time.Millisecond
+	// catchUpLag: an overdue call whose yield took this long or longer
+	// finds the process behind, and yields again (at most catchUpRounds
+	// times) until the time lost is accounted for (lagWatch); once it
+	// finds the process keeping up, it waits this long more for a worker
+	// that is delivering its answer.
+	catchUpLag    = time.Millisecond
+	catchUpRounds = 64
 	// flightLimit bounds a round trip on clients that honour context
 	// deadlines (the callers have given up long before): a busy process
 	// may read an answer late, and a deadline that passes before the read
@@ -317,7 +321,9 @@ func (b *batcher) take(batch []*call) []*call {
 
 // send runs one round trip for the calls of batch whose callers still wait.
 func (b *batcher) send(batch []*call) {
-	now, lost := nanotime(), b.lag.lost.Load()
+	now := nanotime()
+	b.lag.refresh(now)
+	lost := b.lag.lost.Load()
 	live := batch[:0]
 	for _, c := range batch {
 		c.sentLost.Store(lost)
@@ -362,18 +368,28 @@ func (b *batcher) untilOverdue(c *call) time.Duration {
 // catchUp is called when c is overdue, before its caller gives up: it
 // gives this process the chance to read an answer that Redis sent in
 // time. It yields the processor to the goroutines that were ready before
-// the caller, then has lagWatch account for the time the process has been
-// behind: if that time makes c no longer overdue, the caller waits again.
-// Otherwise it gives c's round trip catchUpLag more to deliver. It reports
-// whether c was answered.
+// the caller (the worker that has an answer to read among them), then has
+// lagWatch account for the time the process has been behind, the yield's
+// own wait included: if that makes c no longer overdue, the caller waits
+// again. While each yield still waits catchUpLag or more, it tries again;
+// once one does not, it gives c's round trip catchUpLag more to deliver.
+// It reports whether c was answered.
 func (b *batcher) catchUp(ctx context.Context, c *call) bool {
-	runtime.Gosched()
-	if c.answered() {
-		return true
-	}
-	b.lag.check()
-	if b.untilOverdue(c) > 0 {
-		return false
+	for range catchUpRounds {
+		start := nanotime()
+		runtime.Gosched()
+		if c.answered() {
+			return true
+		}
+		yielded := nanotime() - start
+		b.lag.observe(yielded)
+		b.lag.check()
+		if b.untilOverdue(c) > 0 {
+			return false
+		}
+		if yielded < int64(catchUpLag) {
+			break // the process keeps up: no answer is waiting to be read
+		}
 	}
 	runtime.Gosched()
 	c.timer.Reset(catchUpLag)

@@ -18,18 +18,26 @@ import (
 // "Load scenario"). Time the process spent behind is not held against Redis
 // (batcher.untilOverdue).
 //
-// It reads the runtime when a Limiter is made and then only when a call is
-// overdue, at most once per lagReadEvery; no goroutine of its own. Each
-// reading compares the histogram with the previous one, so successive
-// readings (by any caller) cover the time since the first without a gap.
-// For each interval between two readings it adds to lost the longest wait
-// that ended in it, times lagSteps, at most the interval.
+// It reads the runtime when a Limiter is made, when a call is overdue (at
+// most once per lagReadEvery) and when a round trip is sent if the last
+// reading is older than lagRefresh; no goroutine of its own. Each reading
+// compares the histogram with the previous one, so successive readings (by
+// any caller) cover the time since the first without a gap. For each
+// interval between two readings it adds to lost the longest wait that ended
+// in it, times lagSteps, at most the interval. The runtime records one wait
+// in eight, and only once it ends, so an overdue caller also measures its
+// own (observe): how long yielding the processor kept it waiting.
+// A call is given back what
+// was added after its round trip was sent; the refresh on sending keeps the
+// interval that straddles that instant short while traffic flows, so a
+// busy moment long before a call is not given to it.
 type lagWatch struct {
 	mu     sync.Mutex
 	sample [1]metrics.Sample
-	prev   []uint64 // the histogram's counts at the previous reading
-	readAt int64    // nanotime of the previous reading
+	prev   []uint64     // the histogram's counts at the previous reading
+	readAt atomic.Int64 // nanotime of the previous reading
 
+	seen atomic.Int64 // the longest wait observed since the last reading, ns
 	lost atomic.Int64 // ns this process was behind, summed since it was made
 }
 
@@ -38,6 +46,9 @@ const (
 	// lagReadEvery spaces the readings: under a storm of overdue calls,
 	// one reads and the others use its result.
 	lagReadEvery = time.Millisecond
+	// lagRefresh: a round trip sent after this long without a reading
+	// reads first.
+	lagRefresh = 100 * time.Millisecond
 	// lagSteps: a round trip waits for a CPU a few times (to write, to
 	// read, and a few more when it opens a connection first), each up to
 	// the longest wait the runtime saw.
@@ -54,13 +65,29 @@ func newLagWatch() *lagWatch {
 	return w
 }
 
+// observe records a wait of d ns for a CPU that a caller measured itself.
+func (w *lagWatch) observe(d int64) {
+	for s := w.seen.Load(); d > s && !w.seen.CompareAndSwap(s, d); s = w.seen.Load() {
+	}
+}
+
 // check adds to lost the time this process was behind since the previous
 // reading, unless that reading is younger than lagReadEvery.
-func (w *lagWatch) check() {
+func (w *lagWatch) check() { w.checkOlder(lagReadEvery) }
+
+// refresh is check for a round trip about to be sent at now: it reads only
+// when the previous reading is older than lagRefresh.
+func (w *lagWatch) refresh(now int64) {
+	if now-w.readAt.Load() >= int64(lagRefresh) {
+		w.checkOlder(lagRefresh)
+	}
+}
+
+func (w *lagWatch) checkOlder(age time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := nanotime()
-	if w.prev != nil && now-w.readAt < int64(lagReadEvery) {
+	if w.prev != nil && now-w.readAt.Load() < int64(age) {
 		return
 	}
 	metrics.Read(w.sample[:])
@@ -83,11 +110,12 @@ func (w *lagWatch) check() {
 		}
 		w.prev[i] = n
 	}
+	longest = max(longest, time.Duration(w.seen.Swap(0)).Seconds())
 	if !first {
 		behind := time.Duration(longest*float64(time.Second)) * lagSteps
-		w.lost.Add(min(int64(behind), now-w.readAt))
+		w.lost.Add(min(int64(behind), now-w.readAt.Load()))
 	}
-	w.readAt = now
+	w.readAt.Store(now)
 }
 
 // clockBase is the origin of nanotime, shared by every batcher and

@@ -16,9 +16,11 @@ import (
 )
 
 // saturate keeps 4 goroutines per processor running without blocking for
-// d, so that every goroutine that becomes ready meanwhile waits for a CPU:
-// the runtime preempts a running goroutine every 10ms or so, and the
-// others queue behind it.
+// d, so that every goroutine that becomes ready meanwhile waits for a CPU
+// (the runtime preempts a running goroutine every 10ms or so, and the
+// others queue behind it), and 32 more waking every millisecond: the
+// runtime records the wait of one wake in eight, so they make sure it has
+// many to record.
 func saturate(d time.Duration) (wait func()) {
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(d)
@@ -28,19 +30,20 @@ func saturate(d time.Duration) (wait func()) {
 			}
 		})
 	}
+	for range 32 {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
 	return wg.Wait
 }
 
 func TestLagWatchCountsTimeBehind(t *testing.T) {
 	w := newLagWatch()
 	before := w.lost.Load()
-	wait := saturate(300 * time.Millisecond)
-	// A goroutine that sleeps and wakes repeatedly meets the queue each
-	// time; the runtime records its waits.
-	for range 20 {
-		time.Sleep(5 * time.Millisecond)
-	}
-	wait()
+	saturate(300 * time.Millisecond)()
 	w.check()
 	lost := time.Duration(w.lost.Load() - before)
 	// 8 goroutines on 2 processors preempted every ~10ms: a ready one waits
@@ -51,8 +54,8 @@ func TestLagWatchCountsTimeBehind(t *testing.T) {
 	t.Run("no more than the time between readings", func(t *testing.T) {
 		w := newLagWatch()
 		start := w.lost.Load()
-		wait := saturate(50 * time.Millisecond)
 		readAt := nanotime()
+		wait := saturate(50 * time.Millisecond)
 		for range 10 {
 			time.Sleep(5 * time.Millisecond)
 			w.check()
@@ -60,6 +63,21 @@ func TestLagWatchCountsTimeBehind(t *testing.T) {
 		wait()
 		w.check()
 		assert.LessOrEqual(t, w.lost.Load()-start, nanotime()-readAt+int64(time.Millisecond))
+	})
+
+	t.Run("a busy moment before a round trip is sent is not given to it", func(t *testing.T) {
+		w := newLagWatch()
+		before := w.lost.Load()
+		saturate(300 * time.Millisecond)()
+		// The round trip is sent more than lagRefresh after the last
+		// reading: it reads first, so the busy moment is in what was lost
+		// before it was sent.
+		w.readAt.Add(-int64(lagRefresh))
+		w.refresh(nanotime())
+		atSend := w.lost.Load()
+		assert.GreaterOrEqual(t, time.Duration(atSend-before), 10*time.Millisecond, "the busy moment")
+		w.refresh(nanotime())
+		assert.Equal(t, atSend, w.lost.Load(), "a send within lagRefresh of a reading does not read")
 	})
 }
 

@@ -30,9 +30,12 @@ type Event struct {
 	// OutcomeFailedClosed, or OutcomeCanceled while the limiter was
 	// deciding) it holds what is known: Limit and Policy (from the
 	// limiter's answer, or else the policy it was asked to apply) and
-	// Source, Allowed false. It is zero when the WithPolicyFunc function
-	// failed, as no policy is known then, and for OutcomeKeyError and
-	// OutcomeCostError.
+	// Source, Allowed false. For OutcomeKeyError and OutcomeCostError it
+	// holds the Limit and Policy of the limiter (of the request, for a cost
+	// the limiter refused under WithPolicyFunc), so that metrics can say
+	// which limit the request met. It is zero when the WithPolicyFunc
+	// function failed, and for a key or cost error before it was called
+	// (it needs the key): no policy is known then.
 	Decision core.Decision
 	// Err is the failure, for OutcomeFailedOpen, OutcomeFailedClosed,
 	// OutcomeKeyError, OutcomeCostError and OutcomeCanceled: the limiter's

@@ -125,7 +125,7 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 		key, err = e.cfg.fallback(r)
 	}
 	if err != nil {
-		return e.reject(Event{Request: r, Outcome: OutcomeKeyError, Err: err},
+		return e.reject(Event{Request: r, Outcome: OutcomeKeyError, Decision: e.knownBeforeCall(), Err: err},
 			&Rejection{Status: http.StatusBadRequest, Err: err, kind: kindKey})
 	}
 	n := int64(1)
@@ -136,7 +136,7 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 			err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
 		}
 		if err != nil {
-			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Err: err},
+			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Decision: e.knownBeforeCall(), Err: err},
 				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
 		}
 	}
@@ -179,7 +179,12 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 			// for the hooks and the Rejection.
 			d.Allowed, d.RetryAfter = false, 0
 		case errors.Is(err, core.ErrInvalidCost):
-			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Err: err, Latency: latency},
+			applied := e.render.policy
+			if e.plim != nil {
+				applied = p
+			}
+			known := core.Decision{Limit: applied.Limit, Policy: applied}
+			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Decision: known, Err: err, Latency: latency},
 				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
 		default:
 			// What is known of the limit: the store's Limit and Policy,
@@ -226,6 +231,16 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 }
 
 // emit calls the hooks with ev.
+// knownBeforeCall is what an Event can say of the limit before the policy
+// is looked up: the limiter's own Limit and Policy, or nothing with
+// WithPolicyFunc, whose policy depends on the key.
+func (e *Engine) knownBeforeCall() core.Decision {
+	if e.cfg.policy != nil {
+		return core.Decision{}
+	}
+	return core.Decision{Limit: e.render.policy.Limit, Policy: e.render.policy}
+}
+
 func (e *Engine) emit(ev Event) {
 	for _, h := range e.cfg.hooks {
 		h(ev)

@@ -228,7 +228,8 @@ func TestMiddlewareCost(t *testing.T) {
 		assert.Equal(t, "192.0.2.1", ev.Key)
 		assert.Zero(t, ev.Cost)
 		assert.Zero(t, ev.Latency, "the limiter was not called")
-		assert.Equal(t, core.Decision{}, ev.Decision)
+		p := core.FixedWindow(100, time.Minute)
+		assert.Equal(t, core.Decision{Limit: 100, Policy: p}, ev.Decision, "the limit the request met, for metrics")
 		assert.EqualError(t, ev.Err, "cost function: expected integer")
 	})
 	t.Run("answers 500 for a cost of zero, a server bug", func(t *testing.T) {
@@ -355,6 +356,8 @@ func TestMiddlewareKeyErrors(t *testing.T) {
 		assert.ErrorIs(t, events[0].Err, keyfunc.ErrNoKey)
 		assert.Empty(t, events[0].Key)
 		assert.Zero(t, events[0].Cost)
+		p := core.FixedWindow(2, time.Minute)
+		assert.Equal(t, core.Decision{Limit: 2, Policy: p}, events[0].Decision, "the limit the request met, for metrics")
 	})
 	t.Run("limits each key separately", func(t *testing.T) {
 		h := newH(t)

@@ -63,7 +63,8 @@ func TestPolicyFuncAppliesEachRequestsPolicy(t *testing.T) {
 
 func TestPolicyFuncIsCalledAfterKeyAndCost(t *testing.T) {
 	var calls int
-	h := wrap(t, newLimiter(t, freePlan, newClock(t0)),
+	var events []nethttp.Event
+	h := wrap(t, newLimiter(t, freePlan, newClock(t0)), recorder(&events),
 		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")),
 		nethttp.WithCostFunc(func(r *http.Request) (int64, error) {
 			if r.Header.Get("X-Cost") == "bad" {
@@ -78,6 +79,12 @@ func TestPolicyFuncIsCalledAfterKeyAndCost(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, get(h, "").Code)
 	assert.Equal(t, http.StatusInternalServerError, get(h, "", "X-API-Key", "a", "X-Cost", "bad").Code)
 	assert.Zero(t, calls)
+	// The request's policy is not known without calling f, so the events
+	// do not name the limiter's own, which could be another plan's.
+	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeKeyError, nethttp.OutcomeCostError}, outcomes(events))
+	for _, ev := range events {
+		assert.Equal(t, core.Decision{}, ev.Decision)
+	}
 }
 
 // planLimiter is a PolicyLimiter whose decisions describe the policy of

@@ -50,7 +50,8 @@ const (
 	// PolicyKey is the policy's name: core.Policy.Name, or for a policy
 	// without a name the one the middleware gives it in the IETF
 	// RateLimit-Policy header ("tokenbucket-100-per-60s"); "" when no
-	// policy was known (a key or cost error, a failed WithPolicyFunc).
+	// policy was known (a failed WithPolicyFunc lookup, or a key or cost
+	// error under WithPolicyFunc, which needs the key).
 	PolicyKey = attribute.Key("ratelimit.policy")
 	// OutcomeKey is nethttp.Outcome.String(): "allowed", "denied", ...
 	OutcomeKey = attribute.Key("ratelimit.outcome")

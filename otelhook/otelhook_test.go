@@ -533,9 +533,9 @@ func TestMiddleware(t *testing.T) {
 
 		got := collect(t, reader)
 		assert.Equal(t, map[string]int64{
-			"ratelimit.outcome=allowed,ratelimit.policy=per-ip,ratelimit.source=store": 3,
-			"ratelimit.outcome=denied,ratelimit.policy=per-ip,ratelimit.source=store":  1,
-			"ratelimit.outcome=key-error,ratelimit.policy=,ratelimit.source=store":     1,
+			"ratelimit.outcome=allowed,ratelimit.policy=per-ip,ratelimit.source=store":   3,
+			"ratelimit.outcome=denied,ratelimit.policy=per-ip,ratelimit.source=store":    1,
+			"ratelimit.outcome=key-error,ratelimit.policy=per-ip,ratelimit.source=store": 1,
 		}, requests(t, got))
 		h4 := got[otelhook.StoreDurationName].Data.(metricdata.Histogram[float64])
 		require.Len(t, h4.DataPoints, 1)

@@ -66,10 +66,10 @@
 //
 // The policy label is core.Policy.Name, or, for a policy without a name, the
 // name the middleware gives it in the IETF RateLimit-Policy header, derived
-// from the policy alone ("tokenbucket-100-per-60s"). It is "" when the
-// middleware knew no policy: for key-error and cost-error, which happen
-// before the limiter is asked, and when a nethttp.WithPolicyFunc lookup
-// failed. Policy names come from the program, never from the request, so
+// from the policy alone ("tokenbucket-100-per-60s"); for key-error and
+// cost-error, the limiter's own policy. It is "" when the middleware knew
+// no policy: when a nethttp.WithPolicyFunc lookup failed, and for key and
+// cost errors under WithPolicyFunc (the lookup needs the key). Policy names come from the program, never from the request, so
 // the number of series is bounded by the number of policies the program
 // uses: with WithPolicyFunc, that is
 // the number of distinct policies it returns (one per plan, say). A

@@ -85,9 +85,9 @@ func TestMiddlewareCountsRequests(t *testing.T) {
 	require.True(t, strings.HasPrefix(header.Get("RateLimit-Policy"), `"`+policy+`";`), header.Get("RateLimit-Policy"))
 
 	assert.Equal(t, map[string]float64{
-		`outcome="allowed",policy="` + policy + `",source="store"`: 4,
-		`outcome="denied",policy="` + policy + `",source="store"`:  2,
-		`outcome="key-error",policy="",source="store"`:             1, // no policy known yet
+		`outcome="allowed",policy="` + policy + `",source="store"`:   4,
+		`outcome="denied",policy="` + policy + `",source="store"`:    2,
+		`outcome="key-error",policy="` + policy + `",source="store"`: 1, // the limiter's own policy
 	}, counts(t, reg, "ratelimit_requests_total"))
 	n, _ := samples(t, reg, "ratelimit_store_duration_seconds")
 	assert.Equal(t, map[string]uint64{`policy="` + policy + `"`: 6}, n, "every decision, not the key error")

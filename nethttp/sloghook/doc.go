@@ -31,7 +31,8 @@
 // Every line has the attributes outcome, policy and count. The policy is
 // [core.Policy].Name, or the name nethttp derives for the RateLimit-Policy
 // header, such as "tokenbucket-100-per-60s"; it is left out when no policy
-// is known (key and cost errors, a failed [nethttp.WithPolicyFunc] lookup).
+// is known (a failed [nethttp.WithPolicyFunc] lookup, and key and cost
+// errors under it, as the lookup needs the key).
 // Failures add source. A line logged at once adds error; a summary adds
 // period (the time since the group's previous line) and last_error (the
 // last error counted).

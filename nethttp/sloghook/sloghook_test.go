@@ -272,7 +272,8 @@ func TestFailures(t *testing.T) {
 	t.Run("logs key and cost errors at Warn, aggregated likewise", func(t *testing.T) {
 		h, c, out := setup()
 		for range 3 {
-			// nethttp gives them a zero Decision: no policy is known yet.
+			// Under WithPolicyFunc nethttp gives them a zero Decision: no
+			// policy is known before the lookup, which needs the key.
 			h.Handle(failed(nethttp.OutcomeKeyError, core.Policy{}, core.SourceStore, errors.New("keyfunc: no key in request: header X-API-Key is missing or empty")))
 			h.Handle(failed(nethttp.OutcomeCostError, core.Policy{}, core.SourceStore, errors.New("cost function: batch too large")))
 		}

@@ -116,8 +116,12 @@
 //   - token and leaky bucket: the debt (TAT - now, what is used and not
 //     yet refilled) times the new interval over the old one, exactly
 //     (fractions included), rounded up to the nanosecond, and at most
-//     2^52 ns. Burst is not in the state: only a change of Window/Limit
-//     converts.
+//     2^52 ns (about 52 days; every policy's Recovery is within it). Here
+//     alone this store differs from core.MemoryLimiter, which keeps a
+//     longer debt: a key moved to a plan thousands of times slower after
+//     using more than 52 days of the new plan's units is denied for 52
+//     days rather than for the whole converted debt. Burst is not in the
+//     state: only a change of Window/Limit converts.
 //   - fixed window: the count of the key's window under its old Window,
 //     if that window has not ended, becomes the count of the new policy's
 //     current window (nothing if it has ended). With the same Window the

@@ -357,12 +357,19 @@ func (b *batcher) untilOverdue(c *call) time.Duration {
 	if c.state.Load() == callSent {
 		since, lost = c.sentAt.Load(), c.sentLost.Load()
 	}
-	now := nanotime()
+	return overdueIn(b.timeout, nanotime(), since, b.lag.lost.Load()-lost, c.queuedAt)
+}
+
+// overdueIn is untilOverdue's arithmetic, in ns of nanotime: the timeout
+// less the time waited since since, less the time lost (this process
+// behind) meanwhile, which counts only until behindLimit past the timeout
+// since the call was queued.
+func overdueIn(timeout time.Duration, now, since, lost, queuedAt int64) time.Duration {
 	waited := now - since
-	if now-c.queuedAt < int64(b.timeout+behindLimit) {
-		waited -= min(b.lag.lost.Load()-lost, waited)
+	if now-queuedAt < int64(timeout+behindLimit) {
+		waited -= min(lost, waited)
 	}
-	return b.timeout - time.Duration(waited)
+	return timeout - time.Duration(waited)
 }
 
 // catchUp is called when c is overdue, before its caller gives up: it

@@ -32,6 +32,11 @@ import (
 // interval that straddles that instant short while traffic flows, so a
 // busy moment long before a call is not given to it.
 type lagWatch struct {
+	// read returns the runtime's histogram of waits (nil: not measured),
+	// and clock the nanotime; tests replace both.
+	read  func() *metrics.Float64Histogram
+	clock func() int64
+
 	mu     sync.Mutex
 	sample [1]metrics.Sample
 	prev   []uint64     // the histogram's counts at the previous reading
@@ -59,10 +64,20 @@ const (
 )
 
 func newLagWatch() *lagWatch {
-	w := &lagWatch{}
+	w := &lagWatch{clock: nanotime}
 	w.sample[0].Name = schedLatencies
+	w.read = w.readRuntime
 	w.check()
 	return w
+}
+
+// readRuntime reads /sched/latencies:seconds. w.mu is held.
+func (w *lagWatch) readRuntime() *metrics.Float64Histogram {
+	metrics.Read(w.sample[:])
+	if w.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return w.sample[0].Value.Float64Histogram()
 }
 
 // observe records a wait of d ns for a CPU that a caller measured itself.
@@ -86,15 +101,14 @@ func (w *lagWatch) refresh(now int64) {
 func (w *lagWatch) checkOlder(age time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := nanotime()
+	now := w.clock()
 	if w.prev != nil && now-w.readAt.Load() < int64(age) {
 		return
 	}
-	metrics.Read(w.sample[:])
-	if w.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+	h := w.read()
+	if h == nil {
 		return // not measured by this runtime: never behind
 	}
-	h := w.sample[0].Value.Float64Histogram()
 	first := w.prev == nil
 	if first {
 		w.prev = make([]uint64, len(h.Counts))

@@ -261,13 +261,14 @@ func (s suite) stacked(t *testing.T) {
 		"RateLimit", `"per-ip";r=2;t=1, "per-key";r=2;t=59`), rateHeaders(w), "no Retry-After")
 }
 
-// recorder returns a WithHook option appending every Event to *events.
-func recorder(events *[]nethttp.Event) nethttp.Option {
+// Recorder returns a WithHook option appending every Event to *events (not
+// safe for concurrent requests).
+func Recorder(events *[]nethttp.Event) nethttp.Option {
 	return nethttp.WithHook(func(ev nethttp.Event) { *events = append(*events, ev) })
 }
 
-// outcomes lists the events' outcomes.
-func outcomes(events []nethttp.Event) []nethttp.Outcome {
+// Outcomes lists the events' outcomes.
+func Outcomes(events []nethttp.Event) []nethttp.Outcome {
 	out := make([]nethttp.Outcome, len(events))
 	for i, ev := range events {
 		out[i] = ev.Outcome
@@ -278,13 +279,13 @@ func outcomes(events []nethttp.Event) []nethttp.Outcome {
 func (s suite) dryRun(t *testing.T) {
 	lim, _ := s.limiter(t, core.FixedWindow(1, time.Minute))
 	var events []nethttp.Event
-	h := s.Mount(t, lim, nethttp.WithDryRun(), recorder(&events))
+	h := s.Mount(t, lim, nethttp.WithDryRun(), Recorder(&events))
 	for range 3 {
 		w := get(h, "/items/1")
 		require.Equal(t, http.StatusOK, w.Code)
 		assert.Empty(t, w.Header().Get("Retry-After"))
 	}
-	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun, nethttp.OutcomeDryRun}, outcomes(events))
+	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun, nethttp.OutcomeDryRun}, Outcomes(events))
 	assert.Equal(t, x("1", "0", "60"), rateHeaders(get(h, "/items/1")))
 }
 
@@ -298,18 +299,18 @@ func (s suite) failure(t *testing.T) {
 	both := nethttp.WithHeaderStyle(nethttp.HeadersBoth)
 	known := headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`)
 
-	w := get(s.Mount(t, broken, recorder(&events), both), "/items/1")
+	w := get(s.Mount(t, broken, Recorder(&events), both), "/items/1")
 	assert.Equal(t, http.StatusOK, w.Code)
 	assert.Equal(t, "ok", w.Body.String())
 	assert.Equal(t, known, rateHeaders(w))
 
-	w = get(s.Mount(t, broken, recorder(&events), both, nethttp.WithFailClosed()), "/items/1")
+	w = get(s.Mount(t, broken, Recorder(&events), both, nethttp.WithFailClosed()), "/items/1")
 	s.assertRejected(t, w, http.StatusServiceUnavailable)
 	assert.Equal(t, known, rateHeaders(w))
 	assert.NotContains(t, w.Body.String(), "secret")
 	assert.NotContains(t, fmt.Sprint(w.Header()), "secret")
 
-	require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedOpen, nethttp.OutcomeFailedClosed}, outcomes(events))
+	require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedOpen, nethttp.OutcomeFailedClosed}, Outcomes(events))
 	for _, ev := range events {
 		assert.ErrorIs(t, ev.Err, secret)
 		assert.Equal(t, "192.0.2.1", ev.Key)
@@ -324,7 +325,7 @@ func (s suite) plans(t *testing.T) {
 	pro := core.FixedWindow(50, time.Minute).WithName("pro")
 	lim, _ := s.limiter(t, free)
 	var events []nethttp.Event
-	h := s.Mount(t, lim, recorder(&events),
+	h := s.Mount(t, lim, Recorder(&events),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth),
 		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")),
 		nethttp.WithPolicyFunc(func(_ *http.Request, key string) (core.Policy, error) {
@@ -352,7 +353,7 @@ func (s suite) plans(t *testing.T) {
 
 	require.Len(t, events, 5)
 	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeAllowed, nethttp.OutcomeAllowed,
-		nethttp.OutcomeDenied, nethttp.OutcomeAllowed}, outcomes(events))
+		nethttp.OutcomeDenied, nethttp.OutcomeAllowed}, Outcomes(events))
 	assert.Equal(t, pro, events[1].Decision.Policy)
 	assert.Equal(t, free, events[3].Decision.Policy)
 }

@@ -137,7 +137,6 @@ type call struct {
 
 	b        *batcher // the batcher it was submitted to
 	state    atomic.Int32
-	queuedAt int64        // nanotime when it was submitted
 	sentAt   atomic.Int64 // nanotime when it was sent
 	sentLost atomic.Int64 // b.lag.lost then
 	res      core.Decision
@@ -240,7 +239,6 @@ func (b *batcher) submit(c *call) bool {
 		}
 	}
 	c.b = b
-	c.queuedAt = nanotime()
 	b.mu.Lock()
 	switch {
 	case b.closed:
@@ -357,16 +355,15 @@ func (b *batcher) untilOverdue(c *call) time.Duration {
 	if c.state.Load() == callSent {
 		since, lost = c.sentAt.Load(), c.sentLost.Load()
 	}
-	return overdueIn(b.timeout, nanotime(), since, b.lag.lost.Load()-lost, c.queuedAt)
+	return overdueIn(b.timeout, nanotime(), since, b.lag.lost.Load()-lost)
 }
 
 // overdueIn is untilOverdue's arithmetic, in ns of nanotime: the timeout
 // less the time waited since since, less the time lost (this process
-// behind) meanwhile, which counts only until behindLimit past the timeout
-// since the call was queued.
-func overdueIn(timeout time.Duration, now, since, lost, queuedAt int64) time.Duration {
+// behind) meanwhile, which counts only until behindLimit past the timeout.
+func overdueIn(timeout time.Duration, now, since, lost int64) time.Duration {
 	waited := now - since
-	if now-queuedAt < int64(timeout+behindLimit) {
+	if waited < int64(timeout+behindLimit) {
 		waited -= min(lost, waited)
 	}
 	return timeout - time.Duration(waited)

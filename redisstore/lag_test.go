@@ -176,21 +176,21 @@ func TestOverdueIn(t *testing.T) {
 	const ms = int64(time.Millisecond)
 	timeout := 50 * time.Millisecond
 	for _, tc := range []struct {
-		name                       string
-		now, since, lost, queuedAt int64
-		want                       time.Duration
+		name             string
+		now, since, lost int64
+		want             time.Duration
 	}{
-		{"a process that keeps up: the timeout", 30 * ms, 0, 0, 0, 20 * time.Millisecond},
-		{"overdue at the timeout", 50 * ms, 0, 0, 0, 0},
-		{"past it", 70 * ms, 0, 0, 0, -20 * time.Millisecond},
-		{"time lost is given back", 70 * ms, 0, 30 * ms, 0, 10 * time.Millisecond},
-		{"never more than was waited", 70 * ms, 0, 500 * ms, 0, timeout},
-		{"counted from since", 170 * ms, 100 * ms, 30 * ms, 0, 10 * time.Millisecond},
-		{"until behindLimit past the timeout since queued", int64(timeout+behindLimit) - 1, 0, int64(behindLimit), 0, 1},
-		{"then no longer", int64(timeout + behindLimit), 0, int64(behindLimit), 0, -behindLimit},
+		{"a process that keeps up: the timeout", 30 * ms, 0, 0, 20 * time.Millisecond},
+		{"overdue at the timeout", 50 * ms, 0, 0, 0},
+		{"past it", 70 * ms, 0, 0, -20 * time.Millisecond},
+		{"time lost is given back", 70 * ms, 0, 30 * ms, 10 * time.Millisecond},
+		{"never more than was waited", 70 * ms, 0, 500 * ms, timeout},
+		{"counted from since", 170 * ms, 100 * ms, 30 * ms, 10 * time.Millisecond},
+		{"until behindLimit past the timeout", int64(timeout+behindLimit) - 1, 0, int64(behindLimit), 1},
+		{"then no longer", int64(timeout + behindLimit), 0, int64(behindLimit), -behindLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, overdueIn(timeout, tc.now, tc.since, tc.lost, tc.queuedAt))
+			assert.Equal(t, tc.want, overdueIn(timeout, tc.now, tc.since, tc.lost))
 		})
 	}
 }

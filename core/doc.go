@@ -61,32 +61,49 @@
 // When the policy a key is decided under changes (a key moved from free to
 // pro, or a plan's limit changed by a configuration reload while traffic
 // runs), the key keeps what it has used, counted in units of cost, and the
-// new policy applies from then on:
+// new policy applies from then on. A policy takes effect for a key at the
+// first AllowPolicy (admitted or denied) or Set under it; Peek and Get only
+// look. A change never adds capacity: what a key is promised is stated on
+// its history of admitted requests (instant, cost, and the policy each was
+// admitted under), counting the requests admitted before the change. For a
+// request admitted at instant t under policy P:
 //
-//   - token and leaky bucket: the tokens taken and not yet refilled (the
-//     requests still in the bucket) are kept exactly, fractions included,
-//     and refill (leave) at the new rate; a key that used 80 of free's 100
-//     has 9,920 of pro's 10,000, and one moved to a smaller Burst than it
-//     has used is denied until it is back under it;
-//   - fixed window: the count of the key's current window carries into the
-//     new policy's current window, even above its Limit, and is gone when
-//     that window ends; a window of the old policy that has already ended
-//     carries nothing (a count above the largest Limit the new Window
-//     allows, see Validate, is kept at that largest Limit);
-//   - sliding window: with the same Window and Buckets the counts are kept
-//     bucket by bucket; otherwise everything the trailing window counts is
-//     carried into the new policy's current bucket, and so expires one new
-//     Window later (stricter, never more generous).
+//   - fixed window: the requests admitted in P's epoch-aligned window that
+//     holds t, this one included, total at most P.Limit, counting each
+//     request admitted under another policy Q while it is within Q.Window
+//     of t;
+//   - sliding window: the same holds for the P.Buckets buckets of P that end
+//     with t's bucket, and the P.Buckets+1 buckets that end with it hold at
+//     most P.MaxInWindow (buckets of Window/Buckets, epoch-aligned);
+//   - token bucket: the key's level, the cost of every admitted request less
+//     what has refilled since (at each moment at the rate, Limit per Window,
+//     of the policy then in force; never below zero), is at most P.Burst
+//     after the admission;
+//   - leaky bucket: each request is served at its instant plus its Delay,
+//     and a request of cost n admitted under Q is followed by the next one
+//     served no sooner than n intervals (Q.Window/Q.Limit) later: a change
+//     neither moves nor crowds the requests already queued; and the
+//     requests not yet served at t (served at t or later) cost at most
+//     P.Burst, this one included.
+//
+// For a key that stays on one policy these are the usual guarantees, and no
+// interval of one Window admits more than Policy.MaxInWindow. Where a state
+// cannot know exactly what still lies inside the new policy's window, the
+// conversion counts what might (a fixed window assumes the old policy's
+// previous window was full when that window overlaps the new one's, a
+// sliding window counts each old bucket in the newest new bucket it
+// overlaps), and a leaky bucket keeps its queued requests at their
+// instants and schedules new ones after them: stricter, never more generous.
+// A count or debt the new policy cannot hold is kept at the largest it can,
+// which still denies every request. Set makes a key's history one request
+// of the given usage at that instant; Reset empties it.
 //
 // A key whose policy changes on every request (limits per route on a key
 // per client) is converted each time, under its shard's mutex: give each
-// such policy its own keys instead (keyfunc.Combine with the route), which
-// also keeps their counts apart.
-//
-// A change never adds capacity beyond that. Get reads a key's usage (Used,
-// Remaining, ResetAfter) under a policy without consuming, and Set writes it
-// (grant credits, import state from another system), in the same units;
-// both convert as above.
+// such policy its own keys instead ([github.com/go-ratelimit/ratelimit/keyfunc.Join] with the route), which
+// also keeps their counts apart. Get reads a key's usage (Used, Remaining,
+// ResetAfter) under a policy without consuming, and Set writes it (grant
+// credits, import state from another system), in the same units.
 //
 // # What is promised
 //

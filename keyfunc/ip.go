@@ -58,16 +58,25 @@ func TrustProxies(cidrs ...string) IPOption {
 }
 
 // ParseTrustedProxies is [TrustProxies] for prefixes that come from
-// configuration: it returns an error naming every entry that is neither a
-// CIDR prefix nor an IP address, instead of panicking.
+// configuration: it trims spaces around each entry and ignores empty ones
+// (an unset variable trusts nothing), and returns an error naming every
+// other entry that is neither a CIDR prefix nor an IP address, instead of
+// panicking.
 //
+//	// TRUSTED_PROXIES="10.0.0.0/8, 192.168.0.0/16"
 //	trusted, err := keyfunc.ParseTrustedProxies(strings.Split(os.Getenv("TRUSTED_PROXIES"), ",")...)
 //	if err != nil {
 //		log.Fatal(err)
 //	}
 //	key := keyfunc.IP(trusted)
 func ParseTrustedProxies(cidrs ...string) (IPOption, error) {
-	return parseTrustedProxies("ParseTrustedProxies", cidrs)
+	kept := make([]string, 0, len(cidrs))
+	for _, s := range cidrs {
+		if s = strings.TrimSpace(s); s != "" {
+			kept = append(kept, s)
+		}
+	}
+	return parseTrustedProxies("ParseTrustedProxies", kept)
 }
 
 func parseTrustedProxies(fn string, cidrs []string) (IPOption, error) {

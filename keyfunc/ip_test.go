@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
@@ -148,6 +149,22 @@ func TestParseTrustedProxies(t *testing.T) {
 		assert.EqualError(t, panicError(t, func() { keyfunc.TrustProxies("10.0.0.0/8", "nope", "fd00::/129") }),
 			"keyfunc: TrustProxies: \"nope\" is not a CIDR prefix or IP address\n"+
 				"keyfunc: TrustProxies: \"fd00::/129\" is not a CIDR prefix or IP address")
+	})
+	t.Run("trims spaces and ignores empty entries, as strings.Split of a variable gives them", func(t *testing.T) {
+		trusted, err := keyfunc.ParseTrustedProxies(strings.Split("10.0.0.0/8, 192.0.2.7 ,,", ",")...)
+		require.NoError(t, err)
+		ip := newIP(t, trusted)
+		assert.Equal(t, client, mustKey(t, ip, request(proxyPeer, "X-Forwarded-For", client)))
+		assert.Equal(t, client, mustKey(t, ip, request("192.0.2.7:1", "X-Forwarded-For", client)))
+	})
+	t.Run("trusts nobody for an unset variable", func(t *testing.T) {
+		trusted, err := keyfunc.ParseTrustedProxies(strings.Split("", ",")...)
+		require.NoError(t, err)
+		assert.Equal(t, proxyKey, mustKey(t, newIP(t, trusted), request(proxyPeer, "X-Forwarded-For", client)))
+	})
+	t.Run("still names an entry that is not a prefix once trimmed", func(t *testing.T) {
+		_, err := keyfunc.ParseTrustedProxies(" 10.0.0.0/8", " 10.0.0.0 /8")
+		assert.EqualError(t, err, "keyfunc: ParseTrustedProxies: \"10.0.0.0 /8\" is not a CIDR prefix or IP address")
 	})
 	t.Run("trusts nobody with no entries", func(t *testing.T) {
 		trusted, err := keyfunc.ParseTrustedProxies()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
@@ -53,6 +54,10 @@ func NewEngine(lim core.Limiter, opts ...Option) *Engine {
 func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 	if lim == nil {
 		panic(fmt.Errorf("nethttp: %s: nil limiter", fn))
+	}
+	if v := reflect.ValueOf(lim); v.Kind() == reflect.Pointer && v.IsNil() {
+		// Typically the limiter of a constructor whose error was ignored.
+		panic(fmt.Errorf("nethttp: %s: nil limiter (a nil %T)", fn, lim))
 	}
 	e := &Engine{lim: lim, deny: denyText, keyError: keyErrorText, renders: cow.Map[core.Policy, *renderer]{Max: maxRenderers}}
 	for _, o := range opts {

@@ -583,6 +583,7 @@ func TestMiddlewareConstructorPanics(t *testing.T) {
 	}{
 		{"a nil limiter", func() { nethttp.Middleware(nil) }, "nethttp: Middleware: nil limiter"},
 		{"a nil limiter given to NewEngine", func() { nethttp.NewEngine(nil) }, "nethttp: NewEngine: nil limiter"},
+		{"a typed nil limiter (a constructor's error ignored)", func() { var lim *core.MemoryLimiter; nethttp.Middleware(lim) }, "nethttp: Middleware: nil limiter (a nil *core.MemoryLimiter)"},
 		{"a nil option", func() { nethttp.Middleware(lim, nil) }, "nethttp: Middleware: nil Option"},
 		{"a nil key function", func() { nethttp.WithKeyFunc(nil) }, "nethttp: WithKeyFunc: nil function"},
 		{"a nil fallback", func() { nethttp.WithKeyFallback(nil) }, "nethttp: WithKeyFallback: nil function"},

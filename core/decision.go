@@ -38,6 +38,11 @@ type Decision struct {
 	// denials, or a local fallback limiter standing in for a store that is
 	// unavailable.
 	Source Source
+	// StateUnknown reports that the key's state could not be read: a
+	// denial of a cost above capacity (ErrCostExceedsCapacity) by a store
+	// that failed. Remaining and ResetAfter are then 0 and mean nothing:
+	// never show them to a client. False for every other Decision.
+	StateUnknown bool
 }
 
 // Source says where a Decision was made, so that adapters, hooks and

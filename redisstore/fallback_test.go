@@ -129,7 +129,7 @@ func (r *redisCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// changeLog records what OnBreakerChange reports.
+// changeLog records what WithBreakerHook reports.
 type changeLog struct {
 	mu      sync.Mutex
 	changes []BreakerChange

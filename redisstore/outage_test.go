@@ -207,3 +207,95 @@ func TestPeekAgreesWithAllowN(t *testing.T) {
 		assert.True(t, checked)
 	})
 }
+
+// TestCostAboveCapacityWhileRedisIsDown: a request costing more than the
+// policy ever admits, through nethttp's middleware on a real HTTP server,
+// while Redis refuses connections. Without a fallback nobody knows the
+// key's state: 429 with the limit alone, before and after the breaker
+// opens. With the fallback (the default), the fallback's state of the key
+// is known and written.
+func TestCostAboveCapacityWhileRedisIsDown(t *testing.T) {
+	cost := nethttp.WithCostFunc(func(r *http.Request) (int64, error) {
+		return strconv.ParseInt(r.URL.Query().Get("cost"), 10, 64)
+	})
+	serve := func(t *testing.T, opts ...Option) (*Limiter, func(cost int) http.Header) {
+		rdb := newClient(t, refusingAddr(t))
+		lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), append([]Option{WithTimeout(DefaultTimeout), WithBreakerFailures(2)}, opts...)...)
+		srv := httptest.NewServer(nethttp.Middleware(lim, cost, nethttp.WithHeaderStyle(nethttp.HeadersBoth))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+		t.Cleanup(srv.Close)
+		return lim, func(n int) http.Header {
+			t.Helper()
+			resp, err := srv.Client().Get(srv.URL + "?cost=" + strconv.Itoa(n))
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+			return resp.Header
+		}
+	}
+	fields := func(h http.Header) map[string]string {
+		out := map[string]string{}
+		for _, k := range []string{nethttp.HeaderLimit, nethttp.HeaderRemaining, nethttp.HeaderReset,
+			nethttp.HeaderRetryAfter, nethttp.HeaderRateLimitPolicy, nethttp.HeaderRateLimit} {
+			if v := h.Values(k); len(v) > 0 {
+				out[k] = v[0]
+			}
+		}
+		return out
+	}
+	known := map[string]string{nethttp.HeaderLimit: "100", nethttp.HeaderRateLimitPolicy: `"tokenbucket-100-per-3600s";q=100;w=3600`}
+
+	t.Run("without a fallback: the limit and the policy only", func(t *testing.T) {
+		lim, get := serve(t, WithoutFallback())
+		for i := range 3 {
+			assert.Equal(t, known, fields(get(101)), "request %d", i)
+		}
+		assert.Equal(t, BreakerOpen, lim.BreakerState())
+		assert.Equal(t, known, fields(get(101)))
+	})
+	t.Run("with the fallback: the fallback's state", func(t *testing.T) {
+		lim, get := serve(t)
+		for range 2 {
+			get(101)
+		}
+		require.Equal(t, BreakerOpen, lim.BreakerState())
+		assert.Equal(t, map[string]string{
+			nethttp.HeaderLimit: "100", nethttp.HeaderRemaining: "100", nethttp.HeaderReset: "0",
+			nethttp.HeaderRateLimitPolicy: known[nethttp.HeaderRateLimitPolicy],
+			nethttp.HeaderRateLimit:       `"tokenbucket-100-per-3600s";r=100;t=0`,
+		}, fields(get(101)))
+	})
+}
+
+// TestStartWhileRedisIsDown: New does not contact Redis; a limiter built
+// while Redis is down decides every call in the fallback, and once Redis
+// is up, the first probe after the interval closes the breaker and Redis
+// decides again.
+func TestStartWhileRedisIsDown(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	rdb := newClient(t, srv.Addr)
+	clock := coretest.NewClock(coretest.Epoch)
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), withClock(clock.Now), WithTimeout(DefaultTimeout))
+	ctx := context.Background()
+	for i := range DefaultBreakerFailures + 3 {
+		d, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, core.SourceFallback, d.Source, "call %d", i)
+	}
+	require.Equal(t, BreakerOpen, lim.BreakerState())
+
+	srv.Restart()
+	// go-redis may still answer a probe right after the restart with the
+	// dial error it keeps for a moment; the next probe gets through.
+	deadline := time.Now().Add(15 * time.Second)
+	for lim.BreakerState() != BreakerClosed {
+		require.True(t, time.Now().Before(deadline), "no probe got through within 15s of the restart")
+		clock.Advance(DefaultBreakerProbeInterval)
+		_, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+	}
+	d, err := lim.Allow(ctx, "other")
+	require.NoError(t, err)
+	assert.Equal(t, core.SourceStore, d.Source)
+	assert.Equal(t, int64(99), d.Remaining)
+}

@@ -39,7 +39,9 @@ type Limiter struct {
 var _ core.PolicyLimiter = (*Limiter)(nil)
 
 // ErrUnavailable is wrapped by the errors of calls that Redis failed: it
-// returned an error, or did not answer within the timeout (see WithTimeout).
+// returned an error, refused or broke the connection, or did not answer
+// within the timeout (see WithTimeout); and of calls the circuit breaker
+// kept from Redis (see ErrBreakerOpen).
 // The error of a call whose own context ended first does not wrap it.
 var ErrUnavailable = errors.New("redisstore: Redis unavailable")
 

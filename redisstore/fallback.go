@@ -126,15 +126,14 @@ func newFallback(p core.Policy, now func() time.Time) (*core.MemoryLimiter, erro
 	return core.New(p, opts...)
 }
 
-// fallback decides a call in the local fallback under p (ps nil: the limiter's own
-// policy): AllowN of cost n, or Peek when n is 0. Its errors are the
-// in-memory limiter's: a cost above p's capacity (a denial) and ErrClosed
-// (Close ran meanwhile).
+// fallback decides a call in the local fallback under p (ps nil: the
+// limiter's own policy, p's Name aside): AllowN of cost n, or Peek when n
+// is 0. Its errors are the in-memory limiter's: a cost above p's capacity
+// (a denial) and ErrClosed (Close ran meanwhile).
 func (l *Limiter) fallback(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, error) {
 	var d core.Decision
 	var err error
-	ctx = context.WithoutCancel(ctx)
-	switch {
+	switch { // core's limiter never fails on an ended context
 	case n == 0:
 		d, err = l.fb.Peek(ctx, key)
 	case ps == nil:
@@ -142,7 +141,7 @@ func (l *Limiter) fallback(ctx context.Context, op string, ps *pspec, p *core.Po
 	default:
 		d, err = l.fb.AllowPolicy(ctx, *p, key, n)
 	}
-	d.Source = core.SourceFallback
+	d.Limit, d.Policy, d.Source = p.Limit, *p, core.SourceFallback
 	if err != nil {
 		err = fmt.Errorf("redisstore: %s in fallback: %w", op, err)
 	}

@@ -38,6 +38,11 @@ type Decision struct {
 	// denials, or a local fallback limiter standing in for a store that is
 	// unavailable.
 	Source Source
+	// StateUnknown reports that the key's state could not be read: a
+	// denial of a cost above capacity (ErrCostExceedsCapacity) by a store
+	// that failed. Remaining and ResetAfter are then 0 and mean nothing:
+	// never show them to a client. False for every other Decision.
+	StateUnknown bool
 }
 
 // Source says where a Decision was made, so that adapters, hooks and
@@ -53,7 +58,7 @@ const (
 	// had received, without asking the store.
 	SourceDenyCache
 	// SourceFallback: a local fallback limiter decided while the store was
-	// unavailable.
+	// unavailable (redisstore's default while Redis is).
 	SourceFallback
 )
 
@@ -78,7 +83,9 @@ var (
 	ErrInvalidCost = errors.New("core: cost must be > 0")
 	// ErrCostExceedsCapacity: the cost is more than the policy can ever
 	// admit at once (above Burst, or above Limit per window). The returned
-	// Decision is a denial with RetryAfter 0, because waiting cannot help.
+	// Decision is a denial with RetryAfter 0, because waiting cannot help,
+	// marked StateUnknown when a failing store could not tell the key's
+	// state.
 	// Adapters must deny such a request, never treat it as a store failure.
 	ErrCostExceedsCapacity = errors.New("core: cost exceeds what the policy can ever admit")
 	// ErrAlgorithmMismatch: a policy given with a call (PolicyLimiter) uses

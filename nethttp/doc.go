@@ -31,6 +31,12 @@
 // details). A request whose cost is more than the policy can ever admit
 // ([core.ErrCostExceedsCapacity]) is denied with 429 and no Retry-After.
 //
+// Nothing guessed is written: for a decision whose state is unknown
+// ([core.Decision].StateUnknown: a store that failed could not tell it), as
+// for a limiter failure below, only X-RateLimit-Limit and the
+// RateLimit-Policy member are, never Remaining, Reset or the RateLimit
+// field.
+//
 // [WithHeaderStyle] chooses X-RateLimit-* (the default), the IETF fields of
 // draft-ietf-httpapi-ratelimit-headers-11, both, or none:
 //
@@ -71,8 +77,9 @@
 //
 // # Failures, hooks and dry runs
 //
-// Any other limiter error (a Redis store that cannot be reached), or an
-// error from the WithPolicyFunc function, fails open by default: the
+// Any other limiter error (a Redis store that cannot be reached and has no
+// local fallback), or an error from the WithPolicyFunc function, fails
+// open by default: the
 // request is served. [WithFailClosed] answers 503 instead. Either way the
 // response carries what is known of the limit, X-RateLimit-Limit and the
 // RateLimit-Policy member (taken from the limiter's answer, or the policy it

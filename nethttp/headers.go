@@ -172,6 +172,18 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 		// Retry-After, whatever an earlier writer left.
 		delete(h, keyRetryAfter)
 	}
+	if d.StateUnknown {
+		// Nothing guessed: what is known of the limit, never Remaining
+		// or Reset. A denial is about this limit: an outer limit's
+		// fields would describe another one.
+		if deny {
+			delete(h, keyLimit)
+			delete(h, keyRemaining)
+			delete(h, keyReset)
+		}
+		rd.writeKnown(h, d.Limit)
+		return
+	}
 	x, ietf := rd.style.x(), rd.style.ietf()
 	if !x && !ietf && !retry {
 		return
@@ -244,7 +256,7 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 }
 
 // writeKnown sets what is known of a limit whose decision is not (the
-// limiter failed): X-RateLimit-Limit, unless an outer limit has set its
+// limiter failed, or its Decision is StateUnknown): X-RateLimit-Limit, unless an outer limit has set its
 // own, complete fields, and this policy's member of RateLimit-Policy. Never
 // Remaining, Reset or the RateLimit field, which would be guesses.
 func (rd *renderer) writeKnown(h http.Header, limit int64) {

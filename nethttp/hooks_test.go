@@ -260,6 +260,40 @@ func TestFailureHeadersCarryWhatIsKnown(t *testing.T) {
 	})
 }
 
+// TestUnknownStateIsNotWritten: a denial of a cost above capacity whose
+// state the store could not read (StateUnknown, as redisstore returns it
+// while Redis is down) is answered 429 with the limit and the policy, never
+// a Remaining, a Reset or a Retry-After, even where an outer limit wrote
+// its own.
+func TestUnknownStateIsNotWritten(t *testing.T) {
+	own := core.TokenBucket(100, time.Minute).WithName("per-ip")
+	err := fmt.Errorf("store: %w (key state unknown: redis: connection refused)", core.ErrCostExceedsCapacity)
+	lim := partial{coretest.Failing{Err: err, P: own}, core.Decision{Limit: 100, Policy: own, StateUnknown: true}}
+	clk := newClock(t0)
+	outer := nethttp.Middleware(newLimiter(t, core.FixedWindow(10, time.Minute).WithName("outer"), clk),
+		nethttp.WithHeaderStyle(nethttp.HeadersBoth))
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+		want map[string]string
+	}{
+		{"alone", wrap(t, lim, nethttp.WithHeaderStyle(nethttp.HeadersBoth)), map[string]string{
+			nethttp.HeaderLimit: "100", nethttp.HeaderRateLimitPolicy: `"per-ip";q=100;w=60`,
+		}},
+		{"inside an outer limit", outer(nethttp.Middleware(lim, nethttp.WithHeaderStyle(nethttp.HeadersBoth))(ok)), map[string]string{
+			nethttp.HeaderLimit:           "100",
+			nethttp.HeaderRateLimitPolicy: `"outer";q=10;w=60, "per-ip";q=100;w=60`,
+			nethttp.HeaderRateLimit:       `"outer";r=9;t=60`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := get(tc.h, "")
+			assert.Equal(t, http.StatusTooManyRequests, w.Code)
+			assert.Equal(t, tc.want, rateHeaders(t, w))
+		})
+	}
+}
+
 func TestOutcomeString(t *testing.T) {
 	var got []string
 	for o := nethttp.OutcomeAllowed; o <= nethttp.OutcomeCanceled+1; o++ {

@@ -20,7 +20,7 @@
 //     limiters given to [Metrics.WatchKeys], by ratelimit.limiter.
 //   - ratelimit.fallback.active (asynchronous gauge, 1): 1 while a store's
 //     fallback decides in its place, by ratelimit.store, as set with
-//     [Metrics.SetFallbackActive] from redisstore's OnBreakerChange hook.
+//     [Metrics.SetFallbackActive] from redisstore's WithBreakerHook hook.
 //
 // No semantic convention covers rate limiting but ASP.NET Core's own, so
 // the names follow the general rules. ratelimit.policy is the policy's name

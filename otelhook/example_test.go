@@ -38,7 +38,7 @@ func ExampleNew() {
 	lim := core.MustNew(core.FixedWindow(2, time.Minute).WithName("per-ip"), core.WithClock(fixedClock))
 	defer lim.Close()
 	m.WatchKeys(lim.Policy().Name, lim)
-	m.SetFallbackActive("redis", false) // from redisstore's OnBreakerChange hook
+	m.SetFallbackActive("redis", false) // from redisstore's WithBreakerHook hook
 
 	h := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "hello")

@@ -267,7 +267,7 @@ func (m *Metrics) UnwatchKeys(name string) {
 // it from redisstore's breaker hook, which decides by the fallback whenever
 // the breaker is not closed:
 //
-//	redisstore.OnBreakerChange(func(c redisstore.BreakerChange) {
+//	redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
 //		m.SetFallbackActive("redis", c.To != redisstore.BreakerClosed)
 //	})
 //

@@ -57,10 +57,9 @@
 //
 //	m.SetFallbackActive("redis", false)
 //	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute),
-//		redisstore.WithFallback(core.SlidingWindow(25, time.Minute),
-//			redisstore.OnBreakerChange(func(c redisstore.BreakerChange) {
-//				m.SetFallbackActive("redis", c.To != redisstore.BreakerClosed)
-//			})))
+//		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
+//			m.SetFallbackActive("redis", c.To != redisstore.BreakerClosed)
+//		}))
 //
 // # Labels and cardinality
 //

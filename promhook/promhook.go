@@ -242,7 +242,7 @@ func (m *Metrics) UnwatchKeys(name string) {
 
 // SetFallbackActive sets ratelimit_fallback_active{store} (with the default
 // namespace) to 1 when active, else 0.
-// Call it from redisstore's OnBreakerChange hook (see the package
+// Call it from redisstore's WithBreakerHook hook (see the package
 // documentation); store names the store in the label.
 func (m *Metrics) SetFallbackActive(store string, active bool) {
 	v := 0.0

@@ -103,7 +103,7 @@ func testRedisDown(t *testing.T, newClient func(string) *redis.Client) {
 	srv := redistest.Start(t)
 	rdb := newClient(srv.Addr)
 	const timeout = 100 * time.Millisecond
-	lim := newLimiter(t, rdb, core.TokenBucket(1000, time.Second), WithTimeout(timeout))
+	lim := newLimiter(t, rdb, core.TokenBucket(1000, time.Second), WithTimeout(timeout), WithoutFallback())
 	ctx := context.Background()
 
 	_, err := lim.Allow(ctx, "k")
@@ -155,7 +155,7 @@ func testSlowRedis(t *testing.T, newClient func(string) *redis.Client) {
 	relay := redistest.StartRelay(t, redistest.Addr(t))
 	rdb := newClient(relay.Addr())
 	const timeout = 300 * time.Millisecond
-	lim := newLimiter(t, rdb, core.SlidingWindow(1000, time.Second), WithTimeout(timeout))
+	lim := newLimiter(t, rdb, core.SlidingWindow(1000, time.Second), WithTimeout(timeout), WithoutFallback(), WithBreakerFailures(1000))
 	ctx := context.Background()
 
 	_, err := lim.Allow(ctx, "k")

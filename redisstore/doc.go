@@ -51,8 +51,9 @@
 // would close the gap at the cost of a replica round trip per decision;
 // this package does not use it.
 //
-// While the primary is unreachable, calls return errors to the adapter's
-// failure policy (or WithFallback) instead of blocking. Decisions resume
+// While the primary is unreachable, calls are decided by the local
+// fallback (or, WithoutFallback, return errors to the adapter's failure
+// policy) instead of blocking: see "Outages". Decisions resume
 // once the client reaches the new primary: with Sentinel, after
 // down-after-milliseconds and the election; with a Cluster, once the
 // cluster client remaps the failed master's slots, which go-redis does for
@@ -225,7 +226,8 @@
 // Decision's RetryAfter and ResetAfter shrink with the local monotonic
 // clock, exactly as Redis's would absent other traffic. It keeps one
 // abusive client from becoming a Redis load problem. Its Decisions say
-// Source core.SourceDenyCache. Other costs, Peek and Get always ask Redis.
+// Source core.SourceDenyCache. Other costs and Get always ask Redis, and
+// so does Peek while the circuit breaker is closed (see "Outages").
 //
 // A denial is cached with the policy that gave it, and serves only calls
 // under that policy (AllowN, or AllowPolicy with the same numbers): a
@@ -263,8 +265,8 @@
 // so that an answer that came in time but was not read yet still wins (at
 // most 5 s past the timeout; a process that keeps up gives back nothing).
 // So a call returns about the timeout after Redis stopped answering, plus
-// this process's own delay in getting to it. A stopped Redis shows as errors; once it is back, decisions resume
-// with the same Limiter. The bound holds whatever the client's settings
+// this process's own delay in getting to it. Once a stopped Redis is
+// back, decisions resume with the same Limiter (see "Outages"). The bound holds whatever the client's settings
 // (TestRedisDown, TestSlowRedis: behind a proxy that delays every reply by
 // seconds): the round trip runs on a goroutine of the Limiter while the
 // caller waits with its own timer. The context passed to a call bounds
@@ -275,10 +277,13 @@
 // when it needs one: a redis-server starved by other jobs on its machine
 // answers late, and the timeout reports it.
 //
-// The errors, for an adapter's failure policy:
-//   - Redis failed (an error reply, a broken connection, no answer within
-//     the timeout): the error wraps ErrUnavailable, and for the timeout
-//     context.DeadlineExceeded too. This is a store failure.
+// The errors, for an adapter's failure policy (with WithoutFallback; by
+// default the fallback decides a call Redis failed, without an error):
+//   - Redis failed (an error reply, a refused or broken connection, no
+//     answer within the timeout) or the circuit breaker kept the call from
+//     it: the error wraps ErrUnavailable and the cause (for the timeout,
+//     context.DeadlineExceeded), and, for the breaker, ErrBreakerOpen and
+//     the failure that opened it. This is a store failure.
 //   - The call's context ended first (the client hung up, the request's
 //     own deadline passed): the error wraps ctx.Err(), context.Canceled
 //     or context.DeadlineExceeded, and never ErrUnavailable. This is not a
@@ -306,29 +311,57 @@
 // that out, trading the retry for an error.
 //
 // The adapters apply the failure policy (nethttp fails open by default, or
-// closed with WithFailClosed) and never send the error text to a client;
-// with WithFallback, a local limiter decides instead (see "Fallback").
+// closed with WithFailClosed) and never send the error text to a client.
 // A cost above the policy's capacity is a denial with
-// core.ErrCostExceedsCapacity, not a store failure.
+// core.ErrCostExceedsCapacity, not a store failure; when Redis could not
+// tell the key's state, its Decision is marked StateUnknown.
 //
-// # Fallback
+// # Outages
 //
-// WithFallback keeps limiting while Redis is unavailable: a call Redis
-// fails is decided by an in-memory limiter of this process with a policy
-// of its own (typically the shared limit divided by the number of app
-// servers), and after BreakerFailures consecutive failures (default 5) a
-// circuit breaker stops calling Redis, so that no call waits for the
-// timeout, until a probe (one call every BreakerProbeInterval, default 1s)
-// is answered. Fallback decisions carry core.SourceFallback and a nil
-// error; OnBreakerChange reports each change of the breaker with its
-// cause. Redis's state resumes when the breaker closes; what only the
-// fallback counted is not written back. While the breaker is open, n app
-// servers admit up to n times the fallback policy in all. The fallback
-// has one policy: AllowPolicy is decided under it too, whatever the call's
-// policy (its Decision says so: Limit and Policy are the fallback's), and
-// Get and Set, which the fallback does not answer, return Redis's error
-// (wrapping ErrUnavailable, and ErrBreakerOpen while the breaker keeps
-// them from Redis).
+// A circuit breaker in front of Redis is always on. Closed, every call
+// goes to Redis, and WithBreakerFailures consecutive calls that Redis fails
+// (default 5; an error reply, a refused or broken connection, no answer
+// within the timeout) open it. Open, no call is sent to Redis, so none
+// waits for it; once every WithBreakerProbeInterval (default 1s) one call
+// goes to Redis as a probe (half-open) while the others are not sent, and
+// the probe's answer closes the breaker, its failure keeps it open for
+// another interval. A call whose own context ended first is not a
+// failure. WithBreakerHook reports each change with its cause;
+// Limiter.BreakerState reads the state.
+//
+// By default a call that Redis failed, or that the breaker kept from
+// Redis, is decided by the local fallback: an in-memory limiter of this
+// process (core.New) under the call's own policy (the Limiter's, or the
+// one given to AllowPolicy), without an error, its Decision marked
+// core.SourceFallback, which the adapters' hooks see and count. So keys
+// stay limited, each app server on its own: N app servers admit up to N
+// times the limit in all while Redis is away. A denial in the deny cache
+// still answers first: it is Redis's own. Peek answers as the next unit
+// AllowN would. The two states stay apart: when the breaker closes,
+// Redis's state resumes, and what only the fallback counted is not written
+// back; the fallback keeps its state across outages until its keys
+// recover. Reset forgets the key in the fallback too. Get and Set are not
+// answered by the fallback.
+//
+// WithoutFallback returns those failures as errors instead (see "Timeouts
+// and errors"), for the adapter's failure policy: nethttp serves the
+// request by default (fail open: no limit while Redis is away) or answers
+// 503 with nethttp.WithFailClosed (fail closed: nothing passes). A cost
+// above capacity is still a denial, with core.ErrCostExceedsCapacity and
+// a Decision marked StateUnknown, whose Remaining and ResetAfter the
+// adapters do not write.
+//
+// New does not contact Redis. To find a mistyped address or a Redis that
+// is down at startup, ping it before serving, with a timeout:
+//
+//	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+//	defer cancel()
+//	if err := rdb.Ping(ctx).Err(); err != nil {
+//		log.Printf("redis: %v: limiting locally until it answers", err)
+//	}
+//
+// A Limiter built while Redis is down decides in the fallback (or returns
+// errors) until a probe is answered.
 //
 // # Performance
 //

@@ -11,153 +11,80 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// Defaults of the fallback's circuit breaker (see WithFallback).
+// Defaults of the circuit breaker (see "Outages" in the package docs).
 const (
 	DefaultBreakerFailures      = 5
 	DefaultBreakerProbeInterval = time.Second
 )
 
-// ErrBreakerOpen is wrapped by the errors of the calls that the circuit
-// breaker of WithFallback kept from Redis and that the fallback does not
-// answer: a Reset (the key in Redis was not reset), and the denial of a
-// cost above the policy's capacity, along with core.ErrCostExceedsCapacity
-// (the key's state in Redis is unknown).
+// ErrBreakerOpen is wrapped, with ErrUnavailable and the error of the
+// failure that opened the breaker, by the errors of the calls that the
+// circuit breaker kept from Redis and that no local fallback answered:
+// every such call with WithoutFallback, and a Reset, Get or Set.
 var ErrBreakerOpen = errors.New("redisstore: circuit breaker open, Redis not called")
 
-// FallbackOption configures WithFallback.
-type FallbackOption func(*fallbackConfig) error
-
-type fallbackConfig struct {
-	policy   core.Policy
-	failures int
-	interval time.Duration
-	hook     func(BreakerChange)
-	core     []core.Option
+// WithoutFallback switches off the local fallback: a call that Redis fails,
+// or that the circuit breaker keeps from Redis, returns an error wrapping
+// ErrUnavailable, which an adapter answers by its failure policy (nethttp
+// serves the request by default, or answers 503 with WithFailClosed). A
+// denial of a cost above the policy's capacity stays a denial, its
+// Decision marked StateUnknown. See "Outages" in the package docs.
+func WithoutFallback() Option {
+	return func(c *config) error { c.noFallback = true; return nil }
 }
 
-// WithFallback keeps limiting while Redis is unavailable, with an
-// in-memory limiter of this process (core.New) enforcing p, behind a
-// circuit breaker. p is what this process alone may admit, typically the
-// shared limit divided by the number of app servers: 100 per second shared
-// by four servers is 25 per second each while Redis is down. Without
-// WithFallback, a Redis failure is returned as an error, which an adapter
-// answers by its failure policy (open or closed). With it:
-//
-//   - A call that Redis fails (its error would wrap ErrUnavailable: an
-//     error reply, a broken connection, no answer within WithTimeout) is
-//     decided by the fallback, and counted there even if Redis had
-//     counted it too (see "Timeouts and errors" in the package docs).
-//     BreakerFailures consecutive failures open the breaker: Redis is then
-//     not called, and the fallback decides every call at once.
-//   - Every BreakerProbeInterval the open breaker lets one ordinary call
-//     through to Redis as a probe (half-open), the fallback deciding the
-//     others meanwhile. An answer closes the breaker; a failure, decided
-//     by the fallback, keeps it open for another interval.
-//   - A fallback decision has Source core.SourceFallback, p as its Policy
-//     and Limit, and a nil error (or, as in memory, a denial with
-//     core.ErrCostExceedsCapacity for a cost above p's capacity): adapters
-//     serve it like any decision, and their hooks do not see the Redis
-//     error. Count Decision.Source in a hook (nethttp.WithHook), or use
-//     OnBreakerChange.
-//   - A call whose context ends first (the caller's cancellation, or its
-//     own deadline before WithTimeout's) is not a Redis failure: it returns
-//     its error, undecided, and the breaker does not count it.
-//   - Peek is answered the same way. Reset also forgets the key in the
-//     fallback; while the breaker is open it returns an error wrapping
-//     ErrBreakerOpen, because the key in Redis was not reset. A denial in
-//     the deny cache still answers: it is Redis's own. Close closes the
-//     fallback too.
-//   - AllowPolicy is decided by the fallback under p too, whatever the
-//     call's policy: a fallback decision's Limit and Policy are p's. Get
-//     and Set are not answered by the fallback: while Redis fails them
-//     or the breaker is open they return an error wrapping ErrUnavailable
-//     (and ErrBreakerOpen when the breaker kept them from Redis), and
-//     they count for the breaker as Reset does.
-//   - The two states stay apart: when the breaker closes, Redis's state
-//     resumes, and what only the fallback counted is not written back. The
-//     fallback keeps its state across outages, until it recovers under p.
-func WithFallback(p core.Policy, opts ...FallbackOption) Option {
+// WithBreakerFailures sets how many consecutive calls that Redis fails
+// (errors, refused connections, timeouts; a success in between starts the
+// count again) open the circuit breaker. n must be > 0. The default is 5.
+func WithBreakerFailures(n int) Option {
 	return func(c *config) error {
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("redisstore: WithFallback: %w", err)
-		}
-		fc := &fallbackConfig{policy: p, failures: DefaultBreakerFailures, interval: DefaultBreakerProbeInterval}
-		for _, o := range opts {
-			if o == nil {
-				return errors.New("redisstore: WithFallback: nil FallbackOption")
-			}
-			if err := o(fc); err != nil {
-				return err
-			}
-		}
-		c.fallback = fc
-		return nil
-	}
-}
-
-// BreakerFailures sets how many consecutive failed calls to Redis (errors
-// or timeouts; a success in between starts the count again) open the
-// circuit breaker. n must be > 0. The default is 5.
-func BreakerFailures(n int) FallbackOption {
-	return func(c *fallbackConfig) error {
 		if n <= 0 {
-			return fmt.Errorf("redisstore: BreakerFailures must be > 0, got %d", n)
+			return fmt.Errorf("redisstore: WithBreakerFailures must be > 0, got %d", n)
 		}
 		c.failures = n
 		return nil
 	}
 }
 
-// BreakerProbeInterval sets how long the open breaker waits before it
+// WithBreakerProbeInterval sets how long the open breaker waits before it
 // lets one call through to Redis as a probe, and again after each probe
 // that fails. d must be > 0. The default is 1s.
-func BreakerProbeInterval(d time.Duration) FallbackOption {
-	return func(c *fallbackConfig) error {
+func WithBreakerProbeInterval(d time.Duration) Option {
+	return func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("redisstore: BreakerProbeInterval must be > 0, got %v", d)
+			return fmt.Errorf("redisstore: WithBreakerProbeInterval must be > 0, got %v", d)
 		}
 		c.interval = d
 		return nil
 	}
 }
 
-// OnBreakerChange sets a function called on every change of the breaker's
-// state, with the reason. The calls are made one at a time, in the order
-// of the changes, each on the goroutine of a call to the Limiter (usually
-// the one that caused the change), which waits for it: keep f fast. f may
-// call the Limiter.
-func OnBreakerChange(f func(BreakerChange)) FallbackOption {
-	return func(c *fallbackConfig) error {
+// WithBreakerHook sets a function called on every change of the circuit
+// breaker's state, with the reason. The calls are made one at a time, in
+// the order of the changes, each on the goroutine of a call to the Limiter
+// (usually the one that caused the change), which waits for it: keep f
+// fast. f may call the Limiter.
+func WithBreakerHook(f func(BreakerChange)) Option {
+	return func(c *config) error {
 		if f == nil {
-			return errors.New("redisstore: OnBreakerChange needs a non-nil function")
+			return errors.New("redisstore: WithBreakerHook needs a non-nil function")
 		}
 		c.hook = f
 		return nil
 	}
 }
 
-// FallbackLimiterOptions passes options to the fallback's in-memory
-// limiter, core.New: core.WithMaxKeys to bound its memory, for instance.
-// The default is core's.
-func FallbackLimiterOptions(opts ...core.Option) FallbackOption {
-	return func(c *fallbackConfig) error {
-		c.core = append(c.core, opts...)
-		return nil
-	}
-}
-
-// BreakerState is the state of the circuit breaker of a fallback.
+// BreakerState is the state of the circuit breaker in front of Redis.
 type BreakerState uint8
 
 // The states of the breaker.
 const (
-	// BreakerClosed: calls go to Redis; one that fails is decided by
-	// the fallback.
+	// BreakerClosed: calls go to Redis.
 	BreakerClosed BreakerState = iota
-	// BreakerOpen: Redis is not called; the fallback decides every call.
+	// BreakerOpen: Redis is not called.
 	BreakerOpen
 	// BreakerHalfOpen: one call, the probe, is on its way to Redis; the
-	// fallback decides the others.
+	// others are not sent.
 	BreakerHalfOpen
 )
 
@@ -174,7 +101,7 @@ func (s BreakerState) String() string {
 	return fmt.Sprintf("BreakerState(%d)", uint8(s))
 }
 
-// BreakerChange is one change of the breaker's state, as OnBreakerChange
+// BreakerChange is one change of the breaker's state, as WithBreakerHook
 // reports it.
 type BreakerChange struct {
 	From, To BreakerState
@@ -186,150 +113,49 @@ type BreakerChange struct {
 	Err error
 }
 
-// BreakerState returns the state of the fallback's circuit breaker:
-// BreakerClosed for a limiter without WithFallback.
-func (l *Limiter) BreakerState() BreakerState {
-	if l.fb == nil {
-		return BreakerClosed
-	}
-	return l.fb.br.state()
-}
+// BreakerState returns the state of the limiter's circuit breaker.
+func (l *Limiter) BreakerState() BreakerState { return l.br.state() }
 
-// fallback is the in-memory limiter and the breaker in front of Redis.
-type fallback struct {
-	l   *Limiter
-	mem *core.MemoryLimiter
-	br  *breaker
-}
-
-// newFallback builds the fallback of l. now is the test clock of the
-// scripts (withClock), which the breaker and the in-memory limiter then
-// read too; nil in production.
-func newFallback(l *Limiter, c *fallbackConfig, now func() time.Time) (*fallback, error) {
-	opts := c.core
+// newFallback returns the local fallback: an in-memory limiter of l's
+// policy, on the test clock now when there is one (withClock).
+func newFallback(p core.Policy, now func() time.Time) (*core.MemoryLimiter, error) {
+	var opts []core.Option
 	if now != nil {
-		opts = append(opts[:len(opts):len(opts)], core.WithClock(now))
+		opts = append(opts, core.WithClock(now))
 	}
-	mem, err := core.New(c.policy, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: WithFallback: %w", err)
-	}
-	br := &breaker{threshold: int32(min(c.failures, 1<<30)), interval: int64(c.interval), hook: c.hook}
-	if now != nil {
-		br.now = func() int64 { return now().UnixNano() }
-	} else {
-		base := time.Now()
-		br.now = func() int64 { return int64(time.Since(base)) } // monotonic
-	}
-	return &fallback{l: l, mem: mem, br: br}, nil
+	return core.New(p, opts...)
 }
 
-// allow is AllowN (ps nil) and AllowPolicy (ps the spec of *p) with a
-// fallback: Redis while it answers, the in-memory limiter when it fails or
-// the breaker is open. The in-memory limiter decides under its own policy,
-// whatever p.
-func (f *fallback) allow(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, error) {
-	l := f.l
-	if n <= 0 || l.closed.Load() || ctx.Err() != nil {
-		// The error as without a fallback (an ended context sends
-		// nothing), and nothing for the breaker to learn.
-		return l.allow(ctx, op, ps, p, key, n)
-	}
-	if n > p.Capacity() {
-		// A denial whatever the state. Redis, when it is asked, tells
-		// the key's state; the breaker does not count such rare calls.
-		if f.br.state() == BreakerClosed {
-			return l.allow(ctx, op, ps, p, key, n)
-		}
-		d := core.Decision{Limit: p.Limit, Policy: *p, Source: core.SourceFallback}
-		return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(*p), ErrBreakerOpen)
-	}
-	if f.br.state() != BreakerClosed {
-		if d, ok := f.cached(ps, p, key, n); ok {
-			return d, nil
-		}
-	}
-	t, ok := f.br.admit()
-	if !ok {
-		return f.local(op, key, n)
-	}
-	d, err := l.allow(ctx, op, ps, p, key, n)
-	if f.br.done(t, d.Source, err) {
-		return f.local(op, key, n)
-	}
-	return d, err
-}
-
-// cached answers a unit-cost call from the deny cache, as allowN would,
-// while the breaker is not closed: a denial Redis gave stands, and a probe
-// should be a call that asks Redis. (While it is closed, allowN looks the
-// key up itself, and done ignores the answers marked SourceDenyCache.)
-func (f *fallback) cached(ps *pspec, p *core.Policy, key string, n int64) (core.Decision, bool) {
-	l := f.l
-	if l.deny == nil || n != 1 || !ps.cacheable() {
-		return core.Decision{}, false
-	}
-	now := l.local()
-	e, _, ok := l.deny.get(key, ps.pid(), now)
-	if !ok {
-		return core.Decision{}, false
-	}
-	return cachedDenial(e, now, p), true
-}
-
-// peek is Peek with a fallback.
-func (f *fallback) peek(ctx context.Context, key string) (core.Decision, error) {
-	if f.l.closed.Load() || ctx.Err() != nil {
-		return f.l.peek(ctx, key) // the error, without Redis
-	}
-	t, ok := f.br.admit()
-	if !ok {
-		return f.local("Peek", key, 0)
-	}
-	d, err := f.l.peek(ctx, key)
-	if f.br.done(t, core.SourceStore, err) {
-		return f.local("Peek", key, 0)
-	}
-	return d, err
-}
-
-// reset is Reset with a fallback: the key is forgotten in the fallback
-// too, whatever Redis does.
-func (f *fallback) reset(ctx context.Context, key string) error {
-	if f.l.closed.Load() || ctx.Err() != nil {
-		return f.l.reset(ctx, key) // the error, without Redis
-	}
-	if err := f.mem.Reset(ctx, key); err != nil {
-		return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
-	}
-	t, ok := f.br.admit()
-	if !ok {
-		return fmt.Errorf("redisstore: Reset: %w", ErrBreakerOpen)
-	}
-	err := f.l.reset(ctx, key)
-	f.br.done(t, core.SourceStore, err)
-	return err
-}
-
-// local decides in the fallback: AllowN of cost n, or Peek when n is 0.
-// Its errors are the in-memory limiter's: a cost above the fallback
-// policy's capacity (a denial) and ErrClosed (Close ran meanwhile).
-func (f *fallback) local(op, key string, n int64) (core.Decision, error) {
+// fallback decides a call in the local fallback under p (ps nil: the
+// limiter's own policy, p's Name aside): AllowN of cost n, or Peek when n
+// is 0. Its errors are the in-memory limiter's: a cost above p's capacity
+// (a denial) and ErrClosed (Close ran meanwhile).
+func (l *Limiter) fallback(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, error) {
 	var d core.Decision
 	var err error
-	if n == 0 {
-		d, err = f.mem.Peek(context.Background(), key)
-	} else {
-		d, err = f.mem.AllowN(context.Background(), key, n)
+	switch { // core's limiter never fails on an ended context
+	case n == 0:
+		d, err = l.fb.Peek(ctx, key)
+	case ps == nil:
+		d, err = l.fb.AllowN(ctx, key, n)
+	default:
+		d, err = l.fb.AllowPolicy(ctx, *p, key, n)
 	}
-	d.Source = core.SourceFallback
+	d.Limit, d.Policy, d.Source = p.Limit, *p, core.SourceFallback
 	if err != nil {
 		err = fmt.Errorf("redisstore: %s in fallback: %w", op, err)
 	}
 	return d, err
 }
 
-func (f *fallback) close() { _ = f.mem.Close() }
+// openError is the error of a call the open breaker kept from Redis:
+// ErrBreakerOpen and the failure that opened it.
+type openError struct{ cause error }
+
+func (e openError) Error() string {
+	return "circuit breaker open, Redis not called (last failure: " + e.cause.Error() + ")"
+}
+func (e openError) Unwrap() []error { return []error{ErrBreakerOpen, e.cause} }
 
 // breaker is a circuit breaker in front of Redis.
 //
@@ -338,8 +164,8 @@ func (f *fallback) close() { _ = f.mem.Close() }
 // call to arrive becomes the probe (half-open). Half-open: the probe is
 // the only call to Redis; its success closes the breaker, its failure
 // opens it again for another interval, and a probe that says nothing
-// about Redis (its caller gave up, or the deny cache answered it) leaves
-// the breaker half-open for the next call to probe.
+// about Redis (its caller gave up) leaves the
+// breaker half-open for the next call to probe.
 //
 // The request path takes no lock: in the closed state, admit is one atomic
 // load and a success one more; in the open state, a clock reading. Only
@@ -352,6 +178,7 @@ type breaker struct {
 	interval  int64 // ns
 	now       func() int64
 	hook      func(BreakerChange)
+	cause     atomic.Pointer[error] // the failure that last opened it
 
 	word    atomic.Uint64 // generation<<2 | state; written under mu
 	fails   atomic.Int32  // closed: consecutive failures; written under mu
@@ -404,16 +231,14 @@ func (b *breaker) admit() (ticket, bool) {
 	return ticket{word: w, probe: true}, true
 }
 
-// done records the outcome of a call admit let through: err and src as
-// the call returned them. It reports whether Redis failed the call (err
-// wraps ErrUnavailable), which the fallback then decides.
-func (b *breaker) done(t ticket, src core.Source, err error) (failed bool) {
+// done records the outcome of a call admit let through: err as the call
+// returned it. It reports whether Redis failed the call (err wraps
+// ErrUnavailable).
+func (b *breaker) done(t ticket, err error) (failed bool) {
 	switch {
-	case err == nil && src == core.SourceDenyCache,
-		err != nil && !errors.Is(err, ErrUnavailable):
-		// Nothing learnt about Redis: not asked (the deny cache took a
-		// denial just cached by another call), or the caller (its
-		// context) or Close ended the call.
+	case err != nil && !errors.Is(err, ErrUnavailable):
+		// Nothing learnt about Redis: the caller (its context) or Close
+		// ended the call.
 		if t.probe {
 			b.mu.Lock()
 			if b.word.Load() == t.word {
@@ -446,6 +271,12 @@ func (b *breaker) done(t ticket, src core.Source, err error) (failed bool) {
 	changed := false
 	if w := b.word.Load(); w == t.word {
 		if t.probe || b.fails.Load()+1 >= b.threshold {
+			cause := err
+			var se *storeError
+			if errors.As(err, &se) {
+				cause = se.err // without the call's name
+			}
+			b.cause.Store(&cause)
 			b.probeAt.Store(b.now() + b.interval)
 			b.change(w, BreakerOpen, err)
 			changed = true
@@ -458,6 +289,15 @@ func (b *breaker) done(t ticket, src core.Source, err error) (failed bool) {
 		b.report()
 	}
 	return true
+}
+
+// refused is the error of a call op that admit kept from Redis.
+func (b *breaker) refused(op string) error {
+	cause := errors.New("none recorded")
+	if c := b.cause.Load(); c != nil {
+		cause = *c
+	}
+	return &storeError{op: op, err: openError{cause}}
 }
 
 // change moves the breaker from the state in w to to, under mu, and

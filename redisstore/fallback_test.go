@@ -129,7 +129,7 @@ func (r *redisCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// changeLog records what OnBreakerChange reports.
+// changeLog records what WithBreakerHook reports.
 type changeLog struct {
 	mu      sync.Mutex
 	changes []BreakerChange
@@ -215,8 +215,8 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 		interval = time.Second
 		timeout  = time.Second
 	)
-	shared := core.FixedWindow(1000, time.Hour)
-	local := core.FixedWindow(10, time.Hour) // the test clock stays in one window
+	shared := core.FixedWindow(10, time.Hour) // the test clock stays in one window
+	local := shared                           // the fallback's policy
 	srv := redistest.Start(t)
 	rdb := newClient(srv.Addr)
 	calls := &redisCalls{}
@@ -224,7 +224,7 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	clock := coretest.NewClock(coretest.Epoch)
 	var changes changeLog
 	lim := newLimiter(t, rdb, shared, withClock(clock.Now), WithTimeout(timeout),
-		WithFallback(local, BreakerFailures(failures), BreakerProbeInterval(interval), OnBreakerChange(changes.add)))
+		WithBreakerFailures(failures), WithBreakerProbeInterval(interval), WithBreakerHook(changes.add))
 	ctx := context.Background()
 
 	fallbackCalls, fallbackAdmitted := map[string]int64{}, map[string]int64{}
@@ -358,10 +358,10 @@ func TestFallbackWhenRedisIsSlow(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	clock := coretest.NewClock(coretest.Epoch)
 	var changes changeLog
-	shared := core.TokenBucket(100, time.Hour)
-	local := core.TokenBucket(5, time.Hour)
+	shared := core.TokenBucket(5, time.Hour)
+	local := shared // the fallback's policy
 	lim := newLimiter(t, rdb, shared, withClock(clock.Now), WithTimeout(timeout),
-		WithFallback(local, BreakerFailures(2), OnBreakerChange(changes.add)))
+		WithBreakerFailures(2), WithBreakerHook(changes.add))
 	ctx := context.Background()
 
 	for range 3 {
@@ -404,7 +404,7 @@ func TestFallbackWhenRedisIsSlow(t *testing.T) {
 	assert.Equal(t, []string{"closed->open (error)", "open->half-open", "half-open->closed"}, changes.path())
 }
 
-// breakerSetup is a limiter with a fallback on a real Redis whose
+// breakerSetup is a limiter on a real Redis whose
 // failures the test switches on and off, on a test clock.
 type breakerSetup struct {
 	lim     *Limiter
@@ -415,12 +415,12 @@ type breakerSetup struct {
 
 const breakerTestInterval = 10 * time.Second
 
-func newBreakerSetup(t *testing.T, p core.Policy, opts ...FallbackOption) *breakerSetup {
+func newBreakerSetup(t *testing.T, p core.Policy, opts ...Option) *breakerSetup {
 	rdb := newClient(t, redistest.Addr(t)) // ContextTimeoutEnabled: a lone call is one command
 	s := &breakerSetup{calls: &redisCalls{}, clock: coretest.NewClock(coretest.Epoch), changes: &changeLog{}}
 	rdb.AddHook(s.calls)
-	opts = append([]FallbackOption{BreakerFailures(3), BreakerProbeInterval(breakerTestInterval), OnBreakerChange(s.changes.add)}, opts...)
-	s.lim = newLimiter(t, rdb, p, withClock(s.clock.Now), WithFallback(core.FixedWindow(5, time.Hour), opts...))
+	opts = append([]Option{withClock(s.clock.Now), WithBreakerFailures(3), WithBreakerProbeInterval(breakerTestInterval), WithBreakerHook(s.changes.add)}, opts...)
+	s.lim = newLimiter(t, rdb, p, opts...)
 	return s
 }
 
@@ -429,16 +429,19 @@ func (s *breakerSetup) open(t *testing.T) {
 	t.Helper()
 	s.calls.fail.Store(true)
 	for range 3 {
-		d, err := s.lim.Allow(context.Background(), "opener")
-		require.NoError(t, err)
-		require.Equal(t, core.SourceFallback, d.Source)
+		_, err := s.lim.Allow(context.Background(), "opener")
+		if s.lim.fb == nil {
+			require.ErrorIs(t, err, errInjected)
+		} else {
+			require.NoError(t, err)
+		}
 	}
 	require.Equal(t, BreakerOpen, s.lim.BreakerState())
 }
 
 func TestBreaker(t *testing.T) {
 	ctx := context.Background()
-	p := core.FixedWindow(100, time.Hour)
+	p := core.FixedWindow(5, time.Hour)
 
 	t.Run("opens on the third consecutive failure, not before", func(t *testing.T) {
 		s := newBreakerSetup(t, p)
@@ -633,7 +636,7 @@ func TestBreaker(t *testing.T) {
 	t.Run("the hook may call the Limiter", func(t *testing.T) {
 		var s *breakerSetup
 		var seen []BreakerState
-		s = newBreakerSetup(t, p, OnBreakerChange(func(c BreakerChange) {
+		s = newBreakerSetup(t, p, WithBreakerHook(func(c BreakerChange) {
 			seen = append(seen, s.lim.BreakerState())
 			_, err := s.lim.Allow(ctx, "from the hook") // may change the state itself
 			assert.NoError(t, err)
@@ -651,7 +654,7 @@ func TestBreaker(t *testing.T) {
 
 func TestFallbackPeekAndReset(t *testing.T) {
 	ctx := context.Background()
-	p := core.FixedWindow(100, time.Hour)
+	p := core.FixedWindow(5, time.Hour)
 
 	t.Run("Peek is the fallback's while the breaker is open, and agrees with AllowN", func(t *testing.T) {
 		s := newBreakerSetup(t, p)
@@ -722,34 +725,50 @@ func TestFallbackPeekAndReset(t *testing.T) {
 	})
 }
 
+// TestFallbackCostAboveCapacity: a cost above capacity is a denial in
+// every breaker state. With the breaker open, the fallback tells its own
+// state of the key; WithoutFallback, nobody can tell it, and the Decision
+// says so.
 func TestFallbackCostAboveCapacity(t *testing.T) {
 	ctx := context.Background()
-	s := newBreakerSetup(t, core.FixedWindow(100, time.Hour)) // the fallback: 5 per hour
-	s.open(t)
-	sent := s.calls.n.Load()
+	p := core.FixedWindow(100, time.Hour)
 
-	t.Run("above the shared policy's: a denial, without Redis", func(t *testing.T) {
+	t.Run("the fallback's denial, with its state of the key, without Redis", func(t *testing.T) {
+		s := newBreakerSetup(t, p)
+		s.open(t)
+		sent := s.calls.n.Load()
+		_, err := s.lim.AllowN(ctx, "k", 30)
+		require.NoError(t, err)
 		d, err := s.lim.AllowN(ctx, "k", 101)
 		assert.ErrorIs(t, err, core.ErrCostExceedsCapacity)
-		assert.ErrorIs(t, err, ErrBreakerOpen)
-		assert.False(t, d.Allowed)
-		assert.Zero(t, d.RetryAfter)
-		assert.Equal(t, int64(100), d.Limit)
-		assert.Equal(t, core.SourceFallback, d.Source)
+		assert.Equal(t, core.Decision{Limit: 100, Remaining: 70, ResetAfter: d.ResetAfter, Policy: p, Source: core.SourceFallback}, d)
+		assert.Positive(t, d.ResetAfter)
+		assert.Equal(t, sent, s.calls.n.Load())
 	})
-	t.Run("above the fallback's only: the fallback's denial", func(t *testing.T) {
-		d, err := s.lim.AllowN(ctx, "k", 6)
-		assert.ErrorIs(t, err, core.ErrCostExceedsCapacity)
-		assert.False(t, d.Allowed)
-		assert.Equal(t, int64(5), d.Limit)
-		assert.Equal(t, int64(5), d.Remaining)
-		assert.Equal(t, core.SourceFallback, d.Source)
-	})
+	for _, open := range []bool{false, true} {
+		t.Run(fmt.Sprintf("without a fallback, breaker open %v: a denial whose state is unknown", open), func(t *testing.T) {
+			s := newBreakerSetup(t, p, WithoutFallback())
+			if open {
+				s.open(t)
+			} else {
+				s.calls.fail.Store(true)
+			}
+			d, err := s.lim.AllowN(ctx, "k", 101)
+			assert.ErrorIs(t, err, core.ErrCostExceedsCapacity)
+			assert.ErrorIs(t, err, ErrUnavailable)
+			assert.ErrorIs(t, err, errInjected, "the cause")
+			if open {
+				assert.ErrorIs(t, err, ErrBreakerOpen)
+			}
+			assert.Equal(t, core.Decision{Limit: 100, Policy: p, StateUnknown: true}, d)
+		})
+	}
 	t.Run("an invalid cost is an error, as always", func(t *testing.T) {
+		s := newBreakerSetup(t, p)
+		s.open(t)
 		_, err := s.lim.AllowN(ctx, "k", 0)
 		assert.ErrorIs(t, err, core.ErrInvalidCost)
 	})
-	assert.Equal(t, sent, s.calls.n.Load())
 }
 
 func TestFallbackClose(t *testing.T) {
@@ -767,13 +786,13 @@ func TestFallbackClose(t *testing.T) {
 			_, err = s.lim.Peek(ctx, "k")
 			assert.ErrorIs(t, err, core.ErrClosed)
 			assert.ErrorIs(t, s.lim.Reset(ctx, "k"), core.ErrClosed)
-			_, err = s.lim.fb.mem.Allow(ctx, "k")
+			_, err = s.lim.fb.Allow(ctx, "k")
 			assert.ErrorIs(t, err, core.ErrClosed, "the fallback is closed too")
 		})
 	}
 }
 
-func TestWithFallbackRejectsBadInput(t *testing.T) {
+func TestBreakerOptionsRejectBadInput(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	t.Cleanup(func() { _ = rdb.Close() })
 	p := core.TokenBucket(10, time.Second)
@@ -782,19 +801,15 @@ func TestWithFallbackRejectsBadInput(t *testing.T) {
 		opt  Option
 		want string
 	}{
-		{"an invalid policy", WithFallback(core.FixedWindow(0, time.Second)), "redisstore: WithFallback: core: FixedWindow limit must be > 0"},
-		{"a nil option", WithFallback(p, nil), "nil FallbackOption"},
-		{"zero failures", WithFallback(p, BreakerFailures(0)), "BreakerFailures must be > 0"},
-		{"a zero probe interval", WithFallback(p, BreakerProbeInterval(0)), "BreakerProbeInterval must be > 0"},
-		{"a nil hook", WithFallback(p, OnBreakerChange(nil)), "OnBreakerChange needs a non-nil function"},
-		{"an invalid core option", WithFallback(p, FallbackLimiterOptions(core.WithMaxKeys(0))), "redisstore: WithFallback: core: WithMaxKeys must be > 0"},
+		{"zero failures", WithBreakerFailures(0), "redisstore: WithBreakerFailures must be > 0, got 0"},
+		{"a zero probe interval", WithBreakerProbeInterval(0), "redisstore: WithBreakerProbeInterval must be > 0, got 0s"},
+		{"a nil hook", WithBreakerHook(nil), "redisstore: WithBreakerHook needs a non-nil function"},
 	}
 	for _, tc := range cases {
 		t.Run("rejects "+tc.name, func(t *testing.T) {
 			l, err := New(rdb, p, tc.opt)
-			require.Error(t, err)
 			assert.Nil(t, l)
-			assert.Contains(t, err.Error(), tc.want)
+			assert.EqualError(t, err, tc.want)
 		})
 	}
 }

@@ -101,15 +101,11 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 // the field), use the limiter's algorithm (else the error wraps
 // core.ErrAlgorithmMismatch) and, as for New, have a Recovery time of at
 // most 2^52 ns. The Decision's Limit and Policy are p's. Its other errors
-// are AllowN's; with WithFallback, the fallback decides under its own
-// policy while Redis is unavailable (see WithFallback).
+// are AllowN's; the local fallback decides under p too.
 func (l *Limiter) AllowPolicy(ctx context.Context, p core.Policy, key string, n int64) (core.Decision, error) {
 	ps, err := l.spec("AllowPolicy", p)
 	if err != nil {
 		return core.Decision{Limit: p.Limit, Policy: p}, err
-	}
-	if l.fb != nil {
-		return l.fb.allow(ctx, "AllowPolicy", ps, &p, key, n)
 	}
 	return l.allow(ctx, "AllowPolicy", ps, &p, key, n)
 }
@@ -117,9 +113,10 @@ func (l *Limiter) AllowPolicy(ctx context.Context, p core.Policy, key string, n 
 // Get reads key's usage under p without consuming anything or changing the
 // key's state in Redis: a key written under another policy is converted
 // for the answer only. Used, Remaining and ResetAfter are as Peek under p
-// would tell them. Its errors are AllowPolicy's; with WithFallback, while
-// the circuit breaker keeps calls from Redis it returns an error wrapping
-// ErrBreakerOpen and ErrUnavailable (the fallback does not answer Get).
+// would tell them. Its errors are AllowPolicy's without a fallback: the
+// fallback does not answer Get, and while the circuit breaker keeps calls
+// from Redis it returns an error wrapping ErrUnavailable and
+// ErrBreakerOpen.
 func (l *Limiter) Get(ctx context.Context, p core.Policy, key string) (core.Usage, error) {
 	ps, err := l.spec("Get", p)
 	if err != nil {
@@ -144,8 +141,8 @@ func (l *Limiter) Get(ctx context.Context, p core.Policy, key string) (core.Usag
 // of used in the current window, the sliding window as used in the current
 // bucket. Set(ctx, p, key, 0) deletes the key, which is then full under
 // every policy. As Reset does, it forgets this process's cached denials of
-// the key once Redis has answered. Its errors are AllowPolicy's and, with
-// WithFallback, Get's; the fallback's state is not changed.
+// the key once Redis has answered. Its errors are Get's; the fallback's
+// state is not changed.
 func (l *Limiter) Set(ctx context.Context, p core.Policy, key string, used int64) error {
 	ps, err := l.spec("Set", p)
 	if err != nil {
@@ -164,20 +161,20 @@ func (l *Limiter) Set(ctx context.Context, p core.Policy, key string, used int64
 	})
 }
 
-// admin runs an admin call to Redis (Get, Set): through the fallback's
-// circuit breaker when there is one, which it informs.
+// admin runs an admin call to Redis (Get, Set) through the circuit
+// breaker, which it informs.
 func (l *Limiter) admin(ctx context.Context, op string, f func() error) error {
 	if l.closed.Load() {
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
 	}
-	if l.fb == nil || ctx.Err() != nil {
-		return f()
+	if ctx.Err() != nil {
+		return f() // the error, without Redis
 	}
-	t, ok := l.fb.br.admit()
+	t, ok := l.br.admit()
 	if !ok {
-		return &storeError{op: op, err: ErrBreakerOpen}
+		return l.br.refused(op)
 	}
 	err := f()
-	l.fb.br.done(t, core.SourceStore, err)
+	l.br.done(t, err)
 	return err
 }

@@ -489,18 +489,18 @@ func TestPolicyDenyCache(t *testing.T) {
 }
 
 // TestPolicyFallback: while Redis is unavailable, AllowPolicy is decided
-// by the fallback under its own policy, and Get and Set return errors
+// by the fallback under the call's policy, and Get and Set return errors
 // wrapping ErrUnavailable.
 func TestPolicyFallback(t *testing.T) {
 	ctx := context.Background()
 	p := core.FixedWindow(1000, time.Hour)
-	s := newBreakerSetup(t, core.FixedWindow(100, time.Hour)) // the fallback: 5 per hour
+	s := newBreakerSetup(t, core.FixedWindow(100, time.Hour))
 	s.calls.fail.Store(true)
 	d, err := s.lim.AllowPolicy(ctx, p, "k", 1)
 	require.NoError(t, err)
 	assert.Equal(t, core.SourceFallback, d.Source)
-	assert.Equal(t, int64(5), d.Limit, "the fallback's policy")
-	assert.Equal(t, int64(4), d.Remaining)
+	assert.Equal(t, p, d.Policy, "the call's policy")
+	assert.Equal(t, int64(999), d.Remaining)
 	_, err = s.lim.Get(ctx, p, "k")
 	assert.ErrorIs(t, err, ErrUnavailable)
 	assert.ErrorIs(t, s.lim.Set(ctx, p, "k", 1), ErrUnavailable)
@@ -512,7 +512,7 @@ func TestPolicyFallback(t *testing.T) {
 	d, err = s.lim.AllowPolicy(ctx, p, "k", 1)
 	require.NoError(t, err)
 	assert.Equal(t, core.SourceFallback, d.Source)
-	assert.Equal(t, int64(3), d.Remaining)
+	assert.Equal(t, int64(998), d.Remaining)
 
 	// Redis back: the probe closes the breaker and Redis decides under p.
 	s.calls.fail.Store(false)

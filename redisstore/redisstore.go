@@ -30,15 +30,18 @@ type Limiter struct {
 	local   func() int64     // the deny cache's clock, ns
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
 	b       *batcher
+	br      *breaker
+	fb      *core.MemoryLimiter // the local fallback; nil with WithoutFallback
 	closed  atomic.Bool
 	once    sync.Once
-	fb      *fallback // nil without WithFallback
 }
 
 var _ core.PolicyLimiter = (*Limiter)(nil)
 
 // ErrUnavailable is wrapped by the errors of calls that Redis failed: it
-// returned an error, or did not answer within the timeout (see WithTimeout).
+// returned an error, refused or broke the connection, or did not answer
+// within the timeout (see WithTimeout); and of calls the circuit breaker
+// kept from Redis (see ErrBreakerOpen).
 // The error of a call whose own context ended first does not wrap it.
 var ErrUnavailable = errors.New("redisstore: Redis unavailable")
 
@@ -58,9 +61,12 @@ type config struct {
 	denySize   int // 0: no deny cache
 	maxBatch   int
 	maxFlights int
+	failures   int
+	interval   time.Duration
+	hook       func(BreakerChange)
+	noFallback bool
 	clock      func() time.Time // tests: fixes the scripts' now
-	localNow   func() time.Time // tests: the deny cache's clock alone
-	fallback   *fallbackConfig  // nil without WithFallback
+	localNow   func() time.Time // tests: the deny cache's and breaker's clock alone
 }
 
 // WithPrefix sets the first part of every Redis key the limiter writes
@@ -115,11 +121,12 @@ func WithDenyCacheSize(n int) Option {
 
 // New returns a limiter enforcing p for every key, with its state in the
 // Redis that rdb talks to (a single node, Sentinel or Cluster). It does not
-// contact Redis: a Redis that is down shows as errors from the calls. It
-// returns an error naming the field when p is invalid, when p's Recovery
+// contact Redis: while Redis is down, calls are decided by the local
+// fallback (or return errors, WithoutFallback) until the circuit breaker's
+// probe gets an answer (see "Outages" in the package docs). It returns an error naming the field when p is invalid, when p's Recovery
 // time exceeds 2^52 ns (about 52 days; see "Clock"), or when an option is
-// invalid. It starts goroutines as calls come, two at most, that send
-// them to Redis; call Close to stop them. Closing the limiter does not
+// invalid. It starts the fallback's goroutine, and goroutines as calls
+// come, two at most, that send them to Redis; call Close to stop them. Closing the limiter does not
 // close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
@@ -128,7 +135,8 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	c := config{prefix: DefaultPrefix, timeout: DefaultTimeout, denySize: DefaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights}
+	c := config{prefix: DefaultPrefix, timeout: DefaultTimeout, denySize: DefaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights,
+		failures: DefaultBreakerFailures, interval: DefaultBreakerProbeInterval}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
@@ -155,9 +163,10 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		base := time.Now()
 		l.local = func() int64 { return int64(time.Since(base)) } // monotonic
 	}
-	if c.fallback != nil {
-		if l.fb, err = newFallback(l, c.fallback, c.clock); err != nil {
-			return nil, err
+	l.br = &breaker{threshold: int32(min(c.failures, 1<<30)), interval: int64(c.interval), hook: c.hook, now: l.local}
+	if !c.noFallback {
+		if l.fb, err = newFallback(p, c.clock); err != nil {
+			return nil, fmt.Errorf("redisstore: fallback: %w", err)
 		}
 	}
 	if c.denySize > 0 {
@@ -179,58 +188,91 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // so, consumes n, in one round trip to Redis (none when the deny cache
 // answers). Besides the core errors (ErrInvalidCost; a denial with
 // ErrCostExceedsCapacity; ErrClosed) it returns an error wrapping
-// ErrUnavailable when Redis fails or does not answer within the timeout,
-// and one wrapping ctx.Err() when ctx ends first; either way the Decision
-// carries the policy's Limit and nothing else. See "Timeouts and errors"
-// in the package docs for when a call that returned an error was counted.
-// With WithFallback, a call Redis fails is decided by the fallback instead
-// (Source core.SourceFallback, no error); only the caller's own context
-// ending is still an error.
+// ctx.Err() when ctx ends first. A call that Redis fails (an error, a
+// refused connection, no answer within the timeout), or that the circuit
+// breaker keeps from Redis, is decided by the local fallback (Source
+// core.SourceFallback, no error); WithoutFallback, it returns an error
+// wrapping ErrUnavailable and the cause (and ErrBreakerOpen when the
+// breaker kept it from Redis), its Decision carrying the policy's Limit
+// and nothing else. See "Outages" and "Timeouts and errors" in the
+// package docs.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	if l.fb != nil {
-		return l.fb.allow(ctx, "AllowN", nil, &l.policy, key, n) // see fallback.go
-	}
 	return l.allow(ctx, "AllowN", nil, &l.policy, key, n)
 }
 
-// allow is AllowN (ps nil) or AllowPolicy (ps the spec of *p) without a
-// fallback.
+// Peek reports what a unit-cost request for key would be told now,
+// without consuming anything or writing to Redis: what the next
+// AllowN(ctx, key, 1) would answer. It asks Redis while the circuit
+// breaker is closed; while it is not, a denial in the deny cache answers,
+// as it would answer AllowN, and otherwise the fallback. Its errors are
+// AllowN's.
+func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
+	return l.allow(ctx, "Peek", nil, &l.policy, key, 0)
+}
+
+// allow is AllowN, AllowPolicy (ps the spec of *p) and Peek (n = 0), the
+// one path of every decision: the deny cache, then Redis if the breaker
+// lets the call through, then the fallback.
 func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, error) {
 	switch {
 	case l.closed.Load():
 		return core.Decision{}, fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-	case n <= 0:
+	case n < 0 || n == 0 && op != "Peek":
 		return core.Decision{}, fmt.Errorf("redisstore: %w, got %d", core.ErrInvalidCost, n)
-	case n > p.Capacity():
-		// A denial reporting the key's current state, with no RetryAfter.
-		// It is a denial even when Redis cannot tell the state.
-		d, _, err := l.decide(ctx, op, ps, p, key, 0)
-		if err != nil {
-			return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(*p), err)
-		}
-		d.Allowed, d.RetryAfter = false, 0
-		return d, fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
+	case ctx.Err() != nil:
+		return core.Decision{Limit: p.Limit, Policy: *p}, fmt.Errorf("redisstore: %s: %w", op, ctx.Err())
+	}
+	cost, over := n, n > p.Capacity()
+	if over {
+		cost = 0 // a denial whatever the state: Redis tells the state
 	}
 	var sent int64
 	var gen uint64
-	cache := l.deny != nil && n == 1 && ps.cacheable()
+	cache := l.deny != nil && n <= 1 && ps.cacheable()
 	switch {
 	case cache:
 		sent = l.local()
 		e, g, ok := l.deny.get(key, ps.pid(), sent)
-		if ok {
+		if ok && (n == 1 || l.br.state() != BreakerClosed) {
+			// A Peek asks Redis while it can: the cached denial is
+			// Redis's answer, and a cache answers no Peek of a store.
 			return cachedDenial(e, sent, p), nil
 		}
 		gen = g // before the call is sent: see Reset
-	case l.deny != nil:
+	case l.deny != nil && !over:
 		l.deny.other(key, ps.pid()) // see denyCache
 	}
-	d, _, err := l.decide(ctx, op, ps, p, key, n)
-	if err == nil && cache && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
-		d.RetryAfter <= maxSpan && d.ResetAfter <= maxSpan {
-		// Only durations the scripts compute exactly (not those of a clock
-		// that stepped back by decades): the cache repeats them.
-		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: ps.pid()}, sent, gen)
+	var err error
+	if t, ok := l.br.admit(); ok {
+		var d core.Decision
+		d, _, err = l.decide(ctx, op, ps, p, key, cost)
+		if !l.br.done(t, err) {
+			switch {
+			case err != nil:
+			case over:
+				d.Allowed, d.RetryAfter = false, 0
+				err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
+			case cache && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
+				d.RetryAfter <= maxSpan && d.ResetAfter <= maxSpan:
+				// Only durations the scripts compute exactly (not those
+				// of a clock that stepped back by decades): the cache
+				// repeats them. Not a Peek's: it leaves a key written
+				// under another policy there, which a unit AllowN would
+				// move (see denyCache).
+				l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: ps.pid()}, sent, gen)
+			}
+			return d, err
+		}
+	} else {
+		err = l.br.refused(op)
+	}
+	if l.fb != nil {
+		return l.fallback(ctx, op, ps, p, key, n)
+	}
+	d := core.Decision{Limit: p.Limit, Policy: *p}
+	if over {
+		d.StateUnknown = true
+		return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(*p), err)
 	}
 	return d, err
 }
@@ -247,45 +289,38 @@ func cachedDenial(e denyEntry, now int64, p *core.Policy) core.Decision {
 	}
 }
 
-// Peek reports what a unit-cost request for key would be told now, without
-// consuming anything or writing to Redis. It always asks Redis. Its errors
-// are AllowN's; with WithFallback, the fallback answers when Redis fails.
-func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	if l.fb != nil {
-		return l.fb.peek(ctx, key)
-	}
-	return l.peek(ctx, key)
-}
-
-// peek is Peek without a fallback.
-func (l *Limiter) peek(ctx context.Context, key string) (core.Decision, error) {
-	if l.closed.Load() {
-		return core.Decision{}, fmt.Errorf("redisstore: Peek: %w", core.ErrClosed)
-	}
-	d, _, err := l.decide(ctx, "Peek", nil, &l.policy, key, 0)
-	return d, err
-}
-
-// Reset forgets key in Redis, for every process, and in this process's
-// deny cache: once it returns without an error, this process's next
-// unit-cost call for key asks Redis, even if a denial Redis produced before
-// the reset is answered only afterwards. Other processes' deny caches keep
-// a denial they hold until its RetryAfter passes. A Reset that returns an
-// error may or may not have deleted the key; its errors are AllowN's. With
-// WithFallback it also forgets the key in the fallback, and returns an
-// error wrapping ErrBreakerOpen while the breaker keeps it from Redis.
+// Reset forgets key in Redis, for every process, in this process's deny
+// cache and in the fallback: once it returns without an error, this
+// process's next unit-cost call for key asks Redis, even if a denial Redis
+// produced before the reset is answered only afterwards. Other processes'
+// deny caches keep a denial they hold until its RetryAfter passes, and
+// their fallbacks their state. A Reset that returns an error may or may
+// not have deleted the key in Redis; its errors are AllowN's without a
+// fallback (one wrapping ErrBreakerOpen while the breaker keeps it from
+// Redis: the key in Redis was not reset).
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	if l.fb != nil {
-		return l.fb.reset(ctx, key)
-	}
-	return l.reset(ctx, key)
-}
-
-// reset is Reset without a fallback.
-func (l *Limiter) reset(ctx context.Context, key string) error {
 	if l.closed.Load() {
 		return fmt.Errorf("redisstore: Reset: %w", core.ErrClosed)
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstore: Reset: %w", err)
+	}
+	if l.fb != nil {
+		if err := l.fb.Reset(ctx, key); err != nil {
+			return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
+		}
+	}
+	t, ok := l.br.admit()
+	if !ok {
+		return l.br.refused("Reset")
+	}
+	err := l.reset(ctx, key)
+	l.br.done(t, err)
+	return err
+}
+
+// reset deletes key in Redis.
+func (l *Limiter) reset(ctx context.Context, key string) error {
 	if l.deny != nil {
 		// After the DEL, whatever its outcome: a denial cached before
 		// the DEL was answered (say, one Redis produced before the DEL
@@ -311,8 +346,7 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 // Policy returns the policy the limiter enforces.
 func (l *Limiter) Policy() core.Policy { return l.policy }
 
-// Close stops the limiter's goroutines, and the fallback's (WithFallback),
-// once the calls already made have their answers (or their round trips
+// Close stops the limiter's goroutines, and the fallback's, once the calls already made have their answers (or their round trips
 // failed). Calls after the first do nothing; afterwards AllowN, Peek and
 // Reset return core.ErrClosed. It does not close the Redis client.
 func (l *Limiter) Close() error {
@@ -320,7 +354,7 @@ func (l *Limiter) Close() error {
 		l.closed.Store(true)
 		l.b.close()
 		if l.fb != nil {
-			l.fb.close()
+			_ = l.fb.Close()
 		}
 	})
 	return nil

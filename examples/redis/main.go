@@ -9,6 +9,12 @@
 // With Debian's redis-server installed, `redis-server --port 6380 --save ""`
 // in another terminal is enough. Each run uses keys of its own, which Redis
 // expires a minute later.
+//
+// It checks Redis at startup with a Ping bounded by a timeout, as a server
+// should: redisstore.New does not contact Redis. A real server would log
+// the error and start anyway, its limiters deciding locally, each with the
+// shared policy, until the circuit breaker's probe gets an answer; this
+// demo, whose point is the shared limit, stops instead.
 package main
 
 import (
@@ -59,12 +65,15 @@ type appServer struct {
 
 func startAppServer(name, redisAddr, prefix string, p core.Policy) (*appServer, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
-	lim, err := redisstore.New(rdb, p, redisstore.WithPrefix(prefix))
+	lim, err := redisstore.New(rdb, p, redisstore.WithPrefix(prefix),
+		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
+			log.Printf("app server %s: Redis breaker %v -> %v: %v", name, c.From, c.To, c.Err)
+		}))
 	if err != nil {
 		_ = rdb.Close()
 		return nil, err
 	}
-	mw := nethttp.Middleware(lim, nethttp.WithFailClosed()) // a demo should not pass silently when Redis is down
+	mw := nethttp.Middleware(lim)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = lim.Close()
@@ -93,7 +102,9 @@ func (a *appServer) close() {
 // together admitted anything but the limit.
 func run(ctx context.Context, out io.Writer, redisAddr string, limit int64, requests int) error {
 	probe := redis.NewClient(&redis.Options{Addr: redisAddr})
-	err := probe.Ping(ctx).Err()
+	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := probe.Ping(pingCtx).Err()
+	cancel()
 	_ = probe.Close()
 	if err != nil {
 		return fmt.Errorf("no Redis at %s (start one, or pass -redis / REDIS_ADDR): %w", redisAddr, err)

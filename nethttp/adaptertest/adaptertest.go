@@ -16,6 +16,7 @@
 package adaptertest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -80,6 +81,7 @@ func Run(t *testing.T, a Adapter) {
 	t.Run("describes the stacked limit that denied", s.stacked)
 	t.Run("never blocks in dry-run mode", s.dryRun)
 	t.Run("fails open by default and closed on request", s.failure)
+	t.Run("writes no Remaining or Reset for an unknown state", s.unknownState)
 	t.Run("describes each request's own policy", s.plans)
 	t.Run("applies the key-error policy", s.keyErrors)
 	t.Run("keys on the route pattern, not the path", s.route)
@@ -316,6 +318,24 @@ func (s suite) failure(t *testing.T) {
 		assert.Equal(t, "192.0.2.1", ev.Key)
 		assert.Equal(t, core.Decision{Limit: 7, Policy: broken.P}, ev.Decision)
 	}
+}
+
+// unknownStore denies every request as a cost above capacity whose state
+// it cannot tell, as redisstore does while Redis is down.
+type unknownStore struct{ coretest.Failing }
+
+func (u unknownStore) AllowN(context.Context, string, int64) (core.Decision, error) {
+	return core.Decision{Limit: u.P.Limit, Policy: u.P, StateUnknown: true}, u.Err
+}
+
+// unknownState: a denial whose state is unknown is a 429 with the limit
+// and the policy, and nothing guessed.
+func (s suite) unknownState(t *testing.T) {
+	p := core.FixedWindow(7, time.Second).WithName("per-ip")
+	lim := unknownStore{coretest.Failing{Err: fmt.Errorf("store: %w (key state unknown)", core.ErrCostExceedsCapacity), P: p}}
+	w := get(s.Mount(t, lim, nethttp.WithHeaderStyle(nethttp.HeadersBoth)), "/items/1")
+	assert.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Equal(t, headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`), rateHeaders(w))
 }
 
 // plans: one limiter, a policy per API key (WithPolicyFunc). Each answer

@@ -1,0 +1,301 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/core/coretest"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+)
+
+// refusingAddr returns the address of a stopped redis-server: its port
+// refuses connections.
+func refusingAddr(t *testing.T) string {
+	srv := redistest.Start(t)
+	srv.Stop()
+	return srv.Addr
+}
+
+// TestOutageThroughMiddleware sends 200 requests for one client through
+// nethttp's middleware on a real HTTP server, with every default, while
+// Redis refuses connections: the local fallback limits them exactly (the
+// first 100 pass, the rest are denied, with complete headers), and only the
+// calls before the breaker opened, and one probe per probe interval, were
+// handed to the Redis client. The elapsed time is logged, not asserted: the
+// counts are what a loaded machine cannot change.
+func TestOutageThroughMiddleware(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: refusingAddr(t)}) // go-redis's defaults
+	t.Cleanup(func() { _ = rdb.Close() })
+	calls := &redisCalls{}
+	rdb.AddHook(calls)
+	lim, err := New(rdb, core.TokenBucket(100, 24*time.Hour), WithPrefix(testPrefix())) // every default
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lim.Close() })
+	var fromFallback atomic.Int64
+	mw := nethttp.Middleware(lim, nethttp.WithHook(func(ev nethttp.Event) {
+		if ev.Decision.Source == core.SourceFallback && ev.Err == nil {
+			fromFallback.Add(1)
+		}
+	}))
+	srv := httptest.NewServer(mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	t.Cleanup(srv.Close)
+
+	codes := map[int]int{}
+	start := time.Now()
+	for i := range 200 {
+		resp, err := srv.Client().Get(srv.URL)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		codes[resp.StatusCode]++
+		remaining := strconv.Itoa(max(99-i, 0))
+		assert.Equal(t, []string{"100"}, resp.Header.Values(nethttp.HeaderLimit), "request %d", i)
+		assert.Equal(t, []string{remaining}, resp.Header.Values(nethttp.HeaderRemaining), "request %d", i)
+		assert.Len(t, resp.Header.Values(nethttp.HeaderReset), 1, "request %d", i)
+	}
+	elapsed := time.Since(start)
+	t.Logf("200 requests with Redis refusing connections: %v; %d calls handed to the Redis client", elapsed, calls.n.Load())
+
+	assert.Equal(t, map[int]int{http.StatusOK: 100, http.StatusTooManyRequests: 100}, codes)
+	assert.Equal(t, int64(200), fromFallback.Load())
+	assert.Equal(t, BreakerOpen, lim.BreakerState())
+	probes := int64(elapsed/DefaultBreakerProbeInterval) + 1
+	assert.LessOrEqual(t, calls.n.Load(), DefaultBreakerFailures+probes)
+}
+
+// TestRefusedErrorNamesTheCause: WithoutFallback, the error of a call Redis
+// refused, and of one the breaker then kept from Redis, wraps
+// ErrUnavailable and the cause; the latter ErrBreakerOpen too.
+func TestRefusedErrorNamesTheCause(t *testing.T) {
+	rdb := newClient(t, refusingAddr(t))
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), WithTimeout(DefaultTimeout), WithoutFallback(), WithBreakerFailures(1))
+	ctx := context.Background()
+	_, err := lim.Allow(ctx, "k")
+	require.ErrorIs(t, err, ErrUnavailable)
+	assert.NotErrorIs(t, err, ErrBreakerOpen)
+	var se *storeError
+	require.ErrorAs(t, err, &se)
+	cause := se.err // what went wrong with Redis
+	_, err = lim.Allow(ctx, "k")
+	assert.ErrorIs(t, err, ErrUnavailable)
+	assert.ErrorIs(t, err, ErrBreakerOpen)
+	assert.ErrorIs(t, err, cause)
+	assert.Equal(t, "redisstore: AllowN: circuit breaker open, Redis not called (last failure: "+cause.Error()+")", err.Error())
+}
+
+// TestHungRedisOpensTheBreaker: a listener that accepts connections and
+// never answers. The calls before the breaker opens wait for the timeout;
+// the ones after it are not handed to the Redis client at all.
+func TestHungRedisOpensTheBreaker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	rdb := newClient(t, ln.Addr().String())
+	calls := &redisCalls{}
+	rdb.AddHook(calls)
+	clock := coretest.NewClock(coretest.Epoch)
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), withClock(clock.Now), WithTimeout(50*time.Millisecond))
+	ctx := context.Background()
+	for i := range 100 {
+		d, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, core.SourceFallback, d.Source)
+		assert.Equal(t, int64(99-i), d.Remaining)
+	}
+	assert.Equal(t, BreakerOpen, lim.BreakerState())
+	// A call given up before the batcher sent it is never handed over.
+	assert.LessOrEqual(t, calls.n.Load(), int64(DefaultBreakerFailures), "only calls before the breaker opened")
+}
+
+// TestPeekAgreesWithAllowN: Peek tells what the next unit AllowN at the
+// same instant gets, in every state of the breaker, for a key that is
+// fresh, partly used, denied in the deny cache, and denied in the fallback.
+// While the breaker is closed Peek asks Redis where AllowN may take the
+// deny cache's denial: the same denial, from another Source.
+func TestPeekAgreesWithAllowN(t *testing.T) {
+	ctx := context.Background()
+	p := core.TokenBucket(3, time.Hour)
+	s := newBreakerSetup(t, p)
+	agree := func(t *testing.T, state BreakerState, key string) {
+		t.Helper()
+		require.Equal(t, state, s.lim.BreakerState())
+		peek, err := s.lim.Peek(ctx, key)
+		require.NoError(t, err)
+		d, err := s.lim.Allow(ctx, key)
+		require.NoError(t, err)
+		what := fmt.Sprintf("%v, key %s: Peek %+v, AllowN %+v", state, key, peek, d)
+		require.Equal(t, peek.Allowed, d.Allowed, what)
+		if state == BreakerClosed {
+			peek.Source = d.Source
+		}
+		if d.Allowed {
+			assert.Equal(t, peek.Remaining-1, d.Remaining, what)
+			peek.Remaining, peek.ResetAfter = d.Remaining, d.ResetAfter
+		}
+		assert.Equal(t, peek, d, what)
+	}
+	use := func(key string, n int) {
+		for range n {
+			_, err := s.lim.Allow(ctx, key)
+			require.NoError(t, err)
+		}
+	}
+	states := []BreakerState{BreakerClosed, BreakerOpen, BreakerHalfOpen}
+	for _, st := range states { // while Redis decides
+		use(st.String()+"-partial", 1)
+		use(st.String()+"-denied", 4) // the fourth is denied: cached
+	}
+	check := func(t *testing.T, st BreakerState) {
+		for _, k := range []string{"fresh", "partial", "denied", "local"} {
+			agree(t, st, st.String()+"-"+k)
+		}
+	}
+	t.Run("closed", func(t *testing.T) {
+		use("closed-local", 3)
+		check(t, BreakerClosed)
+	})
+	s.open(t)
+	use("open-local", 3) // by the fallback
+	use("half-open-local", 3)
+	t.Run("open", func(t *testing.T) { check(t, BreakerOpen) })
+	t.Run("half-open", func(t *testing.T) {
+		// Checked from the hook, on the probe's goroutine, while the
+		// probe is out.
+		checked := false
+		s.lim.br.hook = func(c BreakerChange) {
+			if c.To == BreakerHalfOpen {
+				check(t, BreakerHalfOpen)
+				checked = true
+			}
+		}
+		s.clock.Advance(breakerTestInterval)
+		_, err := s.lim.Allow(ctx, "probe")
+		require.NoError(t, err)
+		assert.True(t, checked)
+	})
+}
+
+// TestCostAboveCapacityWhileRedisIsDown: a request costing more than the
+// policy ever admits, through nethttp's middleware on a real HTTP server,
+// while Redis refuses connections. Without a fallback nobody knows the
+// key's state: 429 with the limit alone, before and after the breaker
+// opens. With the fallback (the default), the fallback's state of the key
+// is known and written.
+func TestCostAboveCapacityWhileRedisIsDown(t *testing.T) {
+	cost := nethttp.WithCostFunc(func(r *http.Request) (int64, error) {
+		return strconv.ParseInt(r.URL.Query().Get("cost"), 10, 64)
+	})
+	serve := func(t *testing.T, opts ...Option) (*Limiter, func(cost int) http.Header) {
+		rdb := newClient(t, refusingAddr(t))
+		lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), append([]Option{WithTimeout(DefaultTimeout), WithBreakerFailures(2)}, opts...)...)
+		srv := httptest.NewServer(nethttp.Middleware(lim, cost, nethttp.WithHeaderStyle(nethttp.HeadersBoth))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+		t.Cleanup(srv.Close)
+		return lim, func(n int) http.Header {
+			t.Helper()
+			resp, err := srv.Client().Get(srv.URL + "?cost=" + strconv.Itoa(n))
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+			return resp.Header
+		}
+	}
+	fields := func(h http.Header) map[string]string {
+		out := map[string]string{}
+		for _, k := range []string{nethttp.HeaderLimit, nethttp.HeaderRemaining, nethttp.HeaderReset,
+			nethttp.HeaderRetryAfter, nethttp.HeaderRateLimitPolicy, nethttp.HeaderRateLimit} {
+			if v := h.Values(k); len(v) > 0 {
+				out[k] = v[0]
+			}
+		}
+		return out
+	}
+	known := map[string]string{nethttp.HeaderLimit: "100", nethttp.HeaderRateLimitPolicy: `"tokenbucket-100-per-3600s";q=100;w=3600`}
+
+	t.Run("without a fallback: the limit and the policy only", func(t *testing.T) {
+		lim, get := serve(t, WithoutFallback())
+		for i := range 3 {
+			assert.Equal(t, known, fields(get(101)), "request %d", i)
+		}
+		assert.Equal(t, BreakerOpen, lim.BreakerState())
+		assert.Equal(t, known, fields(get(101)))
+	})
+	t.Run("with the fallback: the fallback's state", func(t *testing.T) {
+		lim, get := serve(t)
+		for range 2 {
+			get(101)
+		}
+		require.Equal(t, BreakerOpen, lim.BreakerState())
+		assert.Equal(t, map[string]string{
+			nethttp.HeaderLimit: "100", nethttp.HeaderRemaining: "100", nethttp.HeaderReset: "0",
+			nethttp.HeaderRateLimitPolicy: known[nethttp.HeaderRateLimitPolicy],
+			nethttp.HeaderRateLimit:       `"tokenbucket-100-per-3600s";r=100;t=0`,
+		}, fields(get(101)))
+	})
+}
+
+// TestStartWhileRedisIsDown: New does not contact Redis; a limiter built
+// while Redis is down decides every call in the fallback, and once Redis
+// is up, the first probe after the interval closes the breaker and Redis
+// decides again.
+func TestStartWhileRedisIsDown(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	rdb := newClient(t, srv.Addr)
+	clock := coretest.NewClock(coretest.Epoch)
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), withClock(clock.Now), WithTimeout(DefaultTimeout))
+	ctx := context.Background()
+	for i := range DefaultBreakerFailures + 3 {
+		d, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, core.SourceFallback, d.Source, "call %d", i)
+	}
+	require.Equal(t, BreakerOpen, lim.BreakerState())
+
+	srv.Restart()
+	// go-redis may still answer a probe right after the restart with the
+	// dial error it keeps for a moment; the next probe gets through.
+	deadline := time.Now().Add(15 * time.Second)
+	for lim.BreakerState() != BreakerClosed {
+		require.True(t, time.Now().Before(deadline), "no probe got through within 15s of the restart")
+		clock.Advance(DefaultBreakerProbeInterval)
+		_, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+	}
+	d, err := lim.Allow(ctx, "other")
+	require.NoError(t, err)
+	assert.Equal(t, core.SourceStore, d.Source)
+	assert.Equal(t, int64(99), d.Remaining)
+}

@@ -86,14 +86,20 @@ func relatedPolicy(rng *rand.Rand, p core.Policy, sameGeometry bool) core.Policy
 
 // recoveryBound is the longest any key's state takes to recover under
 // any of plans: a bucket key moved from a plan with a larger Burst may owe
-// that Burst at another plan's rate.
+// that Burst at another plan's rate, and a delaying leaky bucket, whose
+// queue never ends earlier when it moves to a faster plan, is counted in
+// the faster plan's units when it moves back, up to core.MaxSpan.
 func recoveryBound(plans []core.Policy) int64 {
-	var most, maxCap int64
+	var most, maxCap, maxInterval int64
 	for _, p := range plans {
 		most, maxCap = max(most, int64(p.Recovery())), max(maxCap, p.Capacity())
+		maxInterval = max(maxInterval, int64(p.Interval()))
 	}
 	for _, p := range plans {
-		if p.Algorithm == core.AlgTokenBucket || p.Algorithm == core.AlgLeakyBucket {
+		switch {
+		case p.Algorithm == core.AlgLeakyBucket && !p.Meter && len(plans) > 1:
+			most = max(most, int64(core.MaxSpan)+(maxCap+2)*maxInterval)
+		case p.Algorithm == core.AlgTokenBucket || p.Algorithm == core.AlgLeakyBucket:
 			most = max(most, (maxCap+2)*int64(p.Interval()))
 		}
 	}

@@ -157,8 +157,8 @@
 //
 // One Redis key per user key and limiter:
 //
-//	<prefix>:{<user key>}:<algorithm>:<limit>:<window>[:<burst or buckets>][:<name>]:v2
-//	ratelimit:{203.0.113.7/32}:tb:100:1m0s:100:per-ip:v2
+//	<prefix>:{<user key>}:<algorithm>:<limit>:<window>[:<burst or buckets>][:<name>]:v3
+//	ratelimit:{203.0.113.7/32}:tb:100:1m0s:100:per-ip:v3
 //
 // The braces are the Redis Cluster hash tag, and they are the library's:
 // inside them '%', '{' and '}' of the user key are escaped as %25, %7B and
@@ -173,17 +173,16 @@
 // calls (AllowPolicy) share its keys, and the value records the policy a
 // key was last written under. Changing a limiter's own policy starts from
 // fresh keys, and the old ones expire; to change limits at runtime and keep
-// what keys used, give the policy with each call. v2 names the value
-// format below: keys written by versions before per-call policies are
-// never read.
+// what keys used, give the policy with each call. v3 names the value
+// format below: keys written by earlier versions are never read.
 //
 // Values are packed with Redis's struct library, with the numbers of the
 // policy they were last written under and the latest instant they were
 // written at (Unix µs and the ns remainder, "dH"): the token and leaky
 // bucket store the theoretical arrival time and the interval Window/Limit
 // ("<dHddH": Unix µs, the ns remainder, the interval in ns, the instant),
-// the fixed window the window number, its count, the Window and the
-// instant ("<dI4ddH"), the sliding window the newest bucket written, the
+// the fixed window the window number, its count, the Window, the instant
+// and the Limit ("<dI4ddHI4"), the sliding window the newest bucket written, the
 // bucket width, the instant and a ring of B+1 counts, each bucket's at
 // position bucket mod (B+1) ("<dddH" and B+1 times "I4"; B is told by the
 // value's length). The instant matters only to a conversion: a server

@@ -116,9 +116,9 @@ func WithDenyCacheSize(n int) Option {
 // New returns a limiter enforcing p for every key, with its state in the
 // Redis that rdb talks to (a single node, Sentinel or Cluster). It does not
 // contact Redis: a Redis that is down shows as errors from the calls. It
-// returns an error naming the field when p is invalid, when p's Recovery
-// time exceeds 2^52 ns (about 52 days; see "Clock"), or when an option is
-// invalid. It starts goroutines as calls come, two at most, that send
+// returns an error naming the field when p is invalid (core.Policy.Validate,
+// which also bounds p's Recovery time by core.MaxSpan, the longest span
+// the scripts compute exactly: see "Clock"), or when an option is invalid. It starts goroutines as calls come, two at most, that send
 // them to Redis; call Close to stop them. Closing the limiter does not
 // close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
@@ -227,7 +227,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	}
 	d, _, err := l.decide(ctx, op, ps, p, key, n)
 	if err == nil && cache && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
-		d.RetryAfter <= maxSpan && d.ResetAfter <= maxSpan {
+		d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan {
 		// Only durations the scripts compute exactly (not those of a clock
 		// that stepped back by decades): the cache repeats them.
 		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: ps.pid()}, sent, gen)

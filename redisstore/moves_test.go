@@ -53,10 +53,32 @@ func TestLeakyBucketMovedToAFasterPlanServesItsQueueFirst(t *testing.T) {
 // in 2067 and decided on a clock more than 292 years earlier is more than
 // 2^63 ns from being back, a span the script's reply could not hold:
 // Redis turned it into a negative integer and the denial said RetryAfter
-// 0. Spans are now reported as at most 2^62 ns.
+// 0. Spans are now reported as at most 2^62 ns. The same seed then met
+// the deny cache: a denial cached in 2067 was more than 2^63 ns ahead of
+// 1723 and answered with a negative RetryAfter; such an entry now misses.
 func TestADenialAfterTheClockSteppedBackCenturiesSaysWhenToRetry(t *testing.T) {
 	ctx := context.Background()
 	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
+		t.Run("deny cache", func(t *testing.T) {
+			clock := coretest.NewClock(time.Date(2067, 1, 1, 0, 0, 0, 0, time.UTC))
+			lim := newLimiter(t, rdb, core.TokenBucket(3, time.Minute), withClock(clock.Now))
+			d, err := lim.AllowN(ctx, "k", 3)
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			d, err = lim.Allow(ctx, "k")
+			require.NoError(t, err)
+			require.False(t, d.Allowed)
+			d, err = lim.Allow(ctx, "k")
+			require.NoError(t, err)
+			require.Equal(t, core.SourceDenyCache, d.Source, "the denial is cached")
+			clock.Set(time.Date(1723, 1, 1, 0, 0, 0, 0, time.UTC))
+			d, err = lim.Allow(ctx, "k")
+			require.NoError(t, err)
+			assert.False(t, d.Allowed)
+			assert.Equal(t, core.SourceStore, d.Source)
+			assert.Equal(t, time.Duration(1)<<62, d.ResetAfter)
+			assert.GreaterOrEqual(t, d.RetryAfter, time.Duration(1)<<62-time.Minute)
+		})
 		for _, p := range []core.Policy{
 			core.FixedWindow(3, time.Minute),
 			core.SlidingWindow(3, time.Minute),

@@ -87,9 +87,9 @@
 // nanosecond (TestMatchesMemory). The one difference is the clock's
 // resolution: TIME has microseconds, so in production a Decision's
 // durations are as if now were truncated to the microsecond. For the same
-// reason New rejects a policy whose Recovery time exceeds 2^52 ns (about
-// 52 days: the scripts add up to two such spans). core.MaxBuckets, which
-// core.Policy.Validate enforces for every store, keeps a sliding window's
+// reason core.Policy.Validate, for every store, bounds a policy's Window
+// and Recovery time by core.MaxSpan, 2^52 ns (about 52 days: the scripts
+// add up to two such spans), and core.MaxBuckets keeps a sliding window's
 // ring within what the script can unpack onto Lua's stack.
 //
 // # Policies per call
@@ -116,20 +116,20 @@
 //   - token and leaky bucket: the debt (TAT - now, what is used and not
 //     yet refilled) times the new interval over the old one, exactly
 //     (fractions included), rounded up to the nanosecond, and at most
-//     2^52 ns (about 52 days; every policy's Recovery is within it). Here
-//     alone this store differs from core.MemoryLimiter, which keeps a
-//     longer debt: a key moved to a plan thousands of times slower after
-//     using more than 52 days of the new plan's units is denied for 52
-//     days rather than for the whole converted debt. Burst is not in the
-//     state: only a change of Window/Limit converts.
-//   - fixed window: the count of the key's window under its old Window,
-//     if that window has not ended, becomes the count of the new policy's
-//     current window (nothing if it has ended). With the same Window the
+//     core.MaxSpan, as in core; a delaying leaky bucket's TAT never moves
+//     earlier (the requests queued keep their instants). Burst is not in
+//     the state: only a change of Window/Limit converts.
+//   - fixed window: the count of the key's window, if that window
+//     overlaps the new policy's current one and is its old policy's
+//     current window or the one before, plus the old policy's Limit (the
+//     value records it) for the window before the stored one when that
+//     overlaps too and the stored window is the current one, becomes the
+//     count of the new policy's current window. With the same Window the
 //     count stays as it is. A count above the new Limit is kept: the key
 //     is denied until the window ends.
-//   - sliding window: with the same Window and Buckets the ring stays as
-//     it is, bucket by bucket; otherwise what the old trailing window
-//     counts now becomes the count of the new policy's current bucket.
+//   - sliding window: each of the old ring's buckets counts in the newest
+//     bucket of the new policy that it overlaps, not after the current
+//     one; with the same Window and Buckets the ring stays as it is.
 //
 // Concurrent calls on one key under several policies never admit more, at
 // one instant, than the largest capacity among them (Burst, Limit): the

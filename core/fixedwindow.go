@@ -32,11 +32,16 @@ func (s *fixedState) current(r *rule, word, now int64) (window, count int64) {
 	if word == 0 {
 		return window, 0
 	}
-	stored, count := r.stored(word, window)
-	if stored < window {
+	// The stored window's distance behind now's, as in stored, written
+	// out so that current stays small enough to inline.
+	behind := (window<<r.countBits - word&^r.countMask) >> r.countBits
+	switch {
+	case behind > 0:
 		return window, 0
+	case behind < 0:
+		window -= behind // the stored window, later than now's
 	}
-	return stored, count // now's window, or a later one
+	return window, word & r.countMask
 }
 
 func (s *fixedState) init(*rule) {}

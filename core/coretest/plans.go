@@ -291,8 +291,8 @@ func countsFit(q core.Policy, others []core.Policy) bool {
 
 // debtsFit reports whether a bucket key can move between q and the others
 // with its debt within maxTestSpan: the largest Burst at the slowest rate.
-// (The Redis store keeps a debt of at most 2^52 ns, 52 days: a key that has
-// used more units than that at its new rate is capped there.)
+// (Every store keeps a debt of at most core.MaxSpan, 52 days: a key that
+// has used more units than that at its new rate is capped there.)
 func debtsFit(q core.Policy, others []core.Policy) bool {
 	burst, interval := q.Burst, int64(q.Interval())
 	for _, o := range others {

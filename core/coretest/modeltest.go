@@ -634,7 +634,13 @@ func (c *modelCase) move() {
 		if c.rng.IntN(20) == 0 && c.now < maxLeapFrom {
 			// A leap of 2^31 to 2^33 windows (at most 40 years): what a
 			// store that keeps window numbers in few bits gets wrong.
-			to = c.now + min(w*(1<<31+c.rng.Int64N(3<<31)), 40*365*24*int64(time.Hour))
+			// (w*k overflows int64 for a Window above about a second: the
+			// leap is then 40 years, not a wrapped, negative one.)
+			k, leap := 1<<31+c.rng.Int64N(3<<31), 40*365*24*int64(time.Hour)
+			if w < leap/k {
+				leap = w * k
+			}
+			to = c.now + leap
 		}
 	case r < 88:
 		to += c.rng.Int64N(7) - 3

@@ -26,16 +26,18 @@ import (
 // request of the given usage at that instant.
 //
 // A clock that steps back never adds capacity (package docs of core): a
-// request decided at an instant before one the key was already written at
-// (an admission, a change of policy, a Set) is recorded, and the promise
-// checked, at that latest instant, as if the store had stood still there.
+// request admitted at an instant before the key's latest admission (or
+// Set of a usage above 0) is recorded, and the promise checked, at that
+// latest instant, as if the store had stood still there. (Not at the
+// latest call: a denial, a change of policy with nothing used, or a Set
+// to 0 leaves a store nothing to stand still at.)
 // Only a leaky-bucket request's service instant stays the store's own
 // reading plus its Delay, since that is when the client is told to send.
 // A store with a monotonic clock (core.MemoryLimiter) never needs this.
 type history struct {
 	reqs []request
 	pol  core.Policy // in force; the zero Policy while none is
-	last int64       // the latest instant the key was written at; MinInt64: never
+	last int64       // the latest instant of its requests; MinInt64: none
 
 	// Token bucket (and metering leaky bucket): the level at levelAt, the
 	// cost of every admitted request less what has refilled since, in
@@ -54,8 +56,8 @@ type request struct {
 
 func newHistory() history { return history{last: math.MinInt64, level: new(big.Rat)} }
 
-// instant is the instant a call at now is recorded at: now, or the latest
-// instant the key was written at when the clock stepped back.
+// instant is the instant a call at now is recorded at: now, or the
+// latest instant of the key's requests when the clock stepped back.
 func (h *history) instant(now int64) int64 { return max(now, h.last) }
 
 // take records that p takes effect at now: an AllowPolicy under p,
@@ -64,18 +66,18 @@ func (h *history) take(p core.Policy, now int64) {
 	if h.pol == p {
 		return
 	}
-	t := h.instant(now)
-	h.drain(t)
-	h.pol, h.last = p, t
+	h.drain(h.instant(now))
+	h.pol = p
 }
 
 // set is Set(p, used) at now: the history becomes one request of cost
-// used at now, served at now. The key is written at now, even if that is
-// before an instant it was written at: Set replaces its state.
+// used at now, served at now, even if now is before the key's latest
+// admission: Set replaces its state.
 func (h *history) set(p core.Policy, now, used int64) {
 	*h = newHistory()
-	h.pol, h.last, h.levelAt = p, now, now
+	h.pol, h.levelAt = p, now
 	if used > 0 {
+		h.last = now
 		h.reqs = []request{{at: now, serve: now, n: used, pol: p}}
 		if fluid(p) {
 			h.level.SetInt64(used)
@@ -95,7 +97,11 @@ func (h *history) drain(t int64) {
 			h.level.SetInt64(0)
 		}
 	}
-	h.levelAt = max(h.levelAt, t)
+	if h.level.Sign() == 0 {
+		h.levelAt = t // nothing to drain: t may be before levelAt after a step back
+	} else {
+		h.levelAt = max(h.levelAt, t)
+	}
 }
 
 // admit records a request of cost n admitted under p at now, told delay
@@ -460,7 +466,7 @@ func (c *modelCase) wrongPolicy(key string) error {
 		bad, mismatch = c.p, false
 		bad.Limit = 0
 	}
-	e := event{key: key, pol: showPolicy(bad), n: 1, now: c.now, at: c.frame()}
+	e := event{key: key, pol: bad.String(), n: 1, now: c.now, at: c.frame()}
 	switch c.rng.IntN(3) {
 	case 0:
 		e.op = "AllowPolicy"

@@ -357,8 +357,7 @@ func (s *modelStats) String() string {
 
 // tracked is what a case knows of one key.
 type tracked struct {
-	st keyState // unused: the model of conversions (policymodel.go) that RunModel no longer consults
-	h  history  // what it admitted, and the policy in force (see history)
+	h history // what it admitted, and the policy in force (see history)
 	// km models the key while it stays on one policy, kp, since it was new
 	// (km and kp zero), Reset or Set: the single-policy Model. Once it
 	// changes policy it is mixed, km nil, until Reset or Set.

@@ -234,9 +234,10 @@ func list(rs []request, show func(int64) string) string {
 	return b.String()
 }
 
-// RunPlanScenarios moves one key between policies in the four ways of
-// issue 17, each named after its scenario, and checks every admission on
-// the key's history (see "Policies per call" in the package docs of core):
+// RunPlanScenarios moves one key between policies in four ways that a
+// conversion can get wrong, each named after its scenario, and checks
+// every admission on the key's history (see history, and "Policies per
+// call" in the package docs of core):
 //
 //   - SlidingWindowFewerBuckets: SlidingWindow(10, 10s), then the same with
 //     5 buckets; 10 under the first at 0.5s, 10 under the second at 10s

@@ -70,18 +70,20 @@
 //
 //   - fixed window: the requests admitted in P's epoch-aligned window that
 //     holds t, this one included, total at most P.Limit, counting each
-//     request admitted under another policy Q while it is within Q.Window
-//     of t;
+//     request admitted before the key's latest change of policy while it
+//     lies within the Window of every policy in force since it was
+//     admitted (so a move to a shorter Window lets older requests go);
 //   - sliding window: the same holds for the P.Buckets buckets of P that end
 //     with t's bucket, and the P.Buckets+1 buckets that end with it hold at
 //     most P.MaxInWindow (buckets of Window/Buckets, epoch-aligned);
-//   - token bucket: the key's level, the cost of every admitted request less
-//     what has refilled since (at each moment at the rate, Limit per Window,
-//     of the policy then in force; never below zero), is at most P.Burst
-//     after the admission;
+//   - token bucket (and a leaky bucket used as a meter, see Policy.AsMeter):
+//     the key's level, the cost of every admitted request less what has
+//     refilled since (at each moment one unit per Interval of the policy
+//     then in force; never below zero), is at most P.Burst after the
+//     admission;
 //   - leaky bucket: each request is served at its instant plus its Delay,
 //     and a request of cost n admitted under Q is followed by the next one
-//     served no sooner than n intervals (Q.Window/Q.Limit) later: a change
+//     served no sooner than n intervals (Q.Interval) later: a change
 //     neither moves nor crowds the requests already queued; and the
 //     requests not yet served at t (served at t or later) cost at most
 //     P.Burst, this one included.

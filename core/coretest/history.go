@@ -52,6 +52,12 @@ type request struct {
 	serve int64       // leaky bucket: when it is served, its instant plus its Delay
 	n     int64       // its cost
 	pol   core.Policy // the policy it was admitted under
+	// reach: after a change of policy, the request counts for the window
+	// algorithms while it is within this span of an admission, the
+	// shortest Window of the policies in force since it was admitted;
+	// MaxInt64 while no change has happened (its policy's own rule counts
+	// it).
+	reach int64
 }
 
 func newHistory() history { return history{last: math.MinInt64, level: new(big.Rat)} }
@@ -67,6 +73,9 @@ func (h *history) take(p core.Policy, now int64) {
 		return
 	}
 	h.drain(h.instant(now))
+	for i := range h.reqs {
+		h.reqs[i].reach = min(h.reqs[i].reach, int64(h.pol.Window), int64(p.Window))
+	}
 	h.pol = p
 }
 
@@ -78,7 +87,7 @@ func (h *history) set(p core.Policy, now, used int64) {
 	h.pol, h.levelAt = p, now
 	if used > 0 {
 		h.last = now
-		h.reqs = []request{{at: now, serve: now, n: used, pol: p}}
+		h.reqs = []request{{at: now, serve: now, n: used, pol: p, reach: math.MaxInt64}}
 		if fluid(p) {
 			h.level.SetInt64(used)
 		}
@@ -112,7 +121,7 @@ func (h *history) admit(p core.Policy, now, delay, n int64, show func(int64) str
 	t := h.instant(now)
 	h.drain(t)
 	h.last = t
-	h.reqs = append(h.reqs, request{at: t, serve: now + delay, n: n, pol: p})
+	h.reqs = append(h.reqs, request{at: t, serve: now + delay, n: n, pol: p, reach: math.MaxInt64})
 	switch {
 	case p.Algorithm == core.AlgFixedWindow:
 		return h.fixed(p, t, show)
@@ -134,11 +143,10 @@ func (h *history) admit(p core.Policy, now, delay, n int64, show func(int64) str
 // with the same Limit, Window and Burst admits (core.Policy.Meter).
 func fluid(p core.Policy) bool { return p.Algorithm == core.AlgTokenBucket || p.Meter }
 
-// counts is whether r counts at t for a request under p: a request
-// admitted under another policy Q counts while it is within Q.Window of t.
-func counts(r request, p core.Policy, t int64) bool {
-	return r.pol == p || t-r.at < int64(r.pol.Window)
-}
+// counts is whether r counts at t for a window algorithm: a request
+// admitted before a change of policy counts while it lies within the
+// Window of every policy in force since it was admitted.
+func counts(r request, t int64) bool { return t-r.at < r.reach }
 
 // fixed: the requests in p's epoch-aligned window that holds t total at
 // most p.Limit.
@@ -146,7 +154,7 @@ func (h *history) fixed(p core.Policy, t int64, show func(int64) string) string 
 	w := int64(p.Window)
 	var in []request
 	for _, r := range h.reqs {
-		if floorDiv(r.at, w) == floorDiv(t, w) && counts(r, p, t) {
+		if floorDiv(r.at, w) == floorDiv(t, w) && counts(r, t) {
 			in = append(in, r)
 		}
 	}
@@ -167,7 +175,7 @@ func (h *history) sliding(p core.Policy, t int64, show func(int64) string) strin
 	}{{k - p.Buckets + 1, p.Limit}, {k - p.Buckets, p.MaxInWindow()}} {
 		var in []request
 		for _, r := range h.reqs {
-			if j := floorDiv(r.at, width); b.from <= j && j <= k && counts(r, p, t) {
+			if j := floorDiv(r.at, width); b.from <= j && j <= k && counts(r, t) {
 				in = append(in, r)
 			}
 		}

@@ -23,6 +23,7 @@ func TestHistoryByHand(t *testing.T) {
 	fa, fb := core.FixedWindow(10, 3*time.Second), core.FixedWindow(10, 2*time.Second)
 	sa := core.SlidingWindow(10, 10*time.Second)
 	sb := sa.WithBuckets(5)
+	ss := core.SlidingWindow(10, time.Second) // a shorter Window
 	ta, tb := core.TokenBucket(10, time.Second), core.TokenBucket(1, time.Second).WithBurst(5)
 	la, lb := core.LeakyBucket(1, time.Second).WithBurst(5), core.LeakyBucket(10, time.Second)
 	for _, tc := range []struct {
@@ -44,6 +45,10 @@ func TestHistoryByHand(t *testing.T) {
 			{500 * ms, "allow", sa, 10, 0}, {10 * time.Second, "allow", sb, 3, 0}}, "sliding window: the 6 buckets [+0s, +12s)"},
 		{"sliding: within them, up to MaxInWindow", []step{
 			{500 * ms, "allow", sa, 10, 0}, {10 * time.Second, "allow", sb, 2, 0}}, ""},
+		{"sliding: after a round trip through a shorter Window, only what lies within it counts", []step{
+			{0, "allow", sa, 10, 0}, {5 * time.Second, "allow", ss, 10, 0}, {5500 * ms, "allow", sa, 1, 0}}, "sliding window: the 10 buckets"},
+		{"sliding: and requests older than it are let go", []step{
+			{0, "allow", sa, 10, 0}, {5 * time.Second, "allow", ss, 5, 0}, {6500 * ms, "allow", sa, 5, 0}}, ""},
 		{"sliding: one policy, the trailing buckets", []step{
 			{500 * ms, "allow", sa, 10, 0}, {9999 * ms, "allow", sa, 1, 0}}, "sliding window: the 10 buckets"},
 		{"sliding: one policy, one more in bucket B", []step{

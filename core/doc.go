@@ -72,31 +72,29 @@
 // request admitted at instant t under policy P:
 //
 //   - fixed window: the requests admitted in P's epoch-aligned window that
-//     holds t, this one included, total at most P.Limit, counting those
-//     admitted under P since the key's latest change of policy, and those
-//     admitted under the policy Q it changed from (since the change
-//     before) while they are within Q.Window of t;
+//     holds t, this one included, total at most P.Limit, counting each
+//     request admitted before the key's latest change of policy while it
+//     lies within the Window of every policy in force since it was
+//     admitted (so a move to a shorter Window lets older requests go);
 //   - sliding window: the same holds for the P.Buckets buckets of P that end
 //     with t's bucket, and the P.Buckets+1 buckets that end with it hold at
 //     most P.MaxInWindow (buckets of Window/Buckets, epoch-aligned);
-//   - token bucket: the key's level, the cost of every admitted request less
-//     what has refilled since (at each moment at the rate, Limit per Window,
-//     of the policy then in force; never below zero), is at most P.Burst
-//     after the admission;
-//   - leaky bucket (a meter: the token bucket's): each request is served at
-//     its instant plus its Delay, and a request of cost n admitted under Q
-//     is followed by the next one served no sooner than n intervals
-//     (Q.Window/Q.Limit) later: a change neither moves nor crowds the
-//     requests already queued; and the requests not yet served at t (served
-//     at t or later) cost at most P.Burst, this one included.
+//   - token bucket (and a leaky bucket used as a meter, see Policy.AsMeter):
+//     the key's level, the cost of every admitted request less what has
+//     refilled since (at each moment one unit per Interval of the policy
+//     then in force; never below zero), is at most P.Burst after the
+//     admission;
+//   - leaky bucket: each request is served at its instant plus its Delay,
+//     and a request of cost n admitted under Q is followed by the next one
+//     served no sooner than n intervals (Q.Interval) later: a change
+//     neither moves nor crowds the requests already queued; and the
+//     requests not yet served at t (served at t or later) cost at most
+//     P.Burst, this one included.
 //
 // For a key that stays on one policy these are the usual guarantees, and no
-// interval of one Window admits more than Policy.MaxInWindow. (A window
-// key's state keeps only what its own policy counts: hence the window
-// algorithms count the requests of the policy changed from, not those of
-// the policies before it.) Where a state cannot know exactly what
-// still lies inside the new policy's window, the conversion counts what
-// might: a fixed window counts its window's count when that window
+// interval of one Window admits more than Policy.MaxInWindow. Where a
+// state cannot know exactly what still lies inside the new policy's
+// window, the conversion counts what might: a fixed window counts its window's count when that window
 // overlaps the new one's, even if it has just ended, and the old policy's
 // Limit for the window before it when that one overlaps too; a sliding
 // window counts each old bucket in the newest new bucket it overlaps; a
@@ -112,7 +110,8 @@
 //
 // A key whose policy changes on every request (limits per route on a key
 // per client) is converted each time, under its shard's mutex: give each
-// such policy its own keys instead ([github.com/go-ratelimit/ratelimit/keyfunc.Join] with the route), which
+// such policy its own keys instead
+// ([github.com/go-ratelimit/ratelimit/keyfunc.Join] with the route), which
 // also keeps their counts apart. Get reads a key's usage (Used, Remaining,
 // ResetAfter) under a policy without consuming, and Set writes it (grant
 // credits, import state from another system), in the same units.

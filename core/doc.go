@@ -72,13 +72,16 @@
 // request admitted at instant t under policy P:
 //
 //   - fixed window: the requests admitted in P's epoch-aligned window that
-//     holds t, this one included, total at most P.Limit, counting each
-//     request admitted before the key's latest change of policy while it
-//     lies within the Window of every policy in force since it was
-//     admitted (so a move to a shorter Window lets older requests go);
-//   - sliding window: the same holds for the P.Buckets buckets of P that end
-//     with t's bucket, and the P.Buckets+1 buckets that end with it hold at
-//     most P.MaxInWindow (buckets of Window/Buckets, epoch-aligned);
+//     holds t, this one included, total at most P.Limit, counting those
+//     admitted since the key's latest change of policy, and those admitted
+//     under the policy Q it changed from (since the change before) while
+//     they lie within both Q.Window and P.Window of t;
+//   - sliding window: the P.Buckets buckets of P that end with t's bucket
+//     hold at most P.Limit, and the P.Buckets+1 buckets that end with it at
+//     most P.MaxInWindow (buckets of Window/Buckets, epoch-aligned),
+//     counting each request admitted before the key's latest change of
+//     policy while it lies within the Window of every policy in force
+//     since it was admitted;
 //   - token bucket (and a leaky bucket used as a meter, see Policy.AsMeter):
 //     the key's level, the cost of every admitted request less what has
 //     refilled since (at each moment one unit per Interval of the policy

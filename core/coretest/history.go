@@ -52,11 +52,11 @@ type request struct {
 	serve int64       // leaky bucket: when it is served, its instant plus its Delay
 	n     int64       // its cost
 	pol   core.Policy // the policy it was admitted under
-	// reach: after a change of policy, the request counts for the window
-	// algorithms while it is within this span of an admission, the
-	// shortest Window of the policies in force since it was admitted;
-	// MaxInt64 while no change has happened (its policy's own rule counts
-	// it).
+	// reach: for the window algorithms, the request counts while it is
+	// within this span of an admission: MaxInt64 while no change of
+	// policy has happened since it was admitted (its policy's own rule
+	// counts it); after a change, the shortest Window of the policies in
+	// force since, but a fixed window's no longer after a second change.
 	reach int64
 }
 
@@ -74,7 +74,12 @@ func (h *history) take(p core.Policy, now int64) {
 	}
 	h.drain(h.instant(now))
 	for i := range h.reqs {
-		h.reqs[i].reach = min(h.reqs[i].reach, int64(h.pol.Window), int64(p.Window))
+		switch r := &h.reqs[i]; {
+		case r.reach == math.MaxInt64, p.Algorithm == core.AlgSlidingWindow:
+			r.reach = min(r.reach, int64(h.pol.Window), int64(p.Window))
+		default:
+			r.reach = math.MinInt64 // a fixed window's, two changes back
+		}
 	}
 	h.pol = p
 }
@@ -143,9 +148,7 @@ func (h *history) admit(p core.Policy, now, delay, n int64, show func(int64) str
 // with the same Limit, Window and Burst admits (core.Policy.Meter).
 func fluid(p core.Policy) bool { return p.Algorithm == core.AlgTokenBucket || p.Meter }
 
-// counts is whether r counts at t for a window algorithm: a request
-// admitted before a change of policy counts while it lies within the
-// Window of every policy in force since it was admitted.
+// counts is whether r counts at t for a window algorithm (see reach).
 func counts(r request, t int64) bool { return t-r.at < r.reach }
 
 // fixed: the requests in p's epoch-aligned window that holds t total at

@@ -45,6 +45,12 @@ func TestHistoryByHand(t *testing.T) {
 			{500 * ms, "allow", sa, 10, 0}, {10 * time.Second, "allow", sb, 3, 0}}, "sliding window: the 6 buckets [+0s, +12s)"},
 		{"sliding: within them, up to MaxInWindow", []step{
 			{500 * ms, "allow", sa, 10, 0}, {10 * time.Second, "allow", sb, 2, 0}}, ""},
+		{"sliding: a round trip keeps what lies within every Window since", []step{
+			{0, "allow", sa, 10, 0}, {500 * ms, "deny", ss, 1, 0}, {600 * ms, "allow", sa, 1, 0}}, "sliding window: the 10 buckets"},
+		{"fixed: the requests of the policy changed from count", []step{
+			{2990 * ms, "allow", fa, 5, 0}, {3 * time.Second, "allow", fb, 5, 0}, {3100 * ms, "allow", fb, 1, 0}}, "fixed window"},
+		{"fixed: those from before the change before it no longer do", []step{
+			{2990 * ms, "allow", fa, 5, 0}, {3 * time.Second, "allow", fb, 5, 0}, {3100 * ms, "allow", fa, 5, 0}, {3200 * ms, "allow", fb, 1, 0}}, ""},
 		{"sliding: after a round trip through a shorter Window, only what lies within it counts", []step{
 			{0, "allow", sa, 10, 0}, {5 * time.Second, "allow", ss, 10, 0}, {5500 * ms, "allow", sa, 1, 0}}, "sliding window: the 10 buckets"},
 		{"sliding: and requests older than it are let go", []step{

@@ -13,7 +13,10 @@
 //	core.LeakyBucket(10, time.Second).WithBurst(50)       // leave at 10/s, at most 50 in the bucket
 //
 // A Policy is a plain value; an invalid one is rejected by New (and by the
-// Redis store) with an error naming the field, never a panic.
+// Redis store) with an error naming the field, never a panic. Policy.Validate
+// is the one bound for every store: among others, Window and Recovery at
+// most MaxSpan (about 52 days), the longest span the Redis store computes
+// exactly.
 //
 // # Decisions
 //
@@ -69,38 +72,49 @@
 // request admitted at instant t under policy P:
 //
 //   - fixed window: the requests admitted in P's epoch-aligned window that
-//     holds t, this one included, total at most P.Limit, counting each
-//     request admitted under another policy Q while it is within Q.Window
-//     of t;
-//   - sliding window: the same holds for the P.Buckets buckets of P that end
-//     with t's bucket, and the P.Buckets+1 buckets that end with it hold at
-//     most P.MaxInWindow (buckets of Window/Buckets, epoch-aligned);
-//   - token bucket: the key's level, the cost of every admitted request less
-//     what has refilled since (at each moment at the rate, Limit per Window,
-//     of the policy then in force; never below zero), is at most P.Burst
-//     after the admission;
+//     holds t, this one included, total at most P.Limit, counting those
+//     admitted since the key's latest change of policy, and those admitted
+//     under the policy Q it changed from (since the change before) while
+//     they lie within both Q.Window and P.Window of t;
+//   - sliding window: the P.Buckets buckets of P that end with t's bucket
+//     hold at most P.Limit, and the P.Buckets+1 buckets that end with it at
+//     most P.MaxInWindow (buckets of Window/Buckets, epoch-aligned),
+//     counting each request admitted before the key's latest change of
+//     policy while it lies within the Window of every policy in force
+//     since it was admitted;
+//   - token bucket (and a leaky bucket used as a meter, see Policy.AsMeter):
+//     the key's level, the cost of every admitted request less what has
+//     refilled since (at each moment one unit per Interval of the policy
+//     then in force; never below zero), is at most P.Burst after the
+//     admission;
 //   - leaky bucket: each request is served at its instant plus its Delay,
 //     and a request of cost n admitted under Q is followed by the next one
-//     served no sooner than n intervals (Q.Window/Q.Limit) later: a change
+//     served no sooner than n intervals (Q.Interval) later: a change
 //     neither moves nor crowds the requests already queued; and the
 //     requests not yet served at t (served at t or later) cost at most
 //     P.Burst, this one included.
 //
 // For a key that stays on one policy these are the usual guarantees, and no
-// interval of one Window admits more than Policy.MaxInWindow. Where a state
-// cannot know exactly what still lies inside the new policy's window, the
-// conversion counts what might (a fixed window assumes the old policy's
-// previous window was full when that window overlaps the new one's, a
-// sliding window counts each old bucket in the newest new bucket it
-// overlaps), and a leaky bucket keeps its queued requests at their
-// instants and schedules new ones after them: stricter, never more generous.
-// A count or debt the new policy cannot hold is kept at the largest it can,
-// which still denies every request. Set makes a key's history one request
-// of the given usage at that instant; Reset empties it.
+// interval of one Window admits more than Policy.MaxInWindow. Where a
+// state cannot know exactly what still lies inside the new policy's
+// window, the conversion counts what might: a fixed window counts its window's count when that window
+// overlaps the new one's, even if it has just ended, and the old policy's
+// Limit for the window before it when that one overlaps too; a sliding
+// window counts each old bucket in the newest new bucket it overlaps; a
+// leaky bucket keeps its queued requests at their instants and schedules
+// new ones after them, counting the time the queue takes in the new
+// policy's intervals (moved to a faster plan, a key waits until its queue
+// fits the new depth): stricter, never more generous. So that a fixed
+// window's count can still be carried into another policy's window, its
+// Recovery is two Windows. A count or debt the new policy cannot hold (a
+// debt beyond MaxSpan) is kept at the largest it can, which still denies
+// every request, and counts as that from then on. Set makes a key's history
+// one request of the given usage at that instant; Reset empties it.
 //
 // A key whose policy changes on every request (limits per route on a key
 // per client) is converted each time, under its shard's mutex: give each
-// such policy its own keys instead ([github.com/go-ratelimit/ratelimit/keyfunc.Join] with the route), which
+// such policy its own keys instead
+// ([github.com/go-ratelimit/ratelimit/keyfunc.Join] with the route), which
 // also keeps their counts apart. Get reads a key's usage (Used, Remaining,
 // ResetAfter) under a policy without consuming, and Set writes it (grant
 // credits, import state from another system), in the same units.

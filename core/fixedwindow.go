@@ -1,6 +1,9 @@
 package core
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // fixedState is the per-key state of a fixed window, packed into one word
 // so that an admission is one CompareAndSwap: the low bits hold the count
@@ -29,8 +32,8 @@ func (s *fixedState) current(r *rule, word, now int64) (window, count int64) {
 	if word == 0 {
 		return window, 0
 	}
-	// The stored window's distance behind now's, sign-extended from the
-	// bits the word keeps of it.
+	// The stored window's distance behind now's, as in stored, written
+	// out so that current stays small enough to inline.
 	behind := (window<<r.countBits - word&^r.countMask) >> r.countBits
 	switch {
 	case behind > 0:
@@ -76,13 +79,31 @@ func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, bool)
 	}
 }
 
+// live returns the window a state word counts in and its count, and
+// whether that window is now's, the one before it (whose count a
+// conversion may still carry into another policy's window: see convert)
+// or a later one. A word that is not live is the same as a new key's.
+func (r *rule) live(word, now int64) (window, count int64, ok bool) {
+	if word == 0 || word == retired {
+		return 0, 0, false
+	}
+	cur := floorDiv(now, r.window)
+	window, count = r.stored(word, cur)
+	return window, count, window >= cur-1
+}
+
 func (s *fixedState) idle(r *rule, now int64) bool {
 	word := s.w.Load()
-	if word == retired {
-		return false
+	_, _, live := r.live(word, now)
+	return word != retired && !live
+}
+
+func (s *fixedState) untilIdle(r *rule, now int64) int64 {
+	window, _, live := r.live(s.w.Load(), now)
+	if !live {
+		return 0
 	}
-	_, count := s.current(r, word, now)
-	return count == 0
+	return (window+2)*r.window - now
 }
 
 func (s *fixedState) retire(r *rule, now int64, mode retireMode, into *fixedState) bool {
@@ -91,9 +112,13 @@ func (s *fixedState) retire(r *rule, now int64, mode retireMode, into *fixedStat
 		if word == retired {
 			return false
 		}
-		if mode != retireAlways {
-			_, count := s.current(r, word, now)
-			if count > 0 && (mode == retireIdle || count+1 > r.limit) {
+		switch mode {
+		case retireIdle:
+			if _, _, live := r.live(word, now); live {
+				return false
+			}
+		case retireUnlimited:
+			if _, count := s.current(r, word, now); count+1 > r.limit {
 				return false
 			}
 		}
@@ -116,43 +141,68 @@ func (s *fixedState) absorb(r *rule, now int64, src *fixedState) {
 }
 
 // raise makes s at least as used as the state word, seen at now: the later
-// window wins, and in the same window the larger count. A count in a window
-// before now's is no use to anyone. Only states no lock-free reader can
-// reach are raised, under the shard's mutex.
+// window wins, and in the same window the larger count. A word that is not
+// live is no use to anyone. Only states no lock-free reader can reach are
+// raised, under the shard's mutex.
 func (s *fixedState) raise(r *rule, now, word int64) {
-	w2, c2 := s.current(r, word, now)
-	if c2 == 0 {
+	w2, c2, ok := r.live(word, now)
+	if !ok {
 		return
 	}
-	w1, c1 := s.current(r, s.w.Load(), now)
-	if c1 == 0 || w2 > w1 || (w2 == w1 && c2 > c1) {
+	w1, c1, ok := r.live(s.w.Load(), now)
+	if !ok || w2 > w1 || (w2 == w1 && c2 > c1) {
 		s.w.Store(r.packFixed(w2, c2))
 	}
 }
 
-// convert carries the count of the key's current window into to's current
-// window (the stored window itself when both rules have the same window),
-// even above to's Limit, so that a detour through a smaller limit gives
-// nothing back.
+// convert counts, in to's current window, what might still lie in it of
+// the requests the state counted under from (see "Policies per call" in
+// doc.go): the count of the stored window if that window overlaps to's
+// current one, even when it has ended by from's reckoning (it is live: the
+// requests in a window before that are all more than one Window old); and from's
+// Limit for the window before the stored one, which the state no longer
+// knows, when that window overlaps too and the stored window is from's
+// current one. A count above what to's word holds (or above 2^32-1) is
+// kept at that most, which still denies. Both current windows are taken at the later
+// of now and the start of the stored window (a caller whose clock reading
+// is behind another's).
 func (s *fixedState) convert(from, to *rule, now int64, src *fixedState, retire bool) bool {
 	for {
 		word := src.w.Load()
 		if word == retired {
 			return false
 		}
-		window, count := src.current(from, word, now)
 		var next int64
-		if count > 0 {
-			if from.window != to.window {
-				window = floorDiv(now, to.window)
+		if window, count, live := from.live(word, now); live {
+			start := window * from.window
+			at := max(now, start)
+			k := floorDiv(at, to.window)
+			lo, hi := k*to.window, (k+1)*to.window
+			var n int64
+			if start < hi && start+from.window > lo {
+				n = count
 			}
-			next = to.packFixed(window, min(count, to.countMask))
+			if window == floorDiv(at, from.window) && start-from.window < hi && start > lo {
+				n += from.limit
+			}
+			if n > 0 {
+				next = to.packFixed(k, min(n, maxFixedLimit(time.Duration(to.window))))
+			}
 		}
 		s.w.Store(next)
 		if !retire || src.w.CompareAndSwap(word, retired) {
 			return true
 		}
 	}
+}
+
+// stored returns the window a nonzero state word counts in and its count,
+// given now's window cur: the word keeps the low bits of the window
+// number, so the stored window's distance behind cur is sign-extended
+// from them.
+func (r *rule) stored(word, cur int64) (window, count int64) {
+	behind := (cur<<r.countBits - word&^r.countMask) >> r.countBits
+	return cur - behind, word & r.countMask
 }
 
 // usage is the count of the current window.

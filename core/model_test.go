@@ -36,6 +36,7 @@ func TestModelMemory(t *testing.T) {
 	s := modelSuite()
 	t.Run("model", s.RunModel)
 	t.Run("properties", s.RunProperties)
+	t.Run("plan scenarios", s.RunPlanScenarios)
 }
 
 // TestModelMemoryMaxKeys is TestModelMemory with room for only 8 keys, so
@@ -47,4 +48,5 @@ func TestModelMemoryMaxKeys(t *testing.T) {
 	s.Inexact = true
 	t.Run("model", s.RunModel)
 	t.Run("properties", s.RunProperties)
+	t.Run("plan scenarios", s.RunPlanScenarios)
 }

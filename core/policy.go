@@ -51,11 +51,16 @@ const (
 	// each key holds Buckets+1 counters, and the Redis script unpacks them
 	// onto Lua's stack.
 	MaxBuckets = 4096
-	// maxSpan bounds every duration the algorithms add to a Unix-nanosecond
-	// instant (about 73 years), so now+span never overflows int64 before the
-	// year 2200.
-	maxSpan = int64(1) << 61
+	// MaxSpan is the longest Window and the longest Recovery time a policy
+	// may have, in every store (Validate): 2^52 ns, about 52 days, the
+	// longest span the Redis store's scripts compute exactly in Lua's
+	// float64 numbers. It also keeps every instant the algorithms form
+	// (now plus two such spans) within int64 nanoseconds.
+	MaxSpan = time.Duration(1) << 52
 )
+
+// maxSpan is MaxSpan in nanoseconds.
+const maxSpan = int64(MaxSpan)
 
 // Policy is "Limit requests per Window" plus the knobs of one algorithm. Build
 // one with FixedWindow, SlidingWindow, TokenBucket or LeakyBucket and refine
@@ -190,9 +195,14 @@ func (p Policy) MaxInWindow() int64 {
 	return p.Burst + int64(p.Window/p.Interval())
 }
 
-// Recovery is the longest time a key needs to return to full quota after any
-// use: an idle key older than this is identical to a new one, which is what
-// makes evicting it lossless. Redis uses it as the key's expiry.
+// Recovery is the longest time a key's state matters after any use: an
+// idle key older than this is identical to a new one under every policy
+// (see "Policies per call" in the package documentation), which is what
+// makes evicting it lossless. Redis uses it as the key's expiry. It is the
+// time a key needs to return to full quota, except for a fixed window: its
+// quota is back when its window ends, but another policy's window may
+// still hold the window's requests for one more Window, so its Recovery
+// is 2*Window.
 func (p Policy) Recovery() time.Duration {
 	switch p.Algorithm {
 	case AlgTokenBucket, AlgLeakyBucket:
@@ -201,7 +211,7 @@ func (p Policy) Recovery() time.Duration {
 		// The oldest of the Buckets+1 counted buckets (see slidingwindow.go).
 		return p.Interval() * time.Duration(p.Buckets+1)
 	}
-	return p.Window
+	return 2 * p.Window
 }
 
 // Validate reports whether the policy can be run, with an error naming the
@@ -221,12 +231,15 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("core: %v window must be > 0, got %v", a, p.Window)
 	}
 	if int64(p.Window) > maxSpan {
-		return fmt.Errorf("core: %v window must be <= %v, got %v", a, time.Duration(maxSpan), p.Window)
+		return fmt.Errorf("core: %v window must be <= %v (MaxSpan), got %v", a, MaxSpan, p.Window)
 	}
 	switch a {
 	case AlgFixedWindow:
 		if p.Window < MinBucket {
 			return fmt.Errorf("core: FixedWindow window must be >= %v, got %v", MinBucket, p.Window)
+		}
+		if p.Window > MaxSpan/2 {
+			return fmt.Errorf("core: FixedWindow window must be <= %v (half MaxSpan: its recovery time is two windows), got %v", MaxSpan/2, p.Window)
 		}
 		if p.Limit > MaxWindowLimit {
 			return fmt.Errorf("core: FixedWindow limit must be <= %d, got %d", int64(MaxWindowLimit), p.Limit)
@@ -249,6 +262,9 @@ func (p Policy) Validate() error {
 		if p.Window/time.Duration(p.Buckets) < MinBucket {
 			return fmt.Errorf("core: SlidingWindow bucket (window/buckets = %v/%d) must be >= %v", p.Window, p.Buckets, MinBucket)
 		}
+		if rec := p.Recovery(); rec > MaxSpan {
+			return fmt.Errorf("core: SlidingWindow window %v plus one bucket (its recovery time, %v) must be <= %v (MaxSpan)", p.Window, rec, MaxSpan)
+		}
 		if p.Limit > MaxWindowLimit {
 			return fmt.Errorf("core: SlidingWindow limit must be <= %d, got %d", int64(MaxWindowLimit), p.Limit)
 		}
@@ -268,7 +284,7 @@ func (p Policy) Validate() error {
 		}
 		hi, lo := bits.Mul64(uint64(p.Burst), uint64(p.Interval()))
 		if hi != 0 || lo > uint64(maxSpan) {
-			return fmt.Errorf("core: %v burst %d at %d per %v takes longer than %v to refill", a, p.Burst, p.Limit, p.Window, time.Duration(maxSpan))
+			return fmt.Errorf("core: %v burst %d at %d per %v takes longer than %v (MaxSpan) to refill", a, p.Burst, p.Limit, p.Window, MaxSpan)
 		}
 	}
 	for i := 0; i < len(p.Name); i++ {

@@ -31,9 +31,15 @@ func TestPolicyValidation(t *testing.T) {
 		{"fixed limit above 32 bits", core.FixedWindow(math.MaxUint32+1, time.Second), "core: FixedWindow limit must be <= 4294967295, got 4294967296"},
 		{"sliding limit above 32 bits", core.SlidingWindow(math.MaxInt64, time.Hour), "core: SlidingWindow limit must be <= 4294967295, got 9223372036854775807"},
 		{"rate above 1 per ns", core.TokenBucket(2_000_000_000, time.Second), "core: TokenBucket rate 2000000000 per 1s is above one request per nanosecond"},
-		{"window overflows", core.TokenBucket(1, math.MaxInt64), "core: TokenBucket window must be <= 640511h56m49.213693952s, got 2562047h47m16.854775807s"},
-		{"burst refill overflows", core.TokenBucket(1, time.Hour).WithBurst(math.MaxInt64), "core: TokenBucket burst 9223372036854775807 at 1 per 1h0m0s takes longer than 640511h56m49.213693952s to refill"},
-		{"burst refill far too long", core.LeakyBucket(1, 24*time.Hour).WithBurst(1 << 20), "core: LeakyBucket burst 1048576 at 1 per 24h0m0s takes longer than 640511h56m49.213693952s to refill"},
+		{"window overflows", core.TokenBucket(1, math.MaxInt64), "core: TokenBucket window must be <= 1250h59m59.627370496s (MaxSpan), got 2562047h47m16.854775807s"},
+		{"window above MaxSpan", core.TokenBucket(1, core.MaxSpan+1), "core: TokenBucket window must be <= 1250h59m59.627370496s (MaxSpan), got 1250h59m59.627370497s"},
+		{"fixed window above half MaxSpan", core.FixedWindow(1, core.MaxSpan/2+1), "core: FixedWindow window must be <= 625h29m59.813685248s (half MaxSpan: its recovery time is two windows), got 625h29m59.813685249s"},
+		{"sliding recovery above MaxSpan", core.SlidingWindow(1, core.MaxSpan).WithBuckets(1 << 2), "core: SlidingWindow window 1250h59m59.627370496s plus one bucket (its recovery time, 1563h44m59.53421312s) must be <= 1250h59m59.627370496s (MaxSpan)"},
+		{"burst refill overflows", core.TokenBucket(1, time.Hour).WithBurst(math.MaxInt64), "core: TokenBucket burst 9223372036854775807 at 1 per 1h0m0s takes longer than 1250h59m59.627370496s (MaxSpan) to refill"},
+		{"burst refill far too long", core.LeakyBucket(1, 24*time.Hour).WithBurst(1 << 20), "core: LeakyBucket burst 1048576 at 1 per 24h0m0s takes longer than 1250h59m59.627370496s (MaxSpan) to refill"},
+		// Issue 17's daily plan: 25,000 days to refill, which the Redis
+		// store cannot compute exactly, so no store accepts it.
+		{"a daily plan with a burst of 25000", core.TokenBucket(1, 24*time.Hour).WithBurst(25_000), "core: TokenBucket burst 25000 at 1 per 24h0m0s takes longer than 1250h59m59.627370496s (MaxSpan) to refill"},
 		{"meter on a window", core.Policy{Algorithm: core.AlgFixedWindow, Limit: 1, Window: time.Second, Meter: true}, "core: meter mode applies to LeakyBucket only, not FixedWindow"},
 		{"fixed-window count and window number above 64 bits", core.FixedWindow(math.MaxUint32, time.Second), "core: FixedWindow limit 4294967295 per 1s is too large: a key packs its count and window number into one 64-bit word, which holds at most 536870911 per 1s"},
 		{"rate not kept within 0.1%", core.TokenBucket(600_000_000, time.Second), "core: TokenBucket rate 600000000 per 1s cannot be kept within 0.1%: its interval (window/limit) rounds to 1ns; use a longer window or a limit that divides it"},
@@ -55,13 +61,15 @@ func TestPolicyValidation(t *testing.T) {
 
 func TestPolicyValidExtremes(t *testing.T) {
 	for _, p := range []core.Policy{
-		core.FixedWindow(math.MaxUint32, 70*365*24*time.Hour),
+		core.FixedWindow(math.MaxUint32, core.MaxSpan/2),
 		core.FixedWindow(1, time.Millisecond),
 		core.FixedWindow(536870911, time.Second),
 		core.FixedWindow(524287, time.Millisecond),
 		core.SlidingWindow(math.MaxUint32, time.Hour).WithBuckets(3600),
 		core.TokenBucket(1_000_000_000, time.Second),
-		core.TokenBucket(1, 50*365*24*time.Hour),
+		core.TokenBucket(1, core.MaxSpan),
+		core.TokenBucket(1, 24*time.Hour).WithBurst(52),
+		core.SlidingWindow(1, core.MaxSpan-core.MaxSpan/4).WithBuckets(4),
 		core.LeakyBucket(1<<40, (1<<40)*time.Microsecond).WithBurst(1 << 40),
 		core.TokenBucket(3, time.Second),                          // an interval of 333,333,333ns: 1ns short of a third
 		core.TokenBucket(1_000_000, time.Second+time.Millisecond), // 1001ns: 0.0999% fast
@@ -87,7 +95,7 @@ func TestPolicyBuilders(t *testing.T) {
 	assert.Equal(t, 1050*time.Millisecond, tuned.Recovery(), "B+1 buckets are counted")
 	assert.Equal(t, int64(100), tuned.Capacity())
 
-	assert.Equal(t, time.Minute, core.FixedWindow(5, time.Minute).Recovery())
+	assert.Equal(t, 2*time.Minute, core.FixedWindow(5, time.Minute).Recovery(), "a window's count matters to another policy one more window")
 	assert.Equal(t, "LeakyBucket 10 per 1s burst 50 (meter)", core.LeakyBucket(10, time.Second).WithBurst(50).AsMeter().String())
 	assert.Equal(t, "Algorithm(9)", core.Algorithm(9).String())
 }

@@ -254,8 +254,10 @@ func TestMorePoliciesThanAShardKeeps(t *testing.T) {
 	d, err := lim.Allow(ctx, "holder")
 	require.NoError(t, err)
 	require.True(t, d.Allowed) // limited now: never evicted
+	// One Window for all: a state converted to another Window would count
+	// the Limit of the window before its own (see "Policies per call").
 	plan := func(i int) core.Policy {
-		return core.FixedWindow(100, time.Duration(i+1)*time.Second).WithName("p" + strconv.Itoa(i))
+		return core.FixedWindow(int64(100+i), time.Second).WithName("p" + strconv.Itoa(i))
 	}
 	for i := range 16 {
 		d, err := lim.AllowPolicy(ctx, plan(i), "k"+strconv.Itoa(i), 1)
@@ -266,8 +268,10 @@ func TestMorePoliciesThanAShardKeeps(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, d.Allowed)
 	assert.Equal(t, int64(0), d.Remaining)
-	// p0's window (1 s, epoch-aligned) is the first to end.
-	wait := time.Second - time.Duration(coretest.Epoch.UnixNano()%int64(time.Second))
+	// The inherited states are idle one second after their window (1 s,
+	// epoch-aligned) ends: their counts may still lie in another policy's
+	// window until then.
+	wait := 2*time.Second - time.Duration(coretest.Epoch.UnixNano()%int64(time.Second))
 	assert.Equal(t, wait, d.RetryAfter)
 	p, err := lim.Peek(ctx, "k16") // the limiter's own policy has none either
 	require.NoError(t, err)

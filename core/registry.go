@@ -41,6 +41,9 @@ type stateOf[S any] interface {
 	decide(r *rule, now, n int64, consume bool) (v verdict, ok bool)
 	// idle reports whether the state equals a new key's at now.
 	idle(r *rule, now int64) bool
+	// untilIdle is the time from now until idle holds, with no further
+	// traffic (<= 0: it holds now).
+	untilIdle(r *rule, now int64) int64
 	// retire marks the state so that no later decide accepts it, if the
 	// condition of mode holds; it reports whether it did. When into is not
 	// nil, into absorbs what the retired state had used.
@@ -313,8 +316,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	if i, _ := g.heirSlot(sh, r, now); i < 0 {
 		var wait int64 = math.MaxInt64
 		for _, h := range sh.inherited {
-			v, _ := P(h.state).decide(h.rule, now, 1, false)
-			wait = min(wait, max(int64(v.reset), 1))
+			wait = min(wait, max(P(h.state).untilIdle(h.rule, now), 1))
 		}
 		return verdict{reset: time.Duration(wait), retry: time.Duration(wait)}
 	}

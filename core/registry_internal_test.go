@@ -305,7 +305,7 @@ func TestEvictionRacingAnOlderClockReading(t *testing.T) {
 		reading time.Duration // the paused request's clock, after the key used its capacity at epoch
 		sweep   time.Duration // when the janitor evicts the key (idle by then)
 	}{
-		{FixedWindow(10, time.Minute), 30 * time.Second, 61 * time.Second},
+		{FixedWindow(10, time.Minute), 30 * time.Second, 121 * time.Second}, // idle one window after its own: see Policy.Recovery
 		{TokenBucket(10, time.Minute), 30 * time.Second, 61 * time.Second},
 		{LeakyBucket(10, time.Minute).AsMeter(), 30 * time.Second, 61 * time.Second},
 		{SlidingWindow(10, time.Minute), 30 * time.Second, 2 * time.Minute},

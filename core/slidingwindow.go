@@ -143,6 +143,15 @@ func (s *slidingState) idle(r *rule, now int64) bool {
 	return s.isIdle(r, now)
 }
 
+func (s *slidingState) untilIdle(r *rule, now int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead || s.head == 0 {
+		return 0
+	}
+	return (s.head+r.ring)*r.interval - now
+}
+
 func (s *slidingState) isIdle(r *rule, now int64) bool {
 	return !s.dead && (s.head == 0 || floorDiv(now, r.interval)-s.head >= r.ring)
 }
@@ -200,10 +209,15 @@ func (s *slidingState) absorbLocked(r *rule, now int64, src *slidingState) {
 	}
 }
 
-// convert keeps the buckets as they are when both rules have the same
-// Window and Buckets (only Limit differs); otherwise it carries what the
-// trailing window counts into to's current bucket, where it expires one
-// whole Window later: stricter, never more generous.
+// convert counts each of the key's buckets under from in the newest of
+// to's buckets that it overlaps, but not after now's (see "Policies per
+// call" in doc.go): every request lies in that bucket or an earlier one,
+// so none counts for less time than it should, and a bucket older than
+// to's ring drops out. With the same Window and Buckets the buckets stay
+// as they are. A bucket's count above what a counter holds is kept at the
+// most it holds, which still denies. Now is taken no earlier than the
+// start of the newest bucket written (a caller whose clock reading is
+// behind another's).
 func (s *slidingState) convert(from, to *rule, now int64, src *slidingState, retire bool) bool {
 	src.mu.Lock()
 	defer src.mu.Unlock()
@@ -211,14 +225,21 @@ func (s *slidingState) convert(from, to *rule, now int64, src *slidingState, ret
 		return false
 	}
 	if src.head != 0 {
-		if from.window == to.window && from.buckets == to.buckets {
-			s.head, s.total = src.head, src.total
-			copy(s.counts, src.counts)
-		} else {
-			src.advance(from, max(floorDiv(now, from.interval), src.head))
-			if trailing, _ := src.sums(from); trailing > 0 {
-				s.set(to, now, min(trailing, math.MaxUint32))
+		at := max(now, src.head*from.interval)
+		src.advance(from, floorDiv(at, from.interval))
+		k := floorDiv(at, to.interval)
+		for b := max(src.head-from.buckets, 1); b <= src.head; b++ {
+			c := src.counts[b%from.ring]
+			j := min(floorDiv((b+1)*from.interval-1, to.interval), k)
+			if c == 0 || k-j >= to.ring {
+				continue
 			}
+			sum := min(uint64(s.counts[j%to.ring])+uint64(c), math.MaxUint32)
+			s.total += int64(sum) - int64(s.counts[j%to.ring])
+			s.counts[j%to.ring] = uint32(sum)
+		}
+		if s.total > 0 {
+			s.head = k
 		}
 	}
 	src.dead = retire

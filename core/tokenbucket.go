@@ -69,6 +69,8 @@ func (s *gcraState) idle(_ *rule, now int64) bool {
 	return tat != retired && tat <= now
 }
 
+func (s *gcraState) untilIdle(_ *rule, now int64) int64 { return s.tat.Load() - now }
+
 // retire marks the state retired if mode allows it at now, retrying when a
 // concurrent decision changes it first; into, when not nil, absorbs what the
 // state had used.
@@ -112,40 +114,45 @@ func (s *gcraState) raise(tat int64) {
 	}
 }
 
-// convert keeps the debt (tat - now, the tokens taken and not yet refilled)
-// exactly, rescaled from from's interval to to's, rounded up to the
-// nanosecond so that a conversion never adds capacity.
+// convert keeps the debt (tat - now, the units taken and not yet
+// refilled, or queued and not yet served) in units of cost, rescaled from
+// from's interval to to's, rounded up to the nanosecond so that a
+// conversion never adds capacity, and at most MaxSpan, which still denies
+// every request. Moved to a delaying leaky bucket, a key keeps the
+// requests it has queued at their instants and schedules new ones after
+// them: its TAT never moves earlier.
 func (s *gcraState) convert(from, to *rule, now int64, src *gcraState, retire bool) bool {
 	for {
 		tat := src.tat.Load()
 		if tat == retired {
 			return false
 		}
-		s.tat.Store(rescaleTAT(tat, now, from.interval, to.interval))
+		next := rescaleTAT(tat, now, from.interval, to.interval)
+		if to.delay {
+			next = max(next, tat)
+		}
+		s.tat.Store(next)
 		if !retire || src.tat.CompareAndSwap(tat, retired) {
 			return true
 		}
 	}
 }
 
-// rescaleTAT returns now + (tat-now)·to/from, rounded up, for tat > now;
-// tat itself otherwise (a full bucket under any rate).
+// rescaleTAT returns now + min((tat-now)·to/from rounded up, maxSpan) for
+// tat > now; tat itself otherwise (a full bucket under any rate).
 func rescaleTAT(tat, now, from, to int64) int64 {
 	if tat <= now || from == to {
 		return tat
 	}
 	hi, lo := bits.Mul64(uint64(tat-now), uint64(to))
 	if hi >= uint64(from) {
-		return math.MaxInt64 // beyond any clock: full debt forever
+		return now + maxSpan
 	}
 	q, rem := bits.Div64(hi, lo, uint64(from))
 	if rem != 0 {
 		q++
 	}
-	if q > uint64(math.MaxInt64-now) {
-		return math.MaxInt64
-	}
-	return now + int64(q)
+	return now + int64(min(q, uint64(maxSpan)))
 }
 
 // usage is the tokens taken and not yet refilled, rounded up.

@@ -147,7 +147,8 @@ func WithHook(f func(Event)) Option {
 // or [OutcomeFailedClosed] with the error prefixed "policy func: " (or
 // [OutcomeCanceled] if the request's context ended); no rate-limit header
 // is written, as no policy is known. A policy whose name cannot be sent in
-// a header (printable ASCII only) is handled as such an error. f runs after the key and the
+// a header (printable ASCII only), or that is invalid (the limiter rejects
+// it: see [core.Policy.Validate]), is handled as such an error. f runs after the key and the
 // cost are known, only for requests that get that far; WithHook's Latency
 // does not include it.
 func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Option {

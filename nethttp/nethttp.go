@@ -192,6 +192,14 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Decision: known, Err: err, Latency: latency},
 				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
 		default:
+			if e.plim != nil {
+				if verr := p.Validate(); verr != nil {
+					// An invalid policy from the policy func: no limit is
+					// known, so nothing is advertised (checked here, off
+					// the path of every request, as the limiter rejects it).
+					return e.failure(w, Event{Request: r, Key: key, Cost: n, Err: fmt.Errorf("policy func: %w", verr), Latency: latency})
+				}
+			}
 			// What is known of the limit: the store's Limit and Policy,
 			// or else those of the policy the call was to apply.
 			known := core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}

@@ -180,6 +180,35 @@ func TestPolicyFuncErrorIsALimiterFailure(t *testing.T) {
 	})
 }
 
+// TestPolicyFuncWithAnInvalidPolicyAdvertisesNothing is issue 17's case
+// 5: a policy func that returns TokenBucket(0, time.Minute) had the
+// fail-open answer say X-RateLimit-Limit: 0 and RateLimit-Policy:
+// "tokenbucket-0-per-60s";q=0;w=60. The limit is not known: nothing is
+// written, and the hooks get the policy's validation error.
+func TestPolicyFuncWithAnInvalidPolicyAdvertisesNothing(t *testing.T) {
+	for _, failClosed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail closed %v", failClosed), func(t *testing.T) {
+			var events []nethttp.Event
+			opts := []nethttp.Option{recorder(&events), nethttp.WithHeaderStyle(nethttp.HeadersBoth),
+				nethttp.WithPolicyFunc(func(*http.Request, string) (core.Policy, error) {
+					return core.TokenBucket(0, time.Minute), nil
+				})}
+			status, outcome := http.StatusOK, nethttp.OutcomeFailedOpen
+			if failClosed {
+				opts = append(opts, nethttp.WithFailClosed())
+				status, outcome = http.StatusServiceUnavailable, nethttp.OutcomeFailedClosed
+			}
+			h := wrap(t, newLimiter(t, core.TokenBucket(10, time.Minute), newClock(t0)), opts...)
+			w := get(h, "")
+			assert.Equal(t, status, w.Code)
+			assert.Empty(t, rateHeaders(t, w), "an invalid policy's limit is not known")
+			require.Equal(t, []nethttp.Outcome{outcome}, outcomes(events))
+			assert.EqualError(t, events[0].Err, "policy func: core: TokenBucket limit must be > 0, got 0")
+			assert.Equal(t, core.Decision{}, events[0].Decision)
+		})
+	}
+}
+
 func TestPolicyLimiterFailureShowsTheRequestsPolicy(t *testing.T) {
 	broken := errors.New("redis: i/o timeout")
 	var events []nethttp.Event

@@ -89,7 +89,9 @@ func (c *denyCache) get(key string, pid uint64, now int64) (denyEntry, uint64, b
 	if ok && e.pid != pid {
 		return e, c.forget(key), false
 	}
-	return e, gen, ok && now < e.until
+	// until-now > 0 as well: a test clock stepped back by centuries is
+	// more than 2^63 ns before until, and asks Redis.
+	return e, gen, ok && now < e.until && e.until-now > 0
 }
 
 // lookup returns key's entry and its shard's generation.

@@ -88,9 +88,9 @@
 // nanosecond (TestMatchesMemory). The one difference is the clock's
 // resolution: TIME has microseconds, so in production a Decision's
 // durations are as if now were truncated to the microsecond. For the same
-// reason New rejects a policy whose Recovery time exceeds 2^52 ns (about
-// 52 days: the scripts add up to two such spans). core.MaxBuckets, which
-// core.Policy.Validate enforces for every store, keeps a sliding window's
+// reason core.Policy.Validate, for every store, bounds a policy's Window
+// and Recovery time by core.MaxSpan, 2^52 ns (about 52 days: the scripts
+// add up to two such spans), and core.MaxBuckets keeps a sliding window's
 // ring within what the script can unpack onto Lua's stack.
 //
 // # Policies per call
@@ -117,20 +117,20 @@
 //   - token and leaky bucket: the debt (TAT - now, what is used and not
 //     yet refilled) times the new interval over the old one, exactly
 //     (fractions included), rounded up to the nanosecond, and at most
-//     2^52 ns (about 52 days; every policy's Recovery is within it). Here
-//     alone this store differs from core.MemoryLimiter, which keeps a
-//     longer debt: a key moved to a plan thousands of times slower after
-//     using more than 52 days of the new plan's units is denied for 52
-//     days rather than for the whole converted debt. Burst is not in the
-//     state: only a change of Window/Limit converts.
-//   - fixed window: the count of the key's window under its old Window,
-//     if that window has not ended, becomes the count of the new policy's
-//     current window (nothing if it has ended). With the same Window the
+//     core.MaxSpan, as in core; a delaying leaky bucket's TAT never moves
+//     earlier (the requests queued keep their instants). Burst is not in
+//     the state: only a change of Window/Limit converts.
+//   - fixed window: the count of the key's window, if that window
+//     overlaps the new policy's current one and is its old policy's
+//     current window or the one before, plus the old policy's Limit (the
+//     value records it) for the window before the stored one when that
+//     overlaps too and the stored window is the current one, becomes the
+//     count of the new policy's current window. With the same Window the
 //     count stays as it is. A count above the new Limit is kept: the key
 //     is denied until the window ends.
-//   - sliding window: with the same Window and Buckets the ring stays as
-//     it is, bucket by bucket; otherwise what the old trailing window
-//     counts now becomes the count of the new policy's current bucket.
+//   - sliding window: each of the old ring's buckets counts in the newest
+//     bucket of the new policy that it overlaps, not after the current
+//     one; with the same Window and Buckets the ring stays as it is.
 //
 // Concurrent calls on one key under several policies never admit more, at
 // one instant, than the largest capacity among them (Burst, Limit): the
@@ -158,8 +158,8 @@
 //
 // One Redis key per user key and limiter:
 //
-//	<prefix>:{<user key>}:<algorithm>:<limit>:<window>[:<burst or buckets>][:<name>]:v2
-//	ratelimit:{203.0.113.7/32}:tb:100:1m0s:100:per-ip:v2
+//	<prefix>:{<user key>}:<algorithm>:<limit>:<window>[:<burst or buckets>][:<name>]:v3
+//	ratelimit:{203.0.113.7/32}:tb:100:1m0s:100:per-ip:v3
 //
 // The braces are the Redis Cluster hash tag, and they are the library's:
 // inside them '%', '{' and '}' of the user key are escaped as %25, %7B and
@@ -174,17 +174,16 @@
 // calls (AllowPolicy) share its keys, and the value records the policy a
 // key was last written under. Changing a limiter's own policy starts from
 // fresh keys, and the old ones expire; to change limits at runtime and keep
-// what keys used, give the policy with each call. v2 names the value
-// format below: keys written by versions before per-call policies are
-// never read.
+// what keys used, give the policy with each call. v3 names the value
+// format below: keys written by earlier versions are never read.
 //
 // Values are packed with Redis's struct library, with the numbers of the
 // policy they were last written under and the latest instant they were
 // written at (Unix µs and the ns remainder, "dH"): the token and leaky
 // bucket store the theoretical arrival time and the interval Window/Limit
 // ("<dHddH": Unix µs, the ns remainder, the interval in ns, the instant),
-// the fixed window the window number, its count, the Window and the
-// instant ("<dI4ddH"), the sliding window the newest bucket written, the
+// the fixed window the window number, its count, the Window, the instant
+// and the Limit ("<dI4ddHI4"), the sliding window the newest bucket written, the
 // bucket width, the instant and a ring of B+1 counts, each bucket's at
 // position bucket mod (B+1) ("<dddH" and B+1 times "I4"; B is told by the
 // value's length). The instant matters only to a conversion: a server

@@ -9,7 +9,7 @@ import (
 
 // keyLayout builds the Redis key of a user key:
 //
-//	<prefix>:{<escaped user key>}:<the limiter's policy>:v2
+//	<prefix>:{<escaped user key>}:<the limiter's policy>:v3
 //
 // The braces are the Redis Cluster hash tag: only the escaped user key
 // chooses the slot, so every key of one user key shares a slot, and a user
@@ -20,15 +20,16 @@ import (
 // (stacked limits on one client: per second and per day) from reading
 // each other's state; the policies given with one limiter's calls share
 // its keys, the value recording the policy it was last written under (see
-// "Policies per call" in the package docs). v2 is the value format, which
-// records that policy: keys written before it are never read.
+// "Policies per call" in the package docs). v3 is the value format, which
+// records that policy (and, for a fixed window, its Limit): keys written
+// before it are never read.
 type keyLayout struct {
 	head string // "<prefix>:{"
-	tail string // "}:<policy>:v2"
+	tail string // "}:<policy>:v3"
 }
 
 func newKeyLayout(prefix string, p core.Policy) keyLayout {
-	return keyLayout{head: prefix + ":{", tail: "}:" + policyTag(p) + ":v2"}
+	return keyLayout{head: prefix + ":{", tail: "}:" + policyTag(p) + ":v3"}
 }
 
 // key returns the Redis key of the user key k. A key needing no escape

@@ -38,6 +38,7 @@ func TestModelRedis(t *testing.T) {
 	s := modelSuite(newClient(t, redistest.Addr(t)))
 	t.Run("model", s.RunModel)
 	t.Run("properties", s.RunProperties)
+	t.Run("plan scenarios", s.RunPlanScenarios)
 }
 
 // TestModelCluster is TestModelRedis on a three-master Redis Cluster.
@@ -48,4 +49,5 @@ func TestModelCluster(t *testing.T) {
 	s := modelSuite(rdb)
 	t.Run("model", s.RunModel)
 	t.Run("properties", s.RunProperties)
+	t.Run("plan scenarios", s.RunPlanScenarios)
 }

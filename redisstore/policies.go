@@ -99,9 +99,8 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 // policy other than the one the key's state was written under converts the
 // state first, in the same script. p must be valid (else the error names
 // the field), use the limiter's algorithm (else the error wraps
-// core.ErrAlgorithmMismatch) and, as for New, have a Recovery time of at
-// most 2^52 ns. The Decision's Limit and Policy are p's. Its other errors
-// are AllowN's; the local fallback decides under p too.
+// core.ErrAlgorithmMismatch). The Decision's Limit and Policy are p's. Its
+// other errors are AllowN's; the local fallback decides under p too.
 func (l *Limiter) AllowPolicy(ctx context.Context, p core.Policy, key string, n int64) (core.Decision, error) {
 	ps, err := l.spec("AllowPolicy", p)
 	if err != nil {

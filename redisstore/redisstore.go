@@ -123,10 +123,13 @@ func WithDenyCacheSize(n int) Option {
 // Redis that rdb talks to (a single node, Sentinel or Cluster). It does not
 // contact Redis: while Redis is down, calls are decided by the local
 // fallback (or return errors, WithoutFallback) until the circuit breaker's
-// probe gets an answer (see "Outages" in the package docs). It returns an error naming the field when p is invalid, when p's Recovery
-// time exceeds 2^52 ns (about 52 days; see "Clock"), or when an option is
-// invalid. It starts the fallback's goroutine, and goroutines as calls
-// come, two at most, that send them to Redis; call Close to stop them. Closing the limiter does not
+// probe gets an answer (see "Outages" in the package docs). It returns an
+// error naming the field when p is invalid (core.Policy.Validate, which
+// also bounds p's Recovery time by core.MaxSpan, the longest span the
+// scripts compute exactly: see "Clock"), or when an option is invalid. It
+// starts the fallback's goroutine, and goroutines as calls come, two at
+// most, that send them to Redis; call Close to stop them. Closing the
+// limiter does not
 // close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
@@ -253,7 +256,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 				d.Allowed, d.RetryAfter = false, 0
 				err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
 			case cache && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
-				d.RetryAfter <= maxSpan && d.ResetAfter <= maxSpan:
+				d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan:
 				// Only durations the scripts compute exactly (not those
 				// of a clock that stepped back by decades): the cache
 				// repeats them. Not a Peek's: it leaves a key written

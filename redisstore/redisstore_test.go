@@ -32,7 +32,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 	}{
 		{"a nil client", nil, p, nil, "redisstore: New needs a Redis client"},
 		{"an invalid policy", rdb, core.TokenBucket(0, time.Second), nil, "redisstore: core: TokenBucket limit must be > 0"},
-		{"a recovery time beyond 2^52 ns", rdb, core.TokenBucket(1, 60*24*time.Hour), nil, "exceeds 1250h"},
+		{"a recovery time beyond 2^52 ns", rdb, core.TokenBucket(1, 60*24*time.Hour).WithBurst(1), nil, "window must be <= 1250h59m59.627370496s (MaxSpan)"},
+		{"issue 17's daily plan", rdb, core.TokenBucket(1, 24*time.Hour).WithBurst(25_000), nil, "burst 25000 at 1 per 24h0m0s takes longer than 1250h59m59.627370496s (MaxSpan) to refill"},
 		{"too many buckets", rdb, core.SlidingWindow(10, time.Minute).WithBuckets(core.MaxBuckets + 1), nil, "redisstore: core: SlidingWindow buckets must be <= 4096"},
 		{"a sliding window not divisible into its buckets", rdb, core.SlidingWindow(9, time.Second).WithBuckets(7), nil, "redisstore: core: SlidingWindow window 1s must be a whole number of nanoseconds per bucket"},
 		// Its interval, 1e9/6e8 ns, would truncate to 1ns: about 1e9 per second.
@@ -56,14 +57,14 @@ func TestNewRejectsBadInput(t *testing.T) {
 func TestKeyLayout(t *testing.T) {
 	l := newKeyLayout("app", core.SlidingWindow(100, time.Minute))
 	cases := []struct{ user, redis string }{
-		{"1.2.3.4", "app:{1.2.3.4}:sw:100:1m0s:10:v2"},
-		{"", "app:{%}:sw:100:1m0s:10:v2"},
-		{"{tag}", "app:{%7Btag%7D}:sw:100:1m0s:10:v2"},
-		{"a}b{c", "app:{a%7Db%7Bc}:sw:100:1m0s:10:v2"},
-		{"100%", "app:{100%25}:sw:100:1m0s:10:v2"},
-		{"%7B", "app:{%257B}:sw:100:1m0s:10:v2"},
+		{"1.2.3.4", "app:{1.2.3.4}:sw:100:1m0s:10:v3"},
+		{"", "app:{%}:sw:100:1m0s:10:v3"},
+		{"{tag}", "app:{%7Btag%7D}:sw:100:1m0s:10:v3"},
+		{"a}b{c", "app:{a%7Db%7Bc}:sw:100:1m0s:10:v3"},
+		{"100%", "app:{100%25}:sw:100:1m0s:10:v3"},
+		{"%7B", "app:{%257B}:sw:100:1m0s:10:v3"},
 	}
-	assert.Equal(t, "app:{k}:tb:5:1s:2:login:v2", newKeyLayout("app", core.TokenBucket(5, time.Second).WithBurst(2).WithName("login")).key("k"))
+	assert.Equal(t, "app:{k}:tb:5:1s:2:login:v3", newKeyLayout("app", core.TokenBucket(5, time.Second).WithBurst(2).WithName("login")).key("k"))
 	for _, tc := range cases {
 		assert.Equal(t, tc.redis, l.key(tc.user), "user key %q", tc.user)
 	}
@@ -73,7 +74,7 @@ func TestKeyLayout(t *testing.T) {
 			open := strings.IndexByte(k, '{')
 			closing := open + strings.IndexByte(k[open:], '}')
 			assert.Equal(t, "app:", k[:open], "the first '{' is the library's")
-			assert.Equal(t, ":sw:100:1m0s:10:v2", k[closing+1:], "the first '}' after it is the library's")
+			assert.Equal(t, ":sw:100:1m0s:10:v3", k[closing+1:], "the first '}' after it is the library's")
 		}
 	})
 	t.Run("limiters of distinct policies never share a key", func(t *testing.T) {

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"strings"
 	"time"
 
@@ -45,7 +47,10 @@ import (
 // TAT ahead of now, ...) are whole nanoseconds, exact up to 2^53 ns (104
 // days). The longest span a script forms is about twice the policy's
 // Recovery time (a TAT up to Recovery ahead plus a cost of up to Recovery),
-// so New accepts Recovery times up to 2^52 ns, about 52 days. Redis's TIME
+// and core.Policy.Validate bounds Recovery times by core.MaxSpan, 2^52 ns,
+// about 52 days, for every store. A span beyond 2^62 ns, which only a
+// clock stepped back by centuries forms, is reported as 2^62 ns: Redis
+// would turn a reply beyond 2^63 into a meaningless integer. Redis's TIME
 // has microsecond resolution, so in production now's remainder is 0.
 //
 // State is packed with Redis's struct library (one C call to read, one to
@@ -176,7 +181,8 @@ func scriptHead(cross bool, k int) string {
 // A state written under another interval keeps its debt (TAT - now, what
 // is used and not yet refilled) in units of cost: debt * interval / its
 // interval, fractions included, rounded up to the nanosecond (never more
-// generous), at most 2^52 ns. Converted at the later of now and the
+// generous), at most 2^52 ns; for a delaying leaky bucket at least the
+// debt itself (the requests queued keep their instants). Converted at the later of now and the
 // instant the state was written at: a clock that stepped back converts as
 // if it stood still there, so that the time it went back is not rescaled. The product may exceed 2^53, so the part of
 // the debt below one old interval is multiplied by binary long division,
@@ -220,6 +226,7 @@ for i = 1, m do
       if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
       local d = (us - cu) * 1000 + tr[k] - cr
       if d > 0 then
+        local d0 = d
         local q1 = math.floor(d / from)
         local r1 = d - q1 * from
         if q1 * interval >= 4503599627370496 then
@@ -238,6 +245,9 @@ for i = 1, m do
           if r > 0 then q = q + 1 end
           d = math.min(q1 * interval + q, 4503599627370496)
         end
+        -- A delaying leaky bucket keeps the requests queued at their
+        -- instants and serves new ones after them.
+        if delays and d < d0 then d = d0 end
         base = (cu - now_us) * 1000 + cr - now_r + d -- the new TAT - now
       else
         d, base = 0, 0
@@ -256,6 +266,9 @@ for i = 1, m do
       end
     end
   end
+  -- A server clock that stepped back by centuries: spans beyond 2^62 ns
+  -- (which Redis would turn into garbage integers) are reported as 2^62.
+  if base > 4611686018427387904 then base = 4611686018427387904 end
   local j = 5 * i
   if n < 0 then
     local used = -n - 1
@@ -309,41 +322,46 @@ return out
 `
 
 // luaFixedWindow is core/fixedwindow.go: the window number and the count
-// admitted in it, the Window (ns) of the policy it was written under and
-// the latest instant it was written at (µs and ns), stored as struct
-// "<dI4ddH". Placeholders: the own Window's a and b (see
-// luaSpan), then Limit and the expiry in ms; a policy given with a call
-// has the same four numbers (K = 4).
+// admitted in it, the Window (ns) of the policy it was written under, the
+// latest instant it was written at (µs and ns) and that policy's Limit,
+// stored as struct "<dI4ddHI4". Placeholders: the own Window's a and b
+// (see luaSpan), then Limit, the expiry in ms and the largest count a
+// conversion keeps (core's, what its one-word state holds); a policy given
+// with a call has the same five numbers (K = 5).
 //
-// A state written under another Window carries the count of its window, if
-// that window has not ended, into the call's policy's current window, both
-// taken at the later of now and the instant the state was written at: a
-// clock that stepped back converts as if it stood still there.
+// A state written under another Window carries into the call's policy's
+// current window what might still lie in it (core's fixedState.convert):
+// the count of its window, if that window overlaps the current one and is
+// its policy's current window or the one before, and its policy's Limit
+// for the window before it when that overlaps too and the stored window is
+// its policy's current one; both windows taken at the later of now and the
+// instant the state was written at: a clock that stepped back converts as
+// if it stood still there.
 var luaFixedWindow = `
 local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
-local limit, ttl = %d, %d
+local limit, ttl, most = %d, %d, %d
 local P
 if E > 0 then
-  P = {[0] = {q, rem, w, limit, ttl}}
+  P = {[0] = {q, rem, w, limit, ttl, most}}
   for e = 1, E do
-    local x = h + (e - 1) * 4
+    local x = h + (e - 1) * 5
     local eq, erem, ew` + luaSpan("tonumber(ARGV[x + 1])", "tonumber(ARGV[x + 2])", "eq", "erem", "ew") + `
-    P[e] = {eq, erem, ew, tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4])}
+    P[e] = {eq, erem, ew, tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5])}
   end
 end
-local win, cnt, ws, px = {}, {}, {}, {} -- per key: the stored window (false: none), its count, its Window, the expiry to write (0: delete)
+local win, cnt, ws, wl, px = {}, {}, {}, {}, {} -- per key: the stored window (false: none), its count, its Window and Limit, the expiry to write (0: delete)
 local lu, lr = {}, {} -- per key read: the instant it was written at
 for i = 1, m do
   local k, n = keys[i], tonumber(ARGV[co + i])
   if E > 0 then
     local p = P[tonumber(ARGV[co + m + i])]
-    q, rem, w, limit, ttl = p[1], p[2], p[3], p[4], p[5]
+    q, rem, w, limit, ttl, most = p[1], p[2], p[3], p[4], p[5], p[6]
   end
   local stored = win[k]
   if stored == nil then
     local v = redis.call('GET', k)
     stored = false
-    if v then stored, cnt[k], ws[k], lu[k], lr[k] = struct.unpack('<dI4ddH', v) end
+    if v then stored, cnt[k], ws[k], lu[k], lr[k], wl[k] = struct.unpack('<dI4ddHI4', v) end
     win[k] = stored
   end
   local count, back = 0, 0 -- back: windows the stored one is ahead of now's
@@ -354,21 +372,33 @@ for i = 1, m do
         -- A clock that stepped back stays in the stored window, so it
         -- cannot reopen a used-up window.
         count, back = cnt[k], stored - q
+        if n > 0 and wl[k] ~= limit then
+          -- Decided under this policy from now on, even if denied.
+          wl[k], px[k] = limit, math.max(ttl, math.ceil(((back + 1) * w - rem) / 1000000))
+        end
       end
     else
-      -- Written under another Window: the count of its window, if that
-      -- has not ended, carries into the current window, both at the
-      -- later of now and the instant it was written at (cu, cr).` + luaLatest("lu[k]", "lr[k]") + `
+      -- Written under another Window: both current windows at the later
+      -- of now and the instant it was written at (cu, cr), which is in
+      -- the stored window or after it.` + luaLatest("lu[k]", "lr[k]") + `
       local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow", "cu", "cr") + `
       local nq, nrem, nw = q, rem, w
       if cu ~= now_us or cr ~= now_r then` + luaSpanOf("w", "nq", "nrem", "nw", "cu", "cr") + `end
-      if stored >= oq then count, back = cnt[k], nq - q end
+      back = nq - q
+      if stored >= oq - 1 then
+        -- The stored window is [s, s + sw) and the current one
+        -- [-nrem, w - nrem), in ns from (cu, cr).
+        local s = (stored - oq) * sw - orem
+        if s < w - nrem and s + sw > -nrem then count = cnt[k] end
+        if stored == oq and s - sw < w - nrem and s > -nrem then count = count + wl[k] end
+        if count > most then count = most end
+      end
       if n ~= 0 then
         -- Decided under this policy from now on.
         if count > 0 then
           local p = math.ceil(((back + 1) * w - rem) / 1000000)
           if p < ttl then p = ttl end
-          win[k], cnt[k], ws[k], px[k] = nq, count, w, p
+          win[k], cnt[k], ws[k], wl[k], px[k] = nq, count, w, limit, p
         else
           win[k], px[k] = false, nil
         end
@@ -376,6 +406,9 @@ for i = 1, m do
     end
   end
   local untilEnd = (back + 1) * w - rem
+  -- A server clock that stepped back by centuries: spans beyond 2^62 ns
+  -- (which Redis would turn into garbage integers) are reported as 2^62.
+  if untilEnd > 4611686018427387904 then untilEnd = 4611686018427387904 end
   local j = 5 * i
   if n < 0 then
     local used = -n - 1
@@ -384,7 +417,7 @@ for i = 1, m do
     else
       local p = math.ceil((w - rem) / 1000000)
       if p < ttl then p = ttl end
-      win[k], cnt[k], ws[k], px[k], lu[k] = q, used, w, p, false -- written at now exactly
+      win[k], cnt[k], ws[k], wl[k], px[k], lu[k] = q, used, w, limit, p, false -- written at now exactly
     end
     out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
@@ -403,7 +436,7 @@ for i = 1, m do
       -- clock stepped back.
       local p = math.ceil(untilEnd / 1000000)
       if p < ttl then p = ttl end
-      win[k], cnt[k], ws[k], px[k] = q + back, count + n, w, p
+      win[k], cnt[k], ws[k], wl[k], px[k] = q + back, count + n, w, limit, p
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count - n, untilEnd, 0, 0
     end
   end
@@ -414,7 +447,7 @@ for k, p in pairs(px) do
   else
     local cu, cr, l = now_us, now_r, lu[k]
     if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
-    redis.call('SET', k, struct.pack('<dI4ddH', win[k], cnt[k], ws[k], cu, cr), 'PX', string.format('%%d', p))
+    redis.call('SET', k, struct.pack('<dI4ddHI4', win[k], cnt[k], ws[k], cu, cr, wl[k]), 'PX', string.format('%%d', p))
   end
 end
 return out
@@ -438,8 +471,9 @@ return out
 // next position), so that its length tells its B.
 //
 // A state written under another bucket width or number of buckets (another
-// Window or Buckets) carries what its trailing window counts into the
-// current bucket of the call's policy, both taken at the later of now and
+// Window or Buckets) counts each of its Buckets+1 buckets in the newest
+// bucket of the call's policy that it overlaps, but not after the current
+// one (core's slidingState.convert), both taken at the later of now and
 // the instant the state was written at: a clock that stepped back converts
 // as if it stood still there.
 var luaSlidingWindow = `
@@ -473,10 +507,11 @@ local function after(c, top, trailing, all, cost, want)
     end
     if tr + cost <= limit and al + cost <= cap2 and math.min(limit - tr - cost, cap2 - al - cost) + cost >= want then
       if j == 0 then return 0 end
-      return (top + j - q) * w - rem
+      return math.min((top + j - q) * w - rem, 4611686018427387904)
     end
   end
-  return (top + ring - q) * w - rem
+  -- At most 2^62 ns: see luaGCRA.
+  return math.min((top + ring - q) * w - rem, 4611686018427387904)
 end
 
 local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write (0: delete)
@@ -503,16 +538,26 @@ for i = 1, m do
     -- instant it was written at (cu, cr).
     local oring, sw = #c - 5, c[2]` + luaLatest("c[3]", "c[4]") + `
     local oq, orem, ow` + luaSpanOf("sw", "oq", "orem", "ow", "cu", "cr") + `
-    if c[1] > oq then oq = c[1] end -- the old ring's top then
-    local s = 0
-    for b = oq - oring + 2, c[1] do s = s + c[5 + b %% oring] end
     local nq, nrem, nw = q, rem, w
     if cu ~= now_us or cr ~= now_r then` + luaSpanOf("w", "nq", "nrem", "nw", "cu", "cr") + `end
+    local old = c
     c = false
-    if s > 0 then
-      c = {nq, w, cu, cr}
-      for x = 5, ring + 5 do c[x] = 0 end
-      c[5 + nq %% ring] = s
+    -- Each of the old ring's buckets (the newest written is no later than
+    -- oq, the old bucket of (cu, cr)) in the newest new bucket it
+    -- overlaps, not after nq: the one holding its last ns, whose offset
+    -- from (cu, cr) is (b + 1 - oq) * sw - orem - 1.
+    for b = oq - oring + 1, old[1] do
+      local x = old[5 + b %% oring]
+      local jb = nq + math.floor(((b + 1 - oq) * sw - orem - 1 + nrem) / w)
+      if jb > nq then jb = nq end
+      if x > 0 and nq - jb < ring then
+        if not c then
+          c = {nq, w, cu, cr}
+          for y = 5, ring + 5 do c[y] = 0 end
+        end
+        local y = 5 + jb %% ring
+        c[y] = math.min(c[y] + x, 4294967295)
+      end
     end
     if n == 0 then
       keep = false -- only looking: the key stays as it is
@@ -589,10 +634,6 @@ end
 return out
 `
 
-// maxSpan is the longest Recovery time (and Window) the scripts compute
-// exactly: 2^52 ns, about 52 days.
-const maxSpan = time.Duration(1) << 52
-
 // script is one form of a policy's Lua script.
 type script struct {
 	lua *redis.Script
@@ -623,7 +664,7 @@ func newScripts(p core.Policy, ttl time.Duration) (scripts, error) {
 	case core.AlgTokenBucket, core.AlgLeakyBucket:
 		body = fmt.Sprintf(luaGCRA, nums[0], nums[1], nums[2], nums[3])
 	case core.AlgFixedWindow:
-		body = fmt.Sprintf(luaFixedWindow, nums[0], nums[1], nums[2], nums[3])
+		body = fmt.Sprintf(luaFixedWindow, nums[0], nums[1], nums[2], nums[3], nums[4])
 	case core.AlgSlidingWindow:
 		// core.MaxBuckets bounds the ring, which the script unpacks onto
 		// Lua's stack (8000 values): TestMaxBucketsFitLua.
@@ -639,12 +680,9 @@ func newScripts(p core.Policy, ttl time.Duration) (scripts, error) {
 // ttl after each write:
 //
 //	token and leaky bucket  interval (ns), tau (ns), expiry (ms), 1 if it delays
-//	fixed window            Window in µs and the ns remainder, Limit, expiry (ms)
+//	fixed window            Window in µs and the ns remainder, Limit, expiry (ms), the largest count a conversion keeps
 //	sliding window          bucket width in µs and the ns remainder, Buckets, Limit, cap2, expiry (ms)
 func policyArgs(p core.Policy, ttl time.Duration) ([]int64, error) {
-	if rec := p.Recovery(); rec > maxSpan || p.Window > maxSpan {
-		return nil, fmt.Errorf("redisstore: %v: window %v or recovery time %v exceeds %v, the longest the scripts compute exactly in Lua's float64 numbers", p.Algorithm, p.Window, rec, maxSpan)
-	}
 	ttlMs := int64((ttl + time.Millisecond - 1) / time.Millisecond)
 	switch p.Algorithm {
 	case core.AlgTokenBucket, core.AlgLeakyBucket:
@@ -656,7 +694,11 @@ func policyArgs(p core.Policy, ttl time.Duration) ([]int64, error) {
 		return []int64{interval, p.Burst * interval, ttlMs, delays}, nil
 	case core.AlgFixedWindow:
 		w := int64(p.Window)
-		return []int64{w / 1000, w % 1000, p.Limit, ttlMs}, nil
+		// The largest count core's one-word state keeps beside the window
+		// number (core's maxFixedLimit), so that a conversion keeps the
+		// same count in both stores.
+		most := min(int64(1)<<(63-bits.Len64(uint64(math.MaxInt64/w)))-1, core.MaxWindowLimit)
+		return []int64{w / 1000, w % 1000, p.Limit, ttlMs, most}, nil
 	case core.AlgSlidingWindow:
 		w := int64(p.Interval())
 		return []int64{w / 1000, w % 1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs}, nil

@@ -23,7 +23,11 @@
 // the key too, and the errors (ErrAlgorithmMismatch, ErrInvalidUsage, an
 // invalid policy) changing nothing. RunModel then mixes the plans of Plans
 // with Get and Set in its traffic, and RunProperties adds two properties.
-// Nothing more is asked of the store: the same Suite, the same New.
+// RunModel, RunProperties and RunPlanScenarios check every admission of a
+// key that changed policy on its history of admitted requests, as
+// "Policies per call" in the package docs of core states the promise, never
+// on a conversion rule. Nothing more is asked of the store: the same
+// Suite, the same New.
 //
 // Suite.RunModel and Suite.RunProperties go further, on random policies at
 // nanosecond resolution. RunModel drives the store with seeded random

@@ -294,12 +294,22 @@ func closeLimiter(lim core.Limiter) {
 // mostly uses one plan, moves to another now and then, and makes one-off
 // calls under others (AllowPolicy, or AllowN for p), with Get and Set
 // (valid and out of range) and calls under a policy of another algorithm
-// or an invalid one. The Model converts the key as the package docs of
-// core say, and every Decision and Usage is compared field by field;
-// MaxInWindow is checked per key since its policy last changed. Calls
-// that return an error (invalid cost, cost above capacity) are made only
-// under the policy the key is held under: whether they move a key is not
-// said.
+// or an invalid one. Every admission is checked on the key's history of
+// admitted requests, across its changes of policy, as "Policies per call"
+// in the package docs of core states the promise (see history). A key that
+// has stayed on one policy since it was new, Reset or Set is compared
+// field by field as above, and MaxInWindow is checked per key since its
+// policy last changed. Once a key changed policy, its state depends on a
+// conversion the docs leave to the store (any that keeps the promise), so
+// until it is Reset or Set its decisions and usages are checked only for
+// what the docs promise whatever the conversion: the history, the shape
+// above (but no bound on durations), and at one instant a Peek or Get
+// agreeing with the next unit request under its policy (admitted exactly
+// when Remaining >= 1, then one less; denied with the same Remaining,
+// ResetAfter and, for a Peek, RetryAfter). So are a Peek, or a Get under
+// another policy, of a key on one policy, since they convert. Calls that
+// return an error (invalid cost, cost above capacity) are made only under
+// the policy in force for the key: whether they move a key is not said.
 //
 // The first failing case of each algorithm stops it and prints its seed,
 // the step and the history of the failing key. The run takes
@@ -330,6 +340,7 @@ type modelStats struct {
 	exact, denied, refused, invalid, back, loose, early, resets, sweeps int
 	// policies per call (PolicyLimiter only)
 	perCall, moves, gets, sets, policyErrors int
+	historyOnly, looks, admissions           int
 }
 
 func (s *modelStats) String() string {
@@ -337,18 +348,26 @@ func (s *modelStats) String() string {
 		"%d decisions before their key's latest admission, %d checked for shape only, %d limited earlier than the model, %d Resets, %d Sweeps",
 		s.exact, s.denied, s.refused, s.invalid, s.back, s.loose, s.early, s.resets, s.sweeps)
 	if s.perCall+s.gets+s.sets > 0 {
-		out += fmt.Sprintf("; policies per call: %d AllowPolicy, %d calls moving a key to another policy, %d Gets compared field by field, %d Sets, %d calls with a wrong policy or usage",
-			s.perCall, s.moves, s.gets, s.sets, s.policyErrors)
+		out += fmt.Sprintf("; policies per call: %d AllowPolicy, %d calls moving a key to another policy, %d Gets, %d Sets, %d calls with a wrong policy or usage, "+
+			"%d calls of keys that changed policy (or views under another policy) checked without the model, %d Peeks or Gets compared with the next call; %d admissions checked on their key's history",
+			s.perCall, s.moves, s.gets, s.sets, s.policyErrors, s.historyOnly, s.looks, s.admissions)
 	}
 	return out
 }
 
 // tracked is what a case knows of one key.
 type tracked struct {
-	st       keyState // the model, and the policy it is held under
-	plan     int      // the plan (index into modelCase.plans) traffic mostly uses for it
-	tainted  bool     // its state left the model (see RunModel)
-	maxAdmit int64    // the latest instant it admitted at, once tainted
+	h history // what it admitted, and the policy in force (see history)
+	// km models the key while it stays on one policy, kp, since it was new
+	// (km and kp zero), Reset or Set: the single-policy Model. Once it
+	// changes policy it is mixed, km nil, until Reset or Set.
+	km       keyModel
+	kp       core.Policy
+	mixed    bool
+	look     *look // its latest Peek or Get, when nothing has been called on it since
+	plan     int   // the plan (index into modelCase.plans) traffic mostly uses for it
+	tainted  bool  // its state left the model (see RunModel)
+	maxAdmit int64 // the latest instant it admitted at, once tainted
 	// since: after a tainted stretch, the store's state is new only from
 	// this instant on; a call before it is a call before the key's latest
 	// admission.
@@ -356,6 +375,49 @@ type tracked struct {
 	recent  []admission // admissions since recentP became the key's policy
 	recentP core.Policy
 	history []event // the latest calls on the key
+}
+
+// look is a Peek (under the limiter's own policy) or a Get (under pol):
+// at one instant, the next unit request under pol gets what it says.
+type look struct {
+	pol        core.Policy
+	at         int64
+	allowed    bool // Peek's Allowed; a Get's Remaining >= 1
+	remaining  int64
+	reset      time.Duration
+	retry      time.Duration // Peek only
+	peek       bool
+	op, answer string
+}
+
+// exact reports whether a call under pol on k can be compared with the
+// single-policy model: the key is new, or has stayed on pol.
+func (k *tracked) exact(pol core.Policy) bool {
+	return !k.mixed && (k.km == nil || k.kp == pol)
+}
+
+// model is the single-policy model of k under pol (exact(pol) holds).
+func (k *tracked) model(pol core.Policy) keyModel {
+	if k.km == nil {
+		return newKeyModel(pol)
+	}
+	return k.km
+}
+
+// take records that pol takes effect for k at at (an AllowPolicy,
+// admitted or denied): a change of policy makes the key mixed.
+func (c *modelCase) take(k *tracked, pol core.Policy, at int64) {
+	if k.h.pol != (core.Policy{}) && k.h.pol != pol {
+		c.stats.moves++
+	}
+	k.h.take(pol, at)
+	switch {
+	case k.mixed:
+	case k.km == nil:
+		k.km, k.kp = newKeyModel(pol), pol
+	case k.kp != pol:
+		k.km, k.kp, k.mixed = nil, core.Policy{}, true
+	}
 }
 
 // event is one thing a case did, formatted only when a failure shows it.
@@ -450,11 +512,11 @@ func (c *modelCase) next() error {
 	if c.pl != nil {
 		switch r := c.rng.IntN(100); {
 		case r < 4:
-			return c.get(c.pickKey())
+			return c.getUsage(c.pickKey())
 		case r < 7:
-			return c.setUsage(c.pickKey())
+			return c.setKey(c.pickKey())
 		case r < 8:
-			return c.policyError(c.pickKey())
+			return c.wrongPolicy(c.pickKey())
 		}
 	}
 	r := c.rng.IntN(1000)
@@ -571,7 +633,13 @@ func (c *modelCase) move() {
 		if c.rng.IntN(20) == 0 && c.now < maxLeapFrom {
 			// A leap of 2^31 to 2^33 windows (at most 40 years): what a
 			// store that keeps window numbers in few bits gets wrong.
-			to = c.now + min(w*(1<<31+c.rng.Int64N(3<<31)), 40*365*24*int64(time.Hour))
+			// (w*k overflows int64 for a Window above about a second: the
+			// leap is then 40 years, not a wrapped, negative one.)
+			k, leap := 1<<31+c.rng.Int64N(3<<31), 40*365*24*int64(time.Hour)
+			if w < leap/k {
+				leap = w * k
+			}
+			to = c.now + leap
 		}
 	case r < 88:
 		to += c.rng.Int64N(7) - 3
@@ -630,7 +698,7 @@ func (c *modelCase) show(e event) string {
 func (c *modelCase) track(key string) *tracked {
 	k := c.keys[key]
 	if k == nil {
-		k = &tracked{}
+		k = &tracked{h: newHistory()}
 		if c.pl != nil {
 			k.plan = c.rng.IntN(len(c.plans))
 		}
@@ -638,7 +706,9 @@ func (c *modelCase) track(key string) *tracked {
 	}
 	if since := k.maxAdmit + c.rec; k.tainted && c.frame() >= since {
 		k.note(event{op: "idle for Recovery since its latest admission: new again"})
-		*k = tracked{history: k.history, plan: k.plan, maxAdmit: k.maxAdmit, since: since}
+		// Its history stays, and so does a change of policy: a converted
+		// state may take longer than Recovery to be new.
+		*k = tracked{h: k.h, mixed: k.mixed, history: k.history, plan: k.plan, maxAdmit: k.maxAdmit, since: since}
 	}
 	return k
 }
@@ -651,7 +721,7 @@ func (c *modelCase) reset(key string) error {
 	c.note(e)
 	k := c.track(key)
 	k.note(e)
-	*k = tracked{history: k.history, plan: k.plan}
+	*k = tracked{h: newHistory(), history: k.history, plan: k.plan}
 	if err != nil {
 		return c.failure(key, "Reset: %v", err)
 	}
@@ -712,10 +782,10 @@ func (c *modelCase) request(key string, cost func(capacity int64) int64) error {
 	}
 	pol := c.plans[i]
 	n := cost(pol.Capacity())
-	if (n <= 0 || n > pol.Capacity()) && k.st.m != nil && !k.tainted {
+	if (n <= 0 || n > pol.Capacity()) && k.h.pol != (core.Policy{}) {
 		// Whether a call that is an error moves a key to its policy is
-		// not said: such calls use the policy the key is held under.
-		pol = k.st.p
+		// not said: such calls use the policy in force for the key.
+		pol = k.h.pol
 	}
 	return c.callPolicy(key, pol, pol == c.p && c.rng.IntN(2) == 0, n, false)
 }
@@ -769,19 +839,39 @@ func (c *modelCase) callPolicy(key string, pol core.Policy, own bool, n int64, p
 	if !consume {
 		cost = 1 // what Peek and a refused cost report
 	}
-	moves := consume && k.st.m != nil && k.st.p != pol
-	if moves {
-		c.stats.moves++
-	}
-	if consume && k.recentP != pol {
-		// The policy in force changes: MaxInWindow is checked from now on.
-		k.recent, k.recentP = nil, pol
-	}
-	last := max(k.st.last(), k.since)
+	exact := k.exact(pol)
+	prev := k.look
+	k.look = nil
+	last := max(k.h.last, k.since)
 	back := at < last
-	if msg := shapeOf(pol, got, n, peek, over, back || k.tainted, c.rec); msg != "" {
+	moves := consume && k.h.pol != (core.Policy{}) && k.h.pol != pol
+	if consume {
+		c.take(k, pol, at)
+		if k.recentP != pol {
+			// The policy in force changes: MaxInWindow is checked from now on.
+			k.recent, k.recentP = nil, pol
+		}
+	}
+	rec := c.rec
+	if !exact {
+		rec = math.MaxInt64 // the docs bound no duration of a converted key
+	}
+	if msg := shapeOf(pol, got, n, peek, over, back || k.tainted, rec); msg != "" {
 		return c.failure(key, "%s: %s: %s", op, showDecision(got), msg)
 	}
+	// Calls on other keys may come between (not under Inexact, where they
+	// may evict this key and change its state).
+	if prev != nil && consume && n == 1 && prev.pol == pol && prev.at == at && !back && !c.s.Inexact {
+		if msg := prev.agrees(got); msg != "" {
+			return c.failure(key, "%s at +%v after %s -> %s at the same instant: %s -> %s: %s", op, c.rel(at), prev.op, prev.answer, op, showDecision(got), msg)
+		}
+		c.stats.looks++
+	}
+	if peek {
+		k.look = &look{pol: pol, at: at, allowed: got.Allowed, remaining: got.Remaining, reset: got.ResetAfter, retry: got.RetryAfter,
+			peek: true, op: op, answer: showDecision(got)}
+	}
+	admitted := got.Allowed && consume
 	switch {
 	case k.tainted:
 		c.stats.loose++
@@ -792,44 +882,41 @@ func (c *modelCase) callPolicy(key string, pol core.Policy, own bool, n int64, p
 			// store's state may live until Recovery after it.
 			k.maxAdmit = max(k.maxAdmit, at)
 		}
-		return nil
+		return c.history(key, k, admitted, pol, at, got, n, false)
 	case back:
 		c.stats.back++
-		still := k.st.view(pol, last).decide(last, cost, false)
-		if got.Allowed && !still.allowed {
-			return c.failure(key, "%s at +%v, before the key's latest admission (+%v), was admitted; standing still at +%v denies it: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), c.rel(last))
+		if exact {
+			still := k.model(pol).decide(last, cost, false)
+			if got.Allowed && !still.allowed {
+				return c.failure(key, "%s at +%v, before the key's latest admission (+%v), was admitted; standing still at +%v denies it: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), c.rel(last))
+			}
+			if got.Remaining > still.remaining {
+				return c.failure(key, "%s at +%v, before the key's latest admission (+%v), reports Remaining %d; standing still at +%v leaves %d: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), got.Remaining, c.rel(last), still.remaining)
+			}
 		}
-		if got.Remaining > still.remaining {
-			return c.failure(key, "%s at +%v, before the key's latest admission (+%v), reports Remaining %d; standing still at +%v leaves %d: a clock that steps back must not add capacity", op, c.rel(at), c.rel(last), got.Remaining, c.rel(last), still.remaining)
-		}
-		if (got.Allowed && consume) || moves {
+		if admitted || moves {
 			k.tainted, k.maxAdmit, k.recent = true, max(k.maxAdmit, last), nil
 			k.note(event{op: "admitted, or moved to another policy, at an instant before its latest admission: its state leaves the model"})
 		}
-		return nil
+		return c.history(key, k, admitted, pol, at, got, n, false)
+	case !exact:
+		c.stats.historyOnly++
+		return c.history(key, k, admitted, pol, at, got, n, true)
 	case c.s.Inexact:
-		want := k.st.view(pol, at).decide(at, cost, false)
+		m := k.model(pol)
+		want := m.decide(at, cost, false)
 		if got.Allowed && !want.allowed {
 			return c.failure(key, "%s was admitted; the model, fed the requests the store admitted for this key, denies it (%+v): a store may limit early, never late", op, want)
 		}
 		if !got.Allowed && want.allowed && !over {
 			c.stats.early++
 		}
-		if consume {
-			k.st.moveTo(pol, at)
+		if admitted {
+			m.decide(at, cost, true)
 		}
-		if got.Allowed && consume {
-			k.st.m.decide(at, cost, true)
-			return c.bound(key, k, at, cost, pol)
-		}
-		return nil
+		return c.history(key, k, admitted, pol, at, got, n, true)
 	}
-	var v verdict
-	if consume {
-		v = k.st.decide(pol, at, cost)
-	} else {
-		v = k.st.view(pol, at).decide(at, cost, false)
-	}
+	v := k.model(pol).decide(at, cost, consume)
 	want := decisionOf(pol, v)
 	if over {
 		want.Allowed, want.RetryAfter = false, 0
@@ -838,7 +925,7 @@ func (c *modelCase) callPolicy(key string, pol core.Policy, own bool, n int64, p
 	// for the model to say; shape checks that a cache only denies.
 	want.Source = got.Source
 	if got != want {
-		return c.failure(key, "%s at +%v:\n   got %s\n  want %s (the model)%s", op, c.rel(at), showDecision(got), showDecision(want), c.showState(k, pol, at))
+		return c.failure(key, "%s at +%v:\n   got %s\n  want %s (the model)%s", op, c.rel(at), showDecision(got), showDecision(want), c.showKey(k))
 	}
 	c.stats.exact++
 	if over {
@@ -846,10 +933,40 @@ func (c *modelCase) callPolicy(key string, pol core.Policy, own bool, n int64, p
 	} else if !got.Allowed {
 		c.stats.denied++
 	}
-	if got.Allowed && consume {
-		return c.bound(key, k, at, cost, pol)
+	return c.history(key, k, admitted, pol, at, got, n, true)
+}
+
+// history checks an admission (when admitted) of cost n on key under pol
+// at at on the key's history, and with bound set its MaxInWindow since
+// its policy last changed.
+func (c *modelCase) history(key string, k *tracked, admitted bool, pol core.Policy, at int64, d core.Decision, n int64, bound bool) error {
+	if !admitted {
+		return nil
+	}
+	c.stats.admissions++
+	if msg := k.h.admit(pol, at, int64(d.Delay), n, c.rel); msg != "" {
+		return c.failure(key, "%s\n(the key's history since it was new, Reset or Set breaks the promise of \"Policies per call\" in the package docs of core)", msg)
+	}
+	if bound {
+		return c.bound(key, k, at, n, pol)
 	}
 	return nil
+}
+
+// agrees checks the unit request d made under l.pol at l's instant, right
+// after l: admitted exactly when l said so, then with one less Remaining;
+// denied with the same Remaining, ResetAfter and (after a Peek)
+// RetryAfter.
+func (l *look) agrees(d core.Decision) string {
+	switch {
+	case d.Allowed != l.allowed:
+		return "Peek's Allowed (a Get's Remaining >= 1) is what the next unit request gets"
+	case d.Allowed && d.Remaining != l.remaining-1:
+		return "an admitted unit request leaves one less Remaining than the look before it"
+	case !d.Allowed && (d.Remaining != l.remaining || d.ResetAfter != l.reset || (l.peek && d.RetryAfter != l.retry)):
+		return "a denied unit request reports what the look before it did (Remaining, ResetAfter, Peek's RetryAfter)"
+	}
+	return ""
 }
 
 // bound records an admission of key at at under pol and checks that no

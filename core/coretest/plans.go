@@ -1,8 +1,6 @@
 package coretest
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -86,14 +84,20 @@ func relatedPolicy(rng *rand.Rand, p core.Policy, sameGeometry bool) core.Policy
 
 // recoveryBound is the longest any key's state takes to recover under
 // any of plans: a bucket key moved from a plan with a larger Burst may owe
-// that Burst at another plan's rate.
+// that Burst at another plan's rate, and a delaying leaky bucket, whose
+// queue never ends earlier when it moves to a faster plan, is counted in
+// the faster plan's units when it moves back, up to core.MaxSpan.
 func recoveryBound(plans []core.Policy) int64 {
-	var most, maxCap int64
+	var most, maxCap, maxInterval int64
 	for _, p := range plans {
 		most, maxCap = max(most, int64(p.Recovery())), max(maxCap, p.Capacity())
+		maxInterval = max(maxInterval, int64(p.Interval()))
 	}
 	for _, p := range plans {
-		if p.Algorithm == core.AlgTokenBucket || p.Algorithm == core.AlgLeakyBucket {
+		switch {
+		case p.Algorithm == core.AlgLeakyBucket && !p.Meter && len(plans) > 1:
+			most = max(most, int64(core.MaxSpan)+(maxCap+2)*maxInterval)
+		case p.Algorithm == core.AlgTokenBucket || p.Algorithm == core.AlgLeakyBucket:
 			most = max(most, (maxCap+2)*int64(p.Interval()))
 		}
 	}
@@ -122,152 +126,6 @@ func (c *modelCase) showPlans() string {
 	return s
 }
 
-// showState says which policy the model holds the key under.
-func (c *modelCase) showState(k *tracked, pol core.Policy, at int64) string {
-	if c.pl == nil || k.st.m == nil {
-		return ""
-	}
-	return fmt.Sprintf("\n  (the model held the key under %s; usage under %s now %s)", showPolicy(k.st.p), showPolicy(pol), showUsage(usageOf(k.st.view(pol, at), pol, at)))
-}
-
-// pickPlan returns a plan for a Get or Set on k.
-func (c *modelCase) pickPlan(k *tracked) core.Policy {
-	if c.rng.IntN(2) == 0 {
-		return c.plans[k.plan]
-	}
-	return c.plans[c.rng.IntN(len(c.plans))]
-}
-
-// get makes a Get on key and checks its answer.
-func (c *modelCase) get(key string) error {
-	c.step++
-	k := c.track(key)
-	pol := c.pickPlan(k)
-	at := c.frame()
-	u, err := c.pl.Get(context.Background(), pol, key)
-	e := event{op: "Get", key: key, pol: showPolicy(pol), now: c.now, at: at, u: u, err: err}
-	c.note(e)
-	k.note(e)
-	op := fmt.Sprintf("Get(%s, %s)", showPolicy(pol), key)
-	if err != nil {
-		return c.failure(key, "%s returned error %v", op, err)
-	}
-	capacity := pol.Capacity()
-	// A sliding window's Used counts the trailing Buckets buckets; until
-	// the full quota is back one more may count.
-	sliding := pol.Algorithm == core.AlgSlidingWindow
-	if u.Policy != pol || u.Used < 0 || u.Remaining < 0 || u.Remaining > capacity || u.ResetAfter < 0 ||
-		(u.Remaining == capacity) != (u.ResetAfter == 0) || (u.ResetAfter == 0 && u.Used != 0) || (!sliding && u.Used == 0 && u.ResetAfter != 0) {
-		return c.failure(key, "%s: %s with Policy %v: Policy must be the call's, Used >= 0, Remaining in [0, %d]; Remaining %d goes with ResetAfter 0, and with Used 0 (for the buckets and the fixed window, only then)",
-			op, showUsage(u), u.Policy, capacity, capacity)
-	}
-	last := max(k.st.last(), k.since)
-	if k.tainted || at < last {
-		c.stats.loose++
-		return nil
-	}
-	want := usageOf(k.st.view(pol, at), pol, at)
-	if c.s.Inexact {
-		if u.Remaining > want.Remaining {
-			return c.failure(key, "%s at +%v: %s, the model (fed the requests the store admitted) %s: a store may limit early, never late", op, c.rel(at), showUsage(u), showUsage(want))
-		}
-		return nil
-	}
-	if u != want {
-		return c.failure(key, "%s at +%v:\n   got %s\n  want %s (the model)%s", op, c.rel(at), showUsage(u), showUsage(want), c.showState(k, pol, at))
-	}
-	c.stats.gets++
-	return nil
-}
-
-// setUsage makes a Set on key, sometimes out of range.
-func (c *modelCase) setUsage(key string) error {
-	c.step++
-	k := c.track(key)
-	i := k.plan
-	if c.rng.IntN(2) == 0 {
-		i = c.rng.IntN(len(c.plans))
-	}
-	pol := c.plans[i]
-	capacity := pol.Capacity()
-	var used int64
-	switch r := c.rng.IntN(20); {
-	case r < 2:
-		used = 0
-	case r < 3:
-		used = capacity
-	case r < 4:
-		used = -1 - c.rng.Int64N(3)
-	case r < 5:
-		used = capacity + 1 + c.rng.Int64N(3)
-	default:
-		used = c.rng.Int64N(capacity + 1)
-	}
-	at := c.frame()
-	err := c.pl.Set(context.Background(), pol, key, used)
-	e := event{op: "Set", key: key, pol: showPolicy(pol), n: used, now: c.now, at: at, err: err}
-	c.note(e)
-	k.note(e)
-	op := fmt.Sprintf("Set(%s, %s, %d)", showPolicy(pol), key, used)
-	if used < 0 || used > capacity {
-		if !errors.Is(err, core.ErrInvalidUsage) {
-			return c.failure(key, "%s (capacity %d) returned error %v, want core.ErrInvalidUsage", op, capacity, err)
-		}
-		c.stats.policyErrors++
-		return nil
-	}
-	if err != nil {
-		return c.failure(key, "%s returned error %v", op, err)
-	}
-	c.stats.sets++
-	// Whatever the key held, it now holds exactly this, under pol.
-	k.plan = i
-	*k = tracked{history: k.history, plan: i, st: keyState{p: pol, m: setModel(pol, at, used)}, recentP: pol}
-	return nil
-}
-
-// policyError makes a call with a policy of another algorithm or an
-// invalid one: an error, and the key unchanged (which the next calls on it
-// check).
-func (c *modelCase) policyError(key string) error {
-	c.step++
-	c.stats.policyErrors++
-	k := c.track(key)
-	bad := otherAlgorithm(c.p)
-	want := "core.ErrAlgorithmMismatch"
-	if c.rng.IntN(2) == 0 {
-		bad = c.plans[c.rng.IntN(len(c.plans))]
-		switch c.rng.IntN(3) {
-		case 0:
-			bad.Limit = -c.rng.Int64N(2)
-		case 1:
-			bad.Window = -time.Duration(c.rng.Int64N(2))
-		default:
-			bad.Name = "bad\nname"
-		}
-		want = "the policy's validation error"
-	}
-	var err error
-	var op string
-	switch c.rng.IntN(3) {
-	case 0:
-		op = "AllowPolicy"
-		_, err = c.pl.AllowPolicy(context.Background(), bad, key, 1)
-	case 1:
-		op = "Get"
-		_, err = c.pl.Get(context.Background(), bad, key)
-	default:
-		op = "Set"
-		err = c.pl.Set(context.Background(), bad, key, 0)
-	}
-	k.note(event{op: fmt.Sprintf("%s under %v: error %v", op, bad, err)})
-	mismatch := bad.Algorithm != c.p.Algorithm
-	if err == nil || mismatch != errors.Is(err, core.ErrAlgorithmMismatch) {
-		return c.failure(key, "%s under %v returned error %v, want %s", op, bad, err, want)
-	}
-	return nil
-}
-
 // countsFit reports whether a fixed-window key can move between q and each
 // of others keeping its count: each window holds the other's Limit (a
 // count above what a window can hold is kept at that most; see "Policies
@@ -285,8 +143,8 @@ func countsFit(q core.Policy, others []core.Policy) bool {
 
 // debtsFit reports whether a bucket key can move between q and the others
 // with its debt within maxTestSpan: the largest Burst at the slowest rate.
-// (The Redis store keeps a debt of at most 2^52 ns, 52 days: a key that has
-// used more units than that at its new rate is capped there.)
+// (Every store keeps a debt of at most core.MaxSpan, 52 days: a key that
+// has used more units than that at its new rate is capped there.)
 func debtsFit(q core.Policy, others []core.Policy) bool {
 	burst, interval := q.Burst, int64(q.Interval())
 	for _, o := range others {

@@ -353,15 +353,18 @@ func policyTables() []policyTable {
 		}},
 
 		// Leaky bucket.
-		{"LeakyBucket/moved keeps what is in the bucket, rescaled exactly", []core.Policy{lbFree, lbPro}, []pstep{
+		{"LeakyBucket/moved keeps what is in the bucket, rescaled, and its queue", []core.Policy{lbFree, lbPro}, []pstep{
 			{at: 0, op: opOwn, n: 1, ok: true, rem: 2, reset: 100 * ms},
 			{at: 0, op: opOwn, n: 1, ok: true, rem: 1, reset: 200 * ms, delay: 100 * ms},
-			// 150ms of free's service left is 75ms at pro's rate.
-			{at: 50 * ms, op: opAllow, p: 1, n: 1, ok: true, rem: 3, reset: 125 * ms, delay: 75 * ms},
-			{at: 50 * ms, op: opGet, p: 0, used: 3, rem: 0, reset: 250 * ms},
-			// 75ms of pro's left is 150ms of free's.
-			{at: 100 * ms, op: opOwn, n: 1, ok: true, rem: 0, reset: 250 * ms, delay: 150 * ms},
-			{at: 100 * ms, op: opPeek, rem: 0, reset: 250 * ms, retry: 50 * ms},
+			// 150ms of free's service left would be 75ms at pro's rate,
+			// but the request queued is served at 100ms: pro's is served
+			// after it, at 200ms, and pro counts 150ms of its units (3).
+			{at: 50 * ms, op: opAllow, p: 1, n: 1, ok: true, rem: 2, reset: 200 * ms, delay: 150 * ms},
+			// 200ms of pro's left is 400ms of free's (4 requests).
+			{at: 50 * ms, op: opGet, p: 0, used: 4, rem: 0, reset: 400 * ms},
+			// Still pro's state at 100ms: 150ms left, 300ms of free's.
+			{at: 100 * ms, op: opOwn, n: 1, rem: 0, reset: 300 * ms, retry: 100 * ms},
+			{at: 100 * ms, op: opPeek, rem: 0, reset: 300 * ms, retry: 100 * ms},
 		}},
 		{"LeakyBucket/moved to a shallower bucket than it holds", []core.Policy{lbFree, lbTiny}, []pstep{
 			{at: 0, op: opOwn, n: 3, ok: true, rem: 0, reset: 300 * ms},
@@ -371,15 +374,18 @@ func policyTables() []policyTable {
 		}},
 		{"LeakyBucket/a plan's limit raised then lowered", []core.Policy{lbPlan1, lbPlan2, lbPlan3}, []pstep{
 			{at: 0, op: opOwn, n: 4, ok: true, rem: 6, reset: 400 * ms},
-			{at: 0, op: opAllow, p: 1, n: 2, ok: true, rem: 14, reset: 300 * ms, delay: 200 * ms},
-			// 200ms of plan2's service left is 800ms at 200ms a request.
-			{at: 100 * ms, op: opAllow, p: 2, n: 1, ok: true, rem: 1, reset: 1000 * ms, delay: 800 * ms},
-			{at: 100 * ms, op: opAllow, p: 2, n: 2, rem: 1, reset: 1000 * ms, retry: 200 * ms},
+			// The 4 queued end at 400ms: plan2's 2 are served after them.
+			{at: 0, op: opAllow, p: 1, n: 2, ok: true, rem: 10, reset: 500 * ms, delay: 400 * ms},
+			// 400ms of plan2's service left is 1600ms at 200ms a request,
+			// above plan3's depth of 6 (1200ms).
+			{at: 100 * ms, op: opAllow, p: 2, n: 1, rem: 0, reset: 1600 * ms, retry: 600 * ms},
+			{at: 100 * ms, op: opAllow, p: 2, n: 2, rem: 0, reset: 1600 * ms, retry: 800 * ms},
 		}},
 		{"LeakyBucket/Get changes nothing", []core.Policy{lbFree, lbPro}, []pstep{
 			{at: 0, op: opOwn, n: 3, ok: true, rem: 0, reset: 300 * ms},
-			{at: 100 * ms, op: opGet, p: 1, used: 2, rem: 4, reset: 100 * ms},
-			{at: 100 * ms, op: opGet, p: 1, used: 2, rem: 4, reset: 100 * ms},
+			// The queue ends at 300ms: 200ms left, 4 of pro's units.
+			{at: 100 * ms, op: opGet, p: 1, used: 4, rem: 2, reset: 200 * ms},
+			{at: 100 * ms, op: opGet, p: 1, used: 4, rem: 2, reset: 200 * ms},
 			{at: 200 * ms, op: opOwn, n: 1, ok: true, rem: 1, reset: 200 * ms, delay: 100 * ms},
 		}},
 		{"LeakyBucket/Set", []core.Policy{lbFree, lbPro}, []pstep{
@@ -399,11 +405,11 @@ func policyTables() []policyTable {
 		}},
 		{"LeakyBucket/a denied call moves the key too", []core.Policy{lbFree, lbPro}, []pstep{
 			{at: 0, op: opOwn, n: 3, ok: true, rem: 0, reset: 300 * ms},
-			// 150ms at pro's rate, 3 requests: 6 more do not fit.
-			{at: 0, op: opAllow, p: 1, n: 6, rem: 3, reset: 150 * ms, retry: 150 * ms},
-			// From then on it leaves at pro's rate (free's would leave
-			// 100ms at pro's rate: Used 2).
-			{at: 100 * ms, op: opGet, p: 1, used: 1, rem: 5, reset: 50 * ms},
+			// The queue ends at 300ms, 6 of pro's units: 6 more do not fit.
+			{at: 0, op: opAllow, p: 1, n: 6, rem: 0, reset: 300 * ms, retry: 300 * ms},
+			// From then on it is under pro (free's would count 200ms at
+			// pro's rate, then rescaled: Used 8).
+			{at: 100 * ms, op: opGet, p: 1, used: 4, rem: 2, reset: 200 * ms},
 		}},
 
 		// Fixed window.
@@ -421,17 +427,25 @@ func policyTables() []policyTable {
 			{at: 10 * s, op: opAllow, p: 1, n: 5, ok: true, rem: 0, reset: time.Hour - 10*s},
 			// Pro's 5 are carried into free's minute 1, above its Limit.
 			{at: 70 * s, op: opOwn, n: 1, rem: 0, reset: 50 * s, retry: 50 * s},
-			// Back to pro within its hour 0: still 5 used, nothing more
-			// for pro's hour 0 (a count cut to free's Limit would give 2
-			// back).
+			// Back to pro within its hour 0: still 5 used, plus free's Limit
+			// for free's minute 0, which lies in pro's hour 0: nothing
+			// more for pro's hour 0 (a count cut to free's Limit would
+			// give 2 back).
 			{at: 80 * s, op: opAllow, p: 1, n: 1, rem: 0, reset: time.Hour - 80*s, retry: time.Hour - 80*s},
-			// The count is what the key used, not what free could admit.
-			{at: 80 * s, op: opGet, p: 0, used: 5, rem: 0, reset: 40 * s},
+			// The count is what the key might have used, not what free
+			// could admit.
+			{at: 80 * s, op: opGet, p: 0, used: 8, rem: 0, reset: 40 * s},
 		}},
-		{"FixedWindow/a window that has ended carries nothing", []core.Policy{fwFree, fwPro}, []pstep{
+		{"FixedWindow/a window that has just ended still counts in a longer one", []core.Policy{fwFree, fwPro}, []pstep{
 			{at: 10 * s, op: opOwn, n: 3, ok: true, rem: 0, reset: 50 * s},
-			// Free's minute 0 has ended; pro's hour 0 has not.
-			{at: 60 * s, op: opAllow, p: 1, n: 1, ok: true, rem: 4, reset: 59 * time.Minute},
+			// Free's minute 0 has ended, but its requests lie in pro's
+			// hour 0.
+			{at: 60 * s, op: opAllow, p: 1, n: 1, ok: true, rem: 1, reset: 59 * time.Minute},
+		}},
+		{"FixedWindow/a window two windows old counts nowhere", []core.Policy{fwFree, fwPro}, []pstep{
+			{at: 10 * s, op: opOwn, n: 3, ok: true, rem: 0, reset: 50 * s},
+			// Every request of free's minute 0 is more than a minute old.
+			{at: 120 * s, op: opAllow, p: 1, n: 1, ok: true, rem: 4, reset: 58 * time.Minute},
 		}},
 		{"FixedWindow/a plan's limit raised then lowered", []core.Policy{fwPlan3, fwPlan5, fwPlan2}, []pstep{
 			{at: 10 * s, op: opOwn, n: 2, ok: true, rem: 1, reset: 50 * s},
@@ -478,16 +492,19 @@ func policyTables() []policyTable {
 			{at: 1000 * ms, op: opAllow, p: 1, n: 10, ok: true, rem: 2, reset: 1100 * ms},
 			{at: 1000 * ms, op: opOwn, n: 1, rem: 0, reset: 1100 * ms, retry: 1000 * ms},
 		}},
-		{"SlidingWindow/moved to another geometry carries the total into the current bucket", []core.Policy{swFree, swOther}, []pstep{
+		{"SlidingWindow/moved to another geometry counts each bucket in the newest it overlaps", []core.Policy{swFree, swOther}, []pstep{
 			{at: 50 * ms, op: opOwn, n: 6, ok: true, rem: 4, reset: 1050 * ms},
 			{at: 550 * ms, op: opOwn, n: 3, ok: true, rem: 1, reset: 1050 * ms},
-			// 9 carried into other's bucket [500ms, 1000ms).
+			// Free's bucket [0, 100ms) into other's [0, 500ms), its bucket
+			// [500ms, 600ms) into other's [500ms, 1000ms).
 			{at: 950 * ms, op: opAllow, p: 1, n: 1, ok: true, rem: 0, reset: 2050 * ms},
-			{at: 2499 * ms, op: opAllow, p: 1, n: 1, rem: 0, reset: 501 * ms, retry: ms},
-			{at: 2500 * ms, op: opAllow, p: 1, n: 3, ok: true, rem: 0, reset: 2000 * ms},
-			// Back to free: other's trailing 3 into free's bucket 26.
-			{at: 2600 * ms, op: opGet, p: 0, used: 3, rem: 7, reset: 1100 * ms},
-			{at: 2600 * ms, op: opOwn, n: 1, ok: true, rem: 6, reset: 1100 * ms},
+			// Other's bucket 0 has left its trailing window, not its B+1.
+			{at: 2499 * ms, op: opAllow, p: 1, n: 1, ok: true, rem: 2, reset: 1501 * ms},
+			{at: 2500 * ms, op: opAllow, p: 1, n: 3, ok: true, rem: 5, reset: 2000 * ms},
+			// Back to free: other's bucket [2000ms, 2500ms) into free's
+			// [2400ms, 2500ms), [2500ms, 3000ms) into free's bucket 26.
+			{at: 2600 * ms, op: opGet, p: 0, used: 4, rem: 6, reset: 1100 * ms},
+			{at: 2600 * ms, op: opOwn, n: 1, ok: true, rem: 5, reset: 1100 * ms},
 		}},
 		{"SlidingWindow/a plan's limit raised then lowered", []core.Policy{swPlan1, swPlan2, swPlan3}, []pstep{
 			{at: 50 * ms, op: opOwn, n: 6, ok: true, rem: 4, reset: 1050 * ms},
@@ -498,8 +515,8 @@ func policyTables() []policyTable {
 		{"SlidingWindow/Get changes nothing", []core.Policy{swFree, swOther}, []pstep{
 			{at: 50 * ms, op: opOwn, n: 6, ok: true, rem: 4, reset: 1050 * ms},
 			{at: 550 * ms, op: opOwn, n: 3, ok: true, rem: 1, reset: 1050 * ms},
-			{at: 950 * ms, op: opGet, p: 1, used: 9, rem: 1, reset: 2050 * ms},
-			{at: 960 * ms, op: opGet, p: 1, used: 9, rem: 1, reset: 2040 * ms},
+			{at: 950 * ms, op: opGet, p: 1, used: 9, rem: 1, reset: 1550 * ms},
+			{at: 960 * ms, op: opGet, p: 1, used: 9, rem: 1, reset: 1540 * ms},
 			// Still free's buckets: bucket 0 has left.
 			{at: 1100 * ms, op: opOwn, n: 1, ok: true, rem: 6, reset: 1000 * ms},
 		}},
@@ -512,17 +529,18 @@ func policyTables() []policyTable {
 			{at: 50 * ms, op: opPeek, ok: true, rem: 10},
 			{at: 50 * ms, op: opSet, p: 1, n: 10},
 			{at: 50 * ms, op: opGet, p: 1, used: 10, rem: 0, reset: 2450 * ms},
-			{at: 1000 * ms, op: opGet, p: 0, used: 10, rem: 0, reset: 1100 * ms},
+			// Other's bucket [0, 500ms) into free's [400ms, 500ms).
+			{at: 1000 * ms, op: opGet, p: 0, used: 10, rem: 0, reset: 500 * ms},
 			{at: 1000 * ms, op: opSet, p: 0, n: 11, err: core.ErrInvalidUsage},
 			{at: 1000 * ms, op: opSet, p: 0, n: -1, err: core.ErrInvalidUsage},
 			{at: 1000 * ms, op: opGet, p: 1, used: 10, rem: 0, reset: 1500 * ms},
 		}},
 		{"SlidingWindow/a denied call moves the key too", []core.Policy{swFree, swOther}, []pstep{
 			{at: 50 * ms, op: opOwn, n: 10, ok: true, rem: 0, reset: 1050 * ms},
-			{at: 950 * ms, op: opAllow, p: 1, n: 1, rem: 0, reset: 2050 * ms, retry: 1550 * ms},
-			// Now in other's bucket [500ms, 1000ms) (free's trailing window
+			{at: 950 * ms, op: opAllow, p: 1, n: 1, rem: 0, reset: 1550 * ms, retry: 1050 * ms},
+			// Now in other's bucket [0, 500ms) (free's trailing window
 			// would be empty).
-			{at: 1100 * ms, op: opGet, p: 1, used: 10, rem: 0, reset: 1900 * ms},
+			{at: 1100 * ms, op: opGet, p: 1, used: 10, rem: 0, reset: 1400 * ms},
 		}},
 	}
 }

@@ -2,6 +2,7 @@ package coretest
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -22,19 +23,27 @@ import (
 //     the capacity, an invalid policy, another algorithm, a usage out of
 //     range) change nothing; Peek and Get report the converted state
 //     without keeping it.
-//   - Conversion keeps what the key has used, in units of cost:
+//   - Conversion keeps what the key has used, in units of cost, counting
+//     what might still lie inside the new policy's window where the state
+//     cannot know exactly ("stricter, never more generous"):
 //     token bucket and metering leaky bucket: the tokens taken and not yet
 //     refilled, fractions included (nanoseconds of refill under A, times
 //     B's interval over A's, rounded up, since a change never adds
-//     capacity), refilling at B's rate, possibly more than B's Burst;
-//     leaky bucket: the requests still in the bucket likewise (the time
-//     left until it is empty, rescaled), leaving at B's rate;
-//     fixed window: the count of A's window holding now, carried into B's
-//     window holding now (0 when A's window of the latest count has
-//     ended);
-//     sliding window: with the same Window and Buckets every bucket count
-//     is kept; otherwise what A's trailing window counts now (the latest
-//     Buckets buckets) is carried into B's current bucket.
+//     capacity), refilling at B's rate, possibly more than B's Burst, and
+//     at most core.MaxSpan of B's refill;
+//     leaky bucket: likewise, except that the instant the bucket is empty
+//     never moves earlier (the requests queued keep their instants and new
+//     ones are served after them);
+//     fixed window: the count of A's window of the latest write, if that
+//     window overlaps B's window holding now and is A's window holding now
+//     or the one before (it may have ended), plus
+//     A's Limit when A's window before it overlaps B's window too and the
+//     window of the latest write is A's window holding now, counted in B's
+//     window holding now (at most what a fixed-window word of B holds);
+//     sliding window: each of A's Buckets+1 buckets ending with now's,
+//     counted in the newest of B's buckets that it overlaps but not after
+//     now's (those older than B's Buckets+1 buckets dropped; at most
+//     2^32-1 per bucket).
 //   - Set(p, key, used) makes the state that of a key new under p that has
 //     just been admitted cost used (nothing for 0): used units counted in
 //     p's current window or bucket, used tokens taken, used requests in
@@ -93,31 +102,78 @@ func convert(m keyModel, from, to core.Policy, now int64) keyModel {
 	switch old := m.(type) {
 	case *fixedModel:
 		n := out.(*fixedModel)
-		if c := old.used(now); c > 0 {
+		if c := fixedCarry(old, from, to, now); c > 0 {
 			n.admitted = []admission{{now, c}}
 		}
 		n.last = now
 	case *slidingModel:
 		n := out.(*slidingModel)
-		if from.Window == to.Window && from.Buckets == to.Buckets {
-			n.admitted = slices.Clone(old.admitted)
-		} else if c := old.used(now); c > 0 {
-			n.admitted = []admission{{now, c}}
-		}
+		n.admitted = slidingCarry(old, n, now)
 		n.last = now
 	case *tokenModel, *queueModel:
 		// The time until the key is back to full (empty), in ns at from's
-		// rate, rescaled to to's rate.
+		// rate, rescaled to to's rate; a queue never ends earlier.
 		var debt int64
 		if t, ok := old.(*tokenModel); ok {
 			debt = t.full - t.levelAt(now)
 		} else if q := old.(*queueModel); len(q.queued) > 0 {
 			debt = max(0, q.free()-now)
 		}
-		debt = scaleUp(debt, int64(to.Interval()), int64(from.Interval()))
+		scaled := scaleUp(debt, int64(to.Interval()), int64(from.Interval()))
+		if _, ok := out.(*queueModel); ok {
+			scaled = max(scaled, debt)
+		}
+		debt = scaled
 		fromDebt(out, now, debt)
 	default:
 		panic(fmt.Sprintf("coretest: no conversion from %T", m))
+	}
+	return out
+}
+
+// fixedCarry is the count a fixed-window key held under from carries into
+// to's window holding now.
+func fixedCarry(old *fixedModel, from, to core.Policy, now int64) int64 {
+	if len(old.admitted) == 0 {
+		return 0
+	}
+	ws, cur := floorDiv(old.admitted[len(old.admitted)-1].at, old.window), floorDiv(now, old.window) // the window of the latest write, now's
+	if ws < cur-1 {
+		return 0 // every request in it is more than one Window old
+	}
+	start, w := ws*old.window, int64(to.Window)
+	lo := floorDiv(now, w) * w
+	hi := lo + w
+	var c int64
+	if start < hi && start+old.window > lo {
+		c = old.usedIn(ws)
+	}
+	if ws == cur && start-old.window < hi && start > lo {
+		c += from.Limit
+	}
+	// What a fixed-window word of to holds beside its window number, and
+	// at most 2^32-1 (what the Redis store's counter holds).
+	bits := 64 - (big.NewInt(math.MaxInt64/w).BitLen() + 1)
+	return min(c, int64(1)<<bits-1, math.MaxUint32)
+}
+
+// slidingCarry returns the admissions a sliding-window key held as old
+// carries into n, a new model, at now: each of old's buckets in the
+// newest of n's buckets it overlaps, not after now's.
+func slidingCarry(old, n *slidingModel, now int64) []admission {
+	kOld, k := floorDiv(now, old.width), floorDiv(now, n.width)
+	per := map[int64]int64{}
+	for _, a := range old.admitted {
+		b := floorDiv(a.at, old.width)
+		j := min(floorDiv((b+1)*old.width-1, n.width), k)
+		if b < kOld-old.buckets || k-j > n.buckets {
+			continue
+		}
+		per[j] = min(per[j]+a.n, math.MaxUint32)
+	}
+	var out []admission
+	for _, j := range slices.Sorted(maps.Keys(per)) {
+		out = append(out, admission{j * n.width, per[j]})
 	}
 	return out
 }
@@ -160,9 +216,8 @@ func setModel(p core.Policy, now, used int64) keyModel {
 	return m
 }
 
-// scaleUp returns ceil(x*num/den) for x >= 0 and num, den > 0; it panics
-// when the result does not fit in an int64 (the suite's policies keep
-// their rates close enough for it never to happen).
+// scaleUp returns ceil(x*num/den), at most core.MaxSpan, for x >= 0 and
+// num, den > 0.
 func scaleUp(x, num, den int64) int64 {
 	if x == 0 || num == den {
 		return x
@@ -173,8 +228,8 @@ func scaleUp(x, num, den int64) int64 {
 	if r.Sign() > 0 {
 		q.Add(q, big.NewInt(1))
 	}
-	if !q.IsInt64() {
-		panic(fmt.Sprintf("coretest: %d ns rescaled by %d/%d does not fit in int64", x, num, den))
+	if most := big.NewInt(int64(core.MaxSpan)); q.Cmp(most) > 0 {
+		return int64(core.MaxSpan)
 	}
 	return q.Int64()
 }

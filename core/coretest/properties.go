@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,11 +39,12 @@ import (
 //	    policies: its every Decision and Usage equal those of a limiter of
 //	    its own (built by the same Suite.New) that sees only that key,
 //	    while other keys move between policies, are Set, Get and Reset;
-//	(g) in any interval of one Window of the policy in force in which a
-//	    key's policy did not change (and it was not Set or Reset), it is
-//	    admitted at most that policy's MaxInWindow, while keys move between
-//	    policies and floods of keys under every policy come and go (so
-//	    that a store with a bound on its keys evicts).
+//	(g) every admission keeps the promise of "Policies per call" in the
+//	    package docs of core, checked on the key's history of admitted
+//	    requests across its changes of policy, Sets and Resets (see
+//	    history), while keys move between policies, make one-off calls
+//	    under others, and floods of keys under every policy come and go
+//	    (so that a store with a bound on its keys evicts).
 //
 // The clock only moves forward here (RunModel steps it back). The
 // properties share half of RATELIMIT_MODEL_DURATION (default 20s) equally;
@@ -72,7 +74,7 @@ type property struct {
 // policyProperties are the properties of PolicyLimiters.
 var policyProperties = []property{
 	{"f: a key on one policy is unaffected by other keys' policies", propIsolation},
-	{"g: no Window admits more than MaxInWindow of the policy in force", propPolicyBound},
+	{"g: every admission keeps the promise on its key's history across policies", propHistory},
 }
 
 // runProperties runs props, sharing half of RATELIMIT_MODEL_DURATION.
@@ -479,65 +481,83 @@ func propIsolation(c *propCase) bool {
 	return assert.Positive(c.t, checked, "no check made")
 }
 
-// propPolicyBound is (g).
-func propPolicyBound(c *propCase) bool {
+// propHistory is (g).
+func propHistory(c *propCase) bool {
 	pl := c.lim.(core.PolicyLimiter)
 	plans := Plans(c.rng, c.p)
 	ctx := context.Background()
-	type run struct {
-		pol core.Policy
-		adm []admission // since pol became the key's policy, or the key was Set
+	type key struct {
+		h    history
+		plan core.Policy // what its traffic mostly uses
+		log  []string    // its latest calls, for a failure
 	}
-	runs := map[string]*run{}
-	keys := []string{"k0", "k1", "k2"}
-	admitted := 0
-	for c.calls < 3000 && (admitted == 0 || !c.late()) {
-		k := keys[c.rng.IntN(len(keys))]
-		ru := runs[k]
-		if ru == nil {
-			ru = &run{pol: plans[c.rng.IntN(len(plans))]}
-			runs[k] = ru
+	keys := map[string]*key{}
+	of := func(name string) *key {
+		k := keys[name]
+		if k == nil {
+			k = &key{h: newHistory(), plan: plans[c.rng.IntN(len(plans))]}
+			keys[name] = k
 		}
+		return k
+	}
+	show := func(ns int64) string { return fmt.Sprintf("Unix %d ns", ns) }
+	note := func(k *key, format string, args ...any) {
+		if len(k.log) == 40 {
+			k.log = k.log[1:]
+		}
+		k.log = append(k.log, fmt.Sprintf("Unix %d ns: ", c.now)+fmt.Sprintf(format, args...))
+	}
+	admitted := 0
+	decide := func(name string, p core.Policy, n int64) bool {
+		k := of(name)
+		d, err := c.decide(pl, p, name, n)
+		note(k, "AllowPolicy(%s, %d) -> %s", showPolicy(p), n, showDecision(d))
+		if !assert.NoError(c.t, err) {
+			return false
+		}
+		k.h.take(p, c.now)
+		if !d.Allowed {
+			return true
+		}
+		admitted++
+		msg := k.h.admit(p, c.now, int64(d.Delay), n, show)
+		return assert.True(c.t, msg == "", "key %s: %s\nlatest calls on it:\n  %s", name, msg, strings.Join(k.log, "\n  "))
+	}
+	names := []string{"k0", "k1", "k2"}
+	for c.calls < 3000 && (admitted == 0 || !c.late()) {
+		name := names[c.rng.IntN(len(names))]
+		k := of(name)
 		switch r := c.rng.IntN(100); {
 		case r < 60:
 			if c.rng.IntN(8) == 0 {
-				if p := plans[c.rng.IntN(len(plans))]; p != ru.pol {
-					ru.pol, ru.adm = p, nil
-				}
+				k.plan = plans[c.rng.IntN(len(plans))]
 			}
-			w, most := int64(ru.pol.Window), ru.pol.MaxInWindow()
-			for range 1 + c.rng.IntN(int(min(2*ru.pol.Capacity(), 100))) {
-				n := c.costFor(ru.pol)
-				d, err := c.decide(pl, ru.pol, k, n)
-				if !assert.NoError(c.t, err) {
-					return false
+			for range 1 + c.rng.IntN(int(min(2*k.plan.Capacity(), 100))) {
+				p := k.plan
+				if c.rng.IntN(10) == 0 {
+					p = plans[c.rng.IntN(len(plans))] // a one-off call under another plan
 				}
-				if !d.Allowed {
-					continue
-				}
-				admitted++
-				ru.adm = append(slices.DeleteFunc(ru.adm, func(a admission) bool { return a.at < c.now-w }), admission{c.now, n})
-				var sum int64
-				for _, a := range ru.adm {
-					sum += a.n
-				}
-				if !assert.LessOrEqual(c.t, sum, most, "key %s admitted %d in [Unix %d, +%v] ns under %v, which it had been under since before, more than its MaxInWindow", k, sum, c.now-w, ru.pol.Window, ru.pol) {
+				if !decide(name, p, c.costFor(p)) {
 					return false
 				}
 			}
 		case r < 65:
 			c.calls++
 			p := plans[c.rng.IntN(len(plans))]
-			if !assert.NoError(c.t, pl.Set(ctx, p, k, c.rng.Int64N(p.Capacity()+1))) {
+			used := c.rng.Int64N(p.Capacity() + 1)
+			note(k, "Set(%s, %d)", showPolicy(p), used)
+			if !assert.NoError(c.t, pl.Set(ctx, p, name, used)) {
 				return false
 			}
-			ru.pol, ru.adm = p, nil
+			k.h.set(p, c.now, used)
+			k.plan = p
 		case r < 67:
 			c.calls++
-			if !assert.NoError(c.t, pl.Reset(ctx, k)) {
+			note(k, "Reset")
+			if !assert.NoError(c.t, pl.Reset(ctx, name)) {
 				return false
 			}
-			delete(runs, k)
+			k.h.reset()
 		case r < 72:
 			// A flood of keys, from a pool or never seen, under any plan.
 			for range 20 + c.rng.IntN(80) {
@@ -551,8 +571,11 @@ func propPolicyBound(c *propCase) bool {
 				if c.rng.IntN(2) == 0 {
 					n = p.Capacity()
 				}
-				if _, err := c.decide(pl, p, f, n); !assert.NoError(c.t, err) {
+				if !decide(f, p, n) {
 					return false
+				}
+				if f[0] == 'n' {
+					delete(keys, f)
 				}
 			}
 		default:
@@ -562,7 +585,7 @@ func propPolicyBound(c *propCase) bool {
 	if c.s.Inexact {
 		// A store that limits early (WithMaxKeys under these floods, its
 		// newcomers limited together) may admit nothing to the three keys
-		// within the case: the bound held, there was nothing to check.
+		// within the case: the promise held, there was nothing to check.
 		return true
 	}
 	return assert.Positive(c.t, admitted, "nothing admitted")

@@ -1,0 +1,178 @@
+package coretest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
+	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// The four ways around "a change never adds capacity" that issue 17
+// reported, each a scenario a store's tests run by name (see "Policies
+// per call" in the package docs of core). Each counts exactly what the
+// store admits; the clock starts at Epoch, a multiple of every window
+// below.
+
+// moveFixture is a PolicyLimiter of the suite on a clock at Epoch.
+type moveFixture struct {
+	lim   core.PolicyLimiter
+	clock *Clock
+}
+
+func (s Suite) moveFixture(t *testing.T, own core.Policy) moveFixture {
+	t.Helper()
+	clock := NewClock(Epoch)
+	return moveFixture{lim: s.policyLimiter(t, own, clock.Now), clock: clock}
+}
+
+// admitted makes n unit-cost calls under p at Epoch+at and returns how
+// many were admitted.
+func (f moveFixture) admitted(t *testing.T, p core.Policy, at time.Duration, n int) int {
+	t.Helper()
+	f.clock.Set(Epoch.Add(at))
+	got := 0
+	for range n {
+		d, err := f.lim.AllowPolicy(context.Background(), p, "k", 1)
+		require.NoError(t, err)
+		if d.Allowed {
+			got++
+		}
+	}
+	return got
+}
+
+// SlidingWindowMovedToFewerBuckets is case 1: A = SlidingWindow(10, w) in
+// 10 buckets, B the same in 5. Ten requests under A in its first bucket,
+// then ten under B at w: B's oldest bucket still holds A's ten, so B
+// admits the 2 its bound on B+1 buckets leaves, 12 in all
+// (B.MaxInWindow), where a conversion that dropped A's oldest bucket
+// admitted all ten, 20 within one Window.
+func (s Suite) SlidingWindowMovedToFewerBuckets(t *testing.T, w time.Duration) {
+	a := core.SlidingWindow(10, w).WithName("A")
+	b := a.WithBuckets(5).WithName("B")
+	f := s.moveFixture(t, a)
+	assert.Equal(t, 10, f.admitted(t, a, w/20, 10), "under A")
+	assert.Equal(t, 2, f.admitted(t, b, w, 10), "under B, one Window later")
+	assert.Equal(t, b.MaxInWindow(), int64(12))
+}
+
+// FixedWindowMovedToAShorterWindow is case 2: A = FixedWindow(10, 3s), B
+// = FixedWindow(10, 2s). Ten under A at 2.99s fill A's window [0, 3s),
+// which has ended at 3s but lies in B's window [2s, 4s): B admits nothing
+// then, and ten at 4s, in its next window. 20 in all, B.MaxInWindow;
+// carrying nothing from an ended window admitted 30 within about 1s.
+func (s Suite) FixedWindowMovedToAShorterWindow(t *testing.T) {
+	a := core.FixedWindow(10, 3*time.Second).WithName("A")
+	b := core.FixedWindow(10, 2*time.Second).WithName("B")
+	f := s.moveFixture(t, a)
+	assert.Equal(t, 10, f.admitted(t, a, 2990*time.Millisecond, 10), "under A at 2.99s")
+	assert.Equal(t, 0, f.admitted(t, b, 3*time.Second, 10), "under B at 3s: A's ten lie in B's window [2s, 4s)")
+	f.clock.Set(Epoch.Add(3 * time.Second))
+	d, err := f.lim.AllowPolicy(context.Background(), b, "k", 1)
+	require.NoError(t, err)
+	assert.Equal(t, core.Decision{Limit: 10, ResetAfter: time.Second, RetryAfter: time.Second, Policy: b}, d)
+	assert.Equal(t, 10, f.admitted(t, b, 4*time.Second, 10), "under B at 4s, its next window")
+}
+
+// TokenBucketMovedToAVerySlowPlan is case 3: bulk = TokenBucket(100_000,
+// 1s); daily = TokenBucket(1, 24h).WithBurst(25_000) takes 25,000 days to
+// refill, beyond core.MaxSpan, and every store rejects it with an error
+// naming the burst. The slowest plan of that kind that is valid, a burst
+// of 50, takes 100,000 units used under bulk as 100,000 days of debt,
+// kept at MaxSpan (52 days): every request is denied, Get says Remaining
+// 0, and nothing wraps around (the rescaled debt once wrapped, and the
+// daily plan admitted 42,000 with Remaining -81963).
+func (s Suite) TokenBucketMovedToAVerySlowPlan(t *testing.T) {
+	ctx := context.Background()
+	bulk := core.TokenBucket(100_000, time.Second).WithName("bulk")
+	daily := core.TokenBucket(1, 24*time.Hour).WithBurst(25_000).WithName("daily")
+	f := s.moveFixture(t, bulk)
+	d, err := f.lim.AllowPolicy(ctx, bulk, "k", 100_000)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	for range 3 {
+		_, err := f.lim.AllowPolicy(ctx, daily, "k", 21_000)
+		if assert.Error(t, err, "the daily plan takes 25,000 days to refill") {
+			assert.True(t, strings.Contains(err.Error(), "burst 25000"), "the error names the burst: %v", err)
+		}
+	}
+	slow := daily.WithBurst(50).WithName("slow")
+	require.NoError(t, slow.Validate())
+	for range 3 {
+		d, err := f.lim.AllowPolicy(ctx, slow, "k", 21)
+		require.NoError(t, err)
+		assert.False(t, d.Allowed)
+		assert.Equal(t, int64(0), d.Remaining)
+		// 52 days owed (MaxSpan), 21 days more to take, 50 days allowed.
+		assert.Equal(t, core.MaxSpan-29*24*time.Hour, d.RetryAfter)
+		assert.Equal(t, core.MaxSpan, d.ResetAfter)
+	}
+	u, err := f.lim.Get(ctx, slow, "k")
+	require.NoError(t, err)
+	assert.Equal(t, core.Usage{Used: 53, Remaining: 0, ResetAfter: core.MaxSpan, Policy: slow}, u)
+}
+
+// LeakyBucketMovedToAFasterPlan is case 4: five requests under
+// LeakyBucket(1, 1s).WithBurst(5) are served at 0, 1, 2, 3 and 4s; the
+// key then moves to LeakyBucket(10, 1s), a request every 100ms from
+// 100ms to 6s. The five stay at their instants and B's requests are
+// served after them, 100ms apart: the first admitted at 4.1s, served at
+// 5s, and then every one, 20 in all. No two are served at one instant and
+// no second serves more than 10 (a conversion that moved the queue
+// served two at once and 13 in one second).
+func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
+	ctx := context.Background()
+	a := core.LeakyBucket(1, time.Second).WithBurst(5).WithName("A")
+	b := core.LeakyBucket(10, time.Second).WithName("B")
+	f := s.moveFixture(t, a)
+	var served []time.Duration
+	for i := range 5 {
+		d, err := f.lim.AllowPolicy(ctx, a, "k", 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		assert.Equal(t, time.Duration(i)*time.Second, d.Delay)
+		served = append(served, d.Delay)
+	}
+	admitted := 0
+	for i := 1; i <= 60; i++ {
+		at := time.Duration(i) * 100 * time.Millisecond
+		f.clock.Set(Epoch.Add(at))
+		d, err := f.lim.AllowPolicy(ctx, b, "k", 1)
+		require.NoError(t, err)
+		if !d.Allowed {
+			assert.True(t, at < 4100*time.Millisecond, "denied at %v", at)
+			continue
+		}
+		if admitted == 0 {
+			assert.Equal(t, 4100*time.Millisecond, at, "the first admitted under B")
+			assert.Equal(t, 900*time.Millisecond, d.Delay)
+		}
+		admitted++
+		served = append(served, at+d.Delay)
+	}
+	assert.Equal(t, 20, admitted)
+	most := 0
+	for i := range served {
+		if i > 0 {
+			gap := served[i] - served[i-1]
+			want := 100 * time.Millisecond // B's interval
+			if i < 5 {
+				want = time.Second // A's
+			}
+			assert.True(t, gap >= want, "served at %v, %v after the one before", served[i], gap)
+		}
+		n := 0
+		for _, x := range served {
+			if served[i] <= x && x < served[i]+time.Second {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	assert.Equal(t, 10, most, "the most served in one second")
+}

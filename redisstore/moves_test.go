@@ -1,0 +1,109 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/core/coretest"
+)
+
+// Issue 17's four ways around "a change never adds capacity", on one
+// Redis and the Cluster: see the scenarios in package coretest. The deny
+// cache is off so that every answer is the script's.
+
+func moveSuite(rdb redis.UniversalClient) coretest.Suite {
+	return coretest.Suite{New: func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
+		return newLimiter(t, rdb, p, withClock(now), WithoutDenyCache())
+	}}
+}
+
+func TestSlidingWindowMovedToFewerBucketsKeepsItsOldestBucket(t *testing.T) {
+	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
+		moveSuite(rdb).SlidingWindowMovedToFewerBuckets(t, time.Second)
+	})
+}
+
+func TestFixedWindowMovedToAShorterWindowCountsTheWindowJustEnded(t *testing.T) {
+	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
+		moveSuite(rdb).FixedWindowMovedToAShorterWindow(t)
+	})
+}
+
+func TestTokenBucketMovedToAVerySlowPlanNeverWraps(t *testing.T) {
+	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
+		moveSuite(rdb).TokenBucketMovedToAVerySlowPlan(t)
+	})
+}
+
+func TestLeakyBucketMovedToAFasterPlanServesItsQueueFirst(t *testing.T) {
+	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
+		moveSuite(rdb).LeakyBucketMovedToAFasterPlan(t)
+	})
+}
+
+// TestADenialAfterTheClockSteppedBackCenturiesSaysWhenToRetry is issue
+// 17's case 7 (RATELIMIT_MODEL_SEED=213069226301276777, whose model test
+// leapt the clock from 2067 back to 1843 and then to 1723): a key written
+// in 2067 and decided on a clock more than 292 years earlier is more than
+// 2^63 ns from being back, a span the script's reply could not hold:
+// Redis turned it into a negative integer and the denial said RetryAfter
+// 0. Spans are now reported as at most 2^62 ns. The same seed then met
+// the deny cache: a denial cached in 2067 was more than 2^63 ns ahead of
+// 1723 and answered with a negative RetryAfter; such an entry now misses.
+func TestADenialAfterTheClockSteppedBackCenturiesSaysWhenToRetry(t *testing.T) {
+	ctx := context.Background()
+	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
+		t.Run("deny cache", func(t *testing.T) {
+			clock := coretest.NewClock(time.Date(2067, 1, 1, 0, 0, 0, 0, time.UTC))
+			lim := newLimiter(t, rdb, core.TokenBucket(3, time.Minute), withClock(clock.Now))
+			d, err := lim.AllowN(ctx, "k", 3)
+			require.NoError(t, err)
+			require.True(t, d.Allowed)
+			d, err = lim.Allow(ctx, "k")
+			require.NoError(t, err)
+			require.False(t, d.Allowed)
+			d, err = lim.Allow(ctx, "k")
+			require.NoError(t, err)
+			require.Equal(t, core.SourceDenyCache, d.Source, "the denial is cached")
+			clock.Set(time.Date(1723, 1, 1, 0, 0, 0, 0, time.UTC))
+			d, err = lim.Allow(ctx, "k")
+			require.NoError(t, err)
+			assert.False(t, d.Allowed)
+			assert.Equal(t, core.SourceStore, d.Source)
+			assert.Equal(t, time.Duration(1)<<62, d.ResetAfter)
+			assert.GreaterOrEqual(t, d.RetryAfter, time.Duration(1)<<62-time.Minute)
+		})
+		for _, p := range []core.Policy{
+			core.FixedWindow(3, time.Minute),
+			core.SlidingWindow(3, time.Minute),
+			core.TokenBucket(3, time.Minute),
+			core.LeakyBucket(3, time.Minute),
+		} {
+			t.Run(p.Algorithm.String(), func(t *testing.T) {
+				clock := coretest.NewClock(time.Date(2067, 1, 1, 0, 0, 0, 0, time.UTC))
+				lim := newLimiter(t, rdb, p, withClock(clock.Now), WithoutDenyCache())
+				d, err := lim.AllowN(ctx, "k", 3)
+				require.NoError(t, err)
+				require.True(t, d.Allowed)
+				clock.Set(time.Date(1723, 1, 1, 0, 0, 0, 0, time.UTC))
+				for _, peek := range []bool{false, true} {
+					if peek {
+						d, err = lim.Peek(ctx, "k")
+					} else {
+						d, err = lim.Allow(ctx, "k")
+					}
+					require.NoError(t, err)
+					assert.False(t, d.Allowed)
+					assert.Equal(t, time.Duration(1)<<62, d.ResetAfter, "peek %v", peek)
+					assert.GreaterOrEqual(t, d.RetryAfter, time.Duration(1)<<62-time.Minute, "peek %v", peek)
+				}
+			})
+		}
+	})
+}

@@ -3,11 +3,14 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -96,8 +99,9 @@ const (
 // sockets (ContextTimeoutEnabled), retries nothing (a retry would come
 // after the deadline, or run a script twice) and dials once (a refused
 // connection is an error at once, not after go-redis's back-off), with a
-// pool of its own that keeps no idle connections beyond those used. ok is
-// false for a client of another type, used as it is.
+// pool of its own that keeps no idle connections beyond those used, and
+// whose TCP connections are readyConns. ok is false for a client of
+// another type, used as it is.
 func ownClient(rdb redis.UniversalClient) (own redis.UniversalClient, ok bool) {
 	switch c := rdb.(type) {
 	case *redis.Client:
@@ -105,18 +109,25 @@ func ownClient(rdb redis.UniversalClient) (own redis.UniversalClient, ok bool) {
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.ReadTimeout, o.WriteTimeout = -1, -1 // the context's deadline alone
 		o.MinIdleConns = 0
+		o.Dialer = readyDialer(o.Dialer, &o)
 		own = redis.NewClient(&o)
 	case *redis.ClusterClient:
 		o := *c.Options()
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.ReadTimeout, o.WriteTimeout = -1, -1
 		o.MinIdleConns = 0
+		if o.Dialer != nil || o.TLSConfig == nil {
+			o.Dialer = readyDialer(o.Dialer, &redis.Options{DialTimeout: o.DialTimeout})
+		}
 		own = redis.NewClusterClient(&o)
 	case *redis.Ring:
 		o := *c.Options()
 		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
 		o.ReadTimeout, o.WriteTimeout = -1, -1
 		o.MinIdleConns = 0
+		if o.Dialer != nil || o.TLSConfig == nil {
+			o.Dialer = readyDialer(o.Dialer, &redis.Options{DialTimeout: o.DialTimeout})
+		}
 		own = redis.NewRing(&o)
 	default:
 		return rdb, false
@@ -125,6 +136,91 @@ func ownClient(rdb redis.UniversalClient) (own redis.UniversalClient, ok bool) {
 		own.AddHook(h)
 	}
 	return own, true
+}
+
+// readyDialer returns dial (nil: go-redis's own for o) with its TCP
+// connections made readyConns.
+func readyDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error), o *redis.Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if dial == nil {
+		dial = redis.NewDialer(o)
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if tcp, ok := conn.(*net.TCPConn); ok {
+			return &readyConn{TCPConn: tcp}, nil
+		}
+		return conn, err
+	}
+}
+
+// readyConn is a TCP connection that reads an answer as soon as this
+// process runs the reader after the answer has arrived, however busy the
+// process. A reader waiting for bytes is woken by the network poller,
+// which a saturated process consults only every 10 ms and whose readied
+// goroutines wait behind every other runnable one (hundreds of ms while
+// thousands of HTTP connections open: benchmarks/README.md), while a
+// timer's goroutine runs next. So Read waits for the poller in steps
+// (pollFirst, doubling up to pollMost) and, woken by a step's timer,
+// looks at the socket again; at the deadline it looks once more, so that
+// an answer that reached this host in time is never a timeout. A step
+// that finds nothing costs a timer and a system call.
+type readyConn struct {
+	*net.TCPConn
+	rd time.Time // the read deadline; zero: none
+}
+
+const (
+	pollFirst = time.Millisecond
+	pollMost  = 8 * time.Millisecond
+)
+
+func (c *readyConn) SetDeadline(t time.Time) error {
+	c.rd = t
+	return c.TCPConn.SetDeadline(t)
+}
+
+func (c *readyConn) SetReadDeadline(t time.Time) error {
+	c.rd = t
+	return c.TCPConn.SetReadDeadline(t)
+}
+
+func (c *readyConn) Read(p []byte) (int, error) {
+	for step := pollFirst; ; step = min(2*step, pollMost) {
+		until := time.Now().Add(step)
+		last := !c.rd.IsZero() && !until.Before(c.rd)
+		if last {
+			until = c.rd
+		}
+		if err := c.TCPConn.SetReadDeadline(until); err != nil {
+			return 0, err
+		}
+		n, err := c.TCPConn.Read(p)
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if last {
+			return c.late(p, err)
+		}
+	}
+}
+
+// late reads what is there once the deadline has passed, without waiting;
+// err is the deadline's error, returned when nothing is.
+func (c *readyConn) late(p []byte, err error) (int, error) {
+	raw, rerr := c.TCPConn.SyscallConn()
+	if rerr != nil || c.TCPConn.SetReadDeadline(time.Time{}) != nil {
+		return 0, err
+	}
+	n := 0
+	rerr = raw.Read(func(fd uintptr) bool {
+		n, rerr = syscall.Read(int(fd), p)
+		return true // never wait
+	})
+	_ = c.TCPConn.SetReadDeadline(c.rd)
+	if rerr != nil || n <= 0 {
+		return 0, err
+	}
+	return n, nil
 }
 
 // ownHooks returns the hooks to add to rdb's own client: tests see the

@@ -79,14 +79,12 @@ func WithPrefix(prefix string) Option {
 	}
 }
 
-// WithTimeout is how long Redis may take to answer: AllowN, Peek and Reset
-// return an error wrapping ErrUnavailable and context.DeadlineExceeded
-// when the request carrying their call has been with Redis for d without
-// an answer, or, while their call waits its turn to be sent, when Redis
-// has answered nothing for d. Waiting for its turn behind requests that
-// Redis answers does not count (see "Timeouts and errors" in the package
-// docs). The context passed to a call bounds the whole call. d must be >
-// 0. The default is 50ms.
+// WithTimeout bounds every call that goes to Redis (AllowN, Peek, Reset,
+// AllowPolicy, Get, Set) by wall-clock time: a call with no answer d after
+// it was made, waiting for its turn included, returns an error wrapping
+// ErrUnavailable and context.DeadlineExceeded (see "Timeouts and errors"
+// in the package docs for the slack). The context passed to a call bounds
+// it too. d must be > 0. The default is 50ms.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -120,9 +118,9 @@ func WithDenyCacheSize(n int) Option {
 // contact Redis: a Redis that is down shows as errors from the calls. It
 // returns an error naming the field when p is invalid, when p's Recovery
 // time exceeds 2^52 ns (about 52 days; see "Clock"), or when an option is
-// invalid. It starts goroutines as calls come, two at most, that send
-// them to Redis; call Close to stop them. Closing the limiter does not
-// close rdb.
+// invalid. It makes a client of its own from rdb's options (see "Timeouts
+// and errors"), which Close closes; closing the limiter does not close
+// rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: New needs a Redis client, got nil")
@@ -317,9 +315,9 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 // Policy returns the policy the limiter enforces.
 func (l *Limiter) Policy() core.Policy { return l.policy }
 
-// Close stops the limiter's goroutines, and the fallback's (WithFallback),
-// once the calls already made have their answers (or their round trips
-// failed). Calls after the first do nothing; afterwards AllowN, Peek and
+// Close closes the limiter's own client, and stops the fallback's
+// goroutines (WithFallback), once the calls already made have their
+// answers (or their round trips failed). Calls after the first do nothing; afterwards AllowN, Peek and
 // Reset return core.ErrClosed. It does not close the Redis client.
 func (l *Limiter) Close() error {
 	l.once.Do(func() {

@@ -43,6 +43,7 @@ type batcher struct {
 	cluster    *redis.ClusterClient  // the same client, when it is one
 	route      route
 	scripts    scripts
+	timeout    time.Duration
 	maxBatch   int
 	maxFlights int
 	testClock  bool        // calls carry their own now: batch only equal ones
@@ -273,8 +274,8 @@ func putCall(c *call) {
 	callPool.Put(c)
 }
 
-func newBatcher(rdb redis.UniversalClient, s scripts, maxBatch, maxFlights int, testClock bool) *batcher {
-	b := &batcher{rdb: rdb, scripts: s, maxBatch: maxBatch, maxFlights: maxFlights, testClock: testClock, route: routePerKey}
+func newBatcher(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBatch, maxFlights int, testClock bool) *batcher {
+	b := &batcher{rdb: rdb, scripts: s, timeout: timeout, maxBatch: maxBatch, maxFlights: maxFlights, testClock: testClock, route: routePerKey}
 	switch c := rdb.(type) {
 	case *redis.Client:
 		b.route = routeOne
@@ -290,7 +291,7 @@ func (b *batcher) node(n *redis.Client) *batcher {
 	defer b.nodesMu.Unlock()
 	nb := b.nodes[n]
 	if nb == nil {
-		nb = &batcher{rdb: b.rdb, scripts: b.scripts, maxBatch: b.maxBatch, maxFlights: b.maxFlights, testClock: b.testClock, route: routeNode, cluster: b.cluster}
+		nb = &batcher{rdb: b.rdb, scripts: b.scripts, timeout: b.timeout, maxBatch: b.maxBatch, maxFlights: b.maxFlights, testClock: b.testClock, route: routeNode, cluster: b.cluster}
 		if b.nodes == nil {
 			b.nodes = make(map[*redis.Client]*batcher)
 		}
@@ -341,7 +342,9 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 	}
 	if c.state.Load() == callLead {
 		if err != nil {
-			b.handOn(nil) // the others may still be in time
+			b.mu.Lock()
+			b.handOn() // the others may still be in time
+			b.mu.Unlock()
 			return err
 		}
 		b.fly(ctx, c)
@@ -370,45 +373,77 @@ var (
 	errDeadline = errors.New("deadline")
 )
 
-// fly sends the round trip of first, the call of the flight's holder, with
-// the calls queued behind it, then hands the flight on. first's deadline
-// bounds the round trip; alone, ctx too.
-func (b *batcher) fly(ctx context.Context, first *call) {
-	b.mu.Lock()
-	batch := b.take([]*call{first})
-	b.mu.Unlock()
-	var cancel context.CancelFunc
-	if len(batch) == 1 {
-		ctx, cancel = context.WithDeadline(ctx, first.deadline)
-	} else {
-		// Others' answers too: the holder's context ending does not end
-		// the round trip (its deadline is the earliest: FIFO).
-		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), first.deadline)
+// fly sends the round trip of own, the call of the flight's holder, with
+// the calls queued behind it; then, while calls are queued and at least
+// half of own's timeout is left, theirs too: the holder is running, where
+// a goroutine woken to send them would first wait its turn in the run
+// queue, longer than a round trip on a saturated process. Then it hands
+// the flight on. own's deadline bounds every round trip (the calls
+// queued behind own were made after it); alone, ctx too.
+func (b *batcher) fly(ctx context.Context, own *call) {
+	lone, cancel := context.WithDeadline(ctx, own.deadline)
+	defer cancel()
+	var shared context.Context // for round trips that carry others' calls
+	batch := []*call{own}
+	for {
+		b.mu.Lock()
+		batch = b.take(batch)
+		b.mu.Unlock()
+		rt := lone
+		if len(batch) > 1 || batch[0] != own {
+			if shared == nil {
+				var cancel context.CancelFunc
+				shared, cancel = context.WithDeadline(context.WithoutCancel(ctx), own.deadline)
+				defer cancel()
+			}
+			rt = shared
+		}
+		b.exec(rt, batch)
+		for _, c := range batch {
+			if c != own {
+				c.done <- struct{}{}
+			}
+		}
+		clear(batch)
+		b.mu.Lock()
+		if time.Until(own.deadline) < b.timeout/2 {
+			b.handOn()
+			b.mu.Unlock()
+			return
+		}
+		next := b.pop(callSent)
+		if next == nil {
+			b.handOn()
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		batch = append(batch[:0], next)
 	}
-	b.exec(ctx, batch)
-	cancel()
-	for _, c := range batch[1:] {
-		c.done <- struct{}{}
-	}
-	b.handOn(batch[1:])
 }
 
-// handOn passes the flight to the oldest queued call, or ends it. sent
-// are the calls the flight has just answered, cleared for the collector.
-func (b *batcher) handOn(sent []*call) {
-	clear(sent)
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// pop takes the oldest queued call that is still waiting and moves it to
+// state; nil when none is. b.mu is held.
+func (b *batcher) pop(state int32) *call {
 	for len(b.pending) > 0 {
 		c := b.pending[0]
 		b.pending[0] = nil
 		b.pending = b.pending[1:]
-		if c.state.CompareAndSwap(callPending, callLead) {
-			c.done <- struct{}{}
-			return
+		if c.state.CompareAndSwap(callPending, state) {
+			return c
 		}
 	}
 	b.pending = nil
+	return nil
+}
+
+// handOn passes the flight to the oldest queued call, or ends it. b.mu is
+// held.
+func (b *batcher) handOn() {
+	if c := b.pop(callLead); c != nil {
+		c.done <- struct{}{}
+		return
+	}
 	b.flying--
 	b.flights.Done()
 }

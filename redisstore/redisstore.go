@@ -167,7 +167,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if ok {
 		l.own = own
 	}
-	l.b = newBatcher(own, s, c.maxBatch, c.maxFlights, c.clock != nil)
+	l.b = newBatcher(own, s, c.timeout, c.maxBatch, c.maxFlights, c.clock != nil)
 	return l, nil
 }
 

@@ -24,12 +24,12 @@ import (
 // Group commit, on the callers' own goroutines: at most maxFlights round
 // trips are in flight at once. A call that finds fewer in flight sends its
 // own round trip; the calls that arrive while all are in flight queue up,
-// and when a round trip ends its sender hands the flight to the oldest
-// queued call, whose caller sends everything queued by then (up to
-// maxBatch) as one round trip. So a lone call costs one round trip and no
-// hand-off, and under load every round trip carries what queued up during
-// the previous one: the busier, the larger the batches and the less Redis
-// time per decision. No goroutine of the batcher's own: a goroutine handed
+// and when a round trip ends its sender sends everything queued by then
+// (up to maxBatch) as its next round trip, or hands the flight to the
+// oldest queued call's caller (see fly). So a lone call costs one round
+// trip and no hand-off, and under load every round trip carries what
+// queued up during the previous one: the busier, the larger the batches
+// and the less Redis time per decision. No goroutine of the batcher's own: a goroutine handed
 // each lone call cost about 14 µs of its 80 µs round trip on the machine of
 // benchmarks/README.md.
 //

@@ -346,9 +346,11 @@
 // every key of a call (during resharding or a failover) refuses it before
 // changing anything, and those calls are then sent key by key, following
 // MOVED and ASK. A lone call costs a round trip and the script's server
-// time, sent from the caller's goroutine; when a round trip ends, the
-// oldest queued call's caller sends what queued up meanwhile. benchmarks/README.md has
-// the figures, against a bare EVALSHA and the other Go Redis limiters.
+// time, sent from the caller's goroutine; the calls that queue up
+// meanwhile are sent by the caller whose round trip has just ended (while
+// half its timeout is left; else by the oldest queued call's caller).
+// benchmarks/README.md has the figures, against a bare EVALSHA and the
+// other Go Redis limiters.
 //
 // # Testing
 //

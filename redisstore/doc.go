@@ -269,9 +269,10 @@
 // turn or a connection.
 //
 // An answer that reached this host by the deadline is an answer, however
-// busy the process: the limiter's connections look at the socket on a
-// timer while they wait for the network poller (which a saturated process
-// consults late), and once more at the deadline, without waiting.
+// busy the process: the limiter's TCP connections (not those of TLS) look
+// at the socket on a timer while they wait for the network poller (which
+// a saturated process consults late), and once more at the deadline,
+// without waiting.
 //
 // A refused or reset connection is an error at once, with its cause
 // (errors.Is(err, syscall.ECONNREFUSED)): no retry, no back-off. A

@@ -3,12 +3,14 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"runtime"
+	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,41 +21,26 @@ import (
 // batcher sends a limiter's calls to Redis, many concurrent decisions in
 // one script call (one TIME, one Lua entry for all of them).
 //
-// Group commit: at most maxFlights round trips are in flight at once, each
-// sent by a worker goroutine of the batcher. A call that finds fewer in
-// flight hands itself to an idle worker (or starts one, up to maxFlights)
-// and waits for its answer; the calls that arrive while all are in flight
-// queue up, and the next round trip to finish sends all of them (up to
-// maxBatch) as its next round trip. So a lone call costs one round trip
-// and one hand-off, and under load every round trip carries what queued
-// up during the previous one: the busier, the larger the batches and the
-// less Redis time per decision.
+// Group commit, on the callers' own goroutines: at most maxFlights round
+// trips are in flight at once. A call that finds fewer in flight sends its
+// own round trip; the calls that arrive while all are in flight queue up,
+// and when a round trip ends its sender sends everything queued by then
+// (up to maxBatch) as its next round trip, or hands the flight to the
+// oldest queued call's caller (see fly). So a lone call costs one round
+// trip and no hand-off, and under load every round trip carries what
+// queued up during the previous one: the busier, the larger the batches
+// and the less Redis time per decision. No goroutine of the batcher's own: a goroutine handed
+// each lone call cost about 14 µs of its 80 µs round trip on the machine of
+// benchmarks/README.md.
 //
-// Why another goroutine at all: the caller waits for its answer with its
-// own timer, so that a call returns at its timeout whatever the client
-// does (go-redis honours a context's deadline on the socket only with
-// ContextTimeoutEnabled, and retries on its own schedule). The woken worker
-// runs on the caller's P as soon as the caller blocks, so nothing crosses
-// to another core. Workers stay parked between round trips, because a
-// goroutine started per round trip measured about 14% slower than the
-// caller's own (its stack grows anew through go-redis each time), and a
-// parked one no slower (BenchmarkHandoff, benchmarks/README.md); Close
-// stops them.
-//
-// What the timeout measures: that Redis is slow or down, not that this
-// process is busy. A sent call fails once its round trip has been out for
-// the timeout; a queued call, once no round trip has been sent or answered
-// for the timeout (Redis has stopped answering, and the calls ahead of it
-// are stuck). Time spent queued behind round trips that Redis answers does
-// not count: the queue moves at Redis's pace, which is the backpressure.
-// Nor does time this process spent too busy to read an answer (lagWatch):
-// on a saturated process a timer wakes its goroutine at once while the
-// answer Redis sent in time waits for the network poller and the run
-// queue. And before concluding that Redis did not answer, a caller lets
-// the goroutines that were ready to run before it run first (catchUp).
+// The timeout is the clock: a call has until its deadline (when it was
+// made, plus the timeout), queued or sent. The round trip carries the
+// sender's deadline in its context, and the limiter's client (ownClient)
+// applies a context's deadline to its sockets, so it returns by then
+// without a second goroutine watching it.
 type batcher struct {
-	rdb        redis.UniversalClient
-	cluster    *redis.ClusterClient // the same client, when it is one
+	rdb        redis.UniversalClient // the limiter's own client (ownClient)
+	cluster    *redis.ClusterClient  // the same client, when it is one
 	route      route
 	scripts    scripts
 	timeout    time.Duration
@@ -63,15 +50,10 @@ type batcher struct {
 	noCross    atomic.Bool // the server rejected the cross-slot form: per key
 
 	mu      sync.Mutex
-	pending []*call   // FIFO
-	flying  int       // round trips in flight (workers not idle)
-	idle    []*worker // parked workers
+	pending []*call // FIFO
+	flying  int     // round trips in flight
 	closed  bool
-	wg      sync.WaitGroup // the workers
-
-	lag          *lagWatch    // shared by a Cluster's node batchers
-	progress     atomic.Int64 // nanotime when a round trip was last sent or answered
-	progressLost atomic.Int64 // lag.lost then
+	flights sync.WaitGroup // one per flight, for close
 
 	// On a Cluster (routeCluster), a batcher per node once the cluster
 	// client knows the slots (routed), so that each node's calls go
@@ -89,8 +71,8 @@ const (
 	// of a Sentinel failover client). All calls in one script call.
 	routeOne route = iota
 	// routeCluster: a *redis.ClusterClient. Once the client knows the
-	// slots, submit hands each call to its node's batcher (routeNode);
-	// until then, one script call per node, in a cluster pipeline.
+	// slots, a call goes to its node's batcher (routeNode); until then,
+	// one script call per node, in a cluster pipeline.
 	routeCluster
 	// routePerKey: any other client (a Ring shards keys by its own hash,
 	// which this package cannot see). One script call per key.
@@ -111,22 +93,143 @@ const (
 	// batches get smaller and their decisions slower (BenchmarkRedis,
 	// benchmarks/README.md).
 	defaultMaxFlights = 2
-	// catchUpLag: an overdue call whose yield took this long or longer
-	// finds the process behind, and yields again (at most catchUpRounds
-	// times) until the time lost is accounted for (lagWatch); once it
-	// finds the process keeping up, it waits this long more for a worker
-	// that is delivering its answer.
-	catchUpLag    = time.Millisecond
-	catchUpRounds = 64
-	// flightLimit bounds a round trip on clients that honour context
-	// deadlines (the callers have given up long before): a busy process
-	// may read an answer late, and a deadline that passes before the read
-	// turns an answer that is there into an error.
-	flightLimit = 10 * time.Second
 )
 
+// ownClient returns the client the limiter sends its round trips with:
+// one built from rdb's options that applies a context's deadline to its
+// sockets (ContextTimeoutEnabled), retries nothing (a retry would come
+// after the deadline, or run a script twice) and dials once (a refused
+// connection is an error at once, not after go-redis's back-off), with a
+// pool of its own that keeps no idle connections beyond those used, and
+// whose TCP connections are readyConns. ok is false for a client of
+// another type, used as it is.
+func ownClient(rdb redis.UniversalClient) (own redis.UniversalClient, ok bool) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := *c.Options()
+		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
+		o.ReadTimeout, o.WriteTimeout = -1, -1 // the context's deadline alone
+		o.MinIdleConns = 0
+		o.Dialer = readyDialer(o.Dialer, &o)
+		own = redis.NewClient(&o)
+	case *redis.ClusterClient:
+		o := *c.Options()
+		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
+		o.ReadTimeout, o.WriteTimeout = -1, -1
+		o.MinIdleConns = 0
+		if o.Dialer != nil || o.TLSConfig == nil {
+			o.Dialer = readyDialer(o.Dialer, &redis.Options{DialTimeout: o.DialTimeout})
+		}
+		own = redis.NewClusterClient(&o)
+	case *redis.Ring:
+		o := *c.Options()
+		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries = true, -1, 1
+		o.ReadTimeout, o.WriteTimeout = -1, -1
+		o.MinIdleConns = 0
+		if o.Dialer != nil || o.TLSConfig == nil {
+			o.Dialer = readyDialer(o.Dialer, &redis.Options{DialTimeout: o.DialTimeout})
+		}
+		own = redis.NewRing(&o)
+	default:
+		return rdb, false
+	}
+	for _, h := range ownHooks(rdb) {
+		own.AddHook(h)
+	}
+	return own, true
+}
+
+// readyDialer returns dial (nil: go-redis's own for o) with its TCP
+// connections made readyConns.
+func readyDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error), o *redis.Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if dial == nil {
+		dial = redis.NewDialer(o)
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if tcp, ok := conn.(*net.TCPConn); ok {
+			return &readyConn{TCPConn: tcp}, nil
+		}
+		return conn, err
+	}
+}
+
+// readyConn is a TCP connection that reads an answer as soon as this
+// process runs the reader after the answer has arrived, however busy the
+// process. A reader waiting for bytes is woken by the network poller,
+// which a saturated process consults only every 10 ms and whose readied
+// goroutines wait behind every other runnable one (hundreds of ms while
+// thousands of HTTP connections open: benchmarks/README.md), while a
+// timer's goroutine runs next. So Read waits for the poller in steps
+// (pollFirst, doubling up to pollMost) and, woken by a step's timer,
+// looks at the socket again; at the deadline it looks once more, so that
+// an answer that reached this host in time is never a timeout. A step
+// that finds nothing costs a timer and a system call.
+type readyConn struct {
+	*net.TCPConn
+	rd time.Time // the read deadline; zero: none
+}
+
+const (
+	pollFirst = time.Millisecond
+	pollMost  = 8 * time.Millisecond
+)
+
+func (c *readyConn) SetDeadline(t time.Time) error {
+	c.rd = t
+	return c.TCPConn.SetDeadline(t)
+}
+
+func (c *readyConn) SetReadDeadline(t time.Time) error {
+	c.rd = t
+	return c.TCPConn.SetReadDeadline(t)
+}
+
+func (c *readyConn) Read(p []byte) (int, error) {
+	for step := pollFirst; ; step = min(2*step, pollMost) {
+		until := time.Now().Add(step)
+		last := !c.rd.IsZero() && !until.Before(c.rd)
+		if last {
+			until = c.rd
+		}
+		if err := c.TCPConn.SetReadDeadline(until); err != nil {
+			return 0, err
+		}
+		n, err := c.TCPConn.Read(p)
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if last {
+			return c.late(p, err)
+		}
+	}
+}
+
+// late reads what is there once the deadline has passed, without waiting;
+// err is the deadline's error, returned when nothing is.
+func (c *readyConn) late(p []byte, err error) (int, error) {
+	raw, rerr := c.TCPConn.SyscallConn()
+	if rerr != nil || c.TCPConn.SetReadDeadline(time.Time{}) != nil {
+		return 0, err
+	}
+	n := 0
+	rerr = raw.Read(func(fd uintptr) bool {
+		n, rerr = syscall.Read(int(fd), p)
+		return true // never wait
+	})
+	_ = c.TCPConn.SetReadDeadline(c.rd)
+	if rerr != nil || n <= 0 {
+		return 0, err
+	}
+	return n, nil
+}
+
+// ownHooks returns the hooks to add to rdb's own client: tests see the
+// limiter's commands through them.
+var ownHooks = func(redis.UniversalClient) []redis.Hook { return nil }
+
 // call is one decision or Reset on its way to Redis. The caller fills in
-// the request; the batcher fills in the answer and signals done.
+// the request; the round trip that carries it fills in the answer.
 type call struct {
 	key    string // the Redis key
 	n      int64  // the cost; 0 for Peek and Get; -1-used for Set
@@ -135,19 +238,18 @@ type call struct {
 	now    int64  // tests: the script's now in ns, when hasNow
 	hasNow bool
 
-	b        *batcher // the batcher it was submitted to
+	deadline time.Time // when the call was made, plus the timeout
 	state    atomic.Int32
-	sentAt   atomic.Int64 // nanotime when it was sent
-	sentLost atomic.Int64 // b.lag.lost then
 	res      core.Decision
 	used     int64 // Peek and Get: the key's usage
 	err      error
-	done     chan struct{} // capacity 1: the batcher never blocks on it
+	done     chan struct{} // capacity 1: answered, or (callLead) sender
 	timer    *time.Timer   // the caller's, reused with the call
 }
 
 const (
 	callPending   = iota // queued, not yet sent
+	callLead             // queued, handed the flight: its caller sends
 	callSent             // taken by a round trip: it will answer
 	callAbandoned        // the caller gave up before it was sent: skipped
 )
@@ -165,11 +267,93 @@ func getCall() *call {
 }
 
 // putCall recycles a call whose answer the caller has read. A call the
-// caller gave up on is never recycled: the batcher may still write to it.
+// caller gave up on is never recycled: a round trip may still write to it.
 func putCall(c *call) {
 	c.timer.Stop()
 	*c = call{done: c.done, timer: c.timer}
 	callPool.Put(c)
+}
+
+func newBatcher(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBatch, maxFlights int, testClock bool) *batcher {
+	b := &batcher{rdb: rdb, scripts: s, timeout: timeout, maxBatch: maxBatch, maxFlights: maxFlights, testClock: testClock, route: routePerKey}
+	switch c := rdb.(type) {
+	case *redis.Client:
+		b.route = routeOne
+	case *redis.ClusterClient:
+		b.route, b.cluster = routeCluster, c
+	}
+	return b
+}
+
+// node returns the batcher of a Cluster node, made on first use.
+func (b *batcher) node(n *redis.Client) *batcher {
+	b.nodesMu.Lock()
+	defer b.nodesMu.Unlock()
+	nb := b.nodes[n]
+	if nb == nil {
+		nb = &batcher{rdb: b.rdb, scripts: b.scripts, timeout: b.timeout, maxBatch: b.maxBatch, maxFlights: b.maxFlights, testClock: b.testClock, route: routeNode, cluster: b.cluster}
+		if b.nodes == nil {
+			b.nodes = make(map[*redis.Client]*batcher)
+		}
+		b.nodes[n] = nb
+	}
+	return nb
+}
+
+// do runs c: it sends c's round trip itself when fewer than maxFlights
+// are in flight, else queues c until a round trip carries it or the
+// caller is handed the flight. It returns nil once c has its answer (in
+// c.err too), or the error of a call given up: errClosed, ctx's error or
+// errDeadline, and then c must not be recycled. An answer that is there
+// when the caller gives up, even at the same instant, wins.
+func (b *batcher) do(ctx context.Context, c *call) error {
+	if b.route == routeCluster && b.routed.Load() && !b.noCross.Load() {
+		// The slots are known, so this needs no round trip.
+		if n, err := b.cluster.MasterForKey(ctx, c.key); err == nil {
+			return b.node(n).do(ctx, c)
+		}
+	}
+	b.mu.Lock()
+	switch {
+	case b.closed:
+		b.mu.Unlock()
+		return errClosed
+	case b.flying < b.maxFlights:
+		b.flying++
+		b.flights.Add(1)
+		b.mu.Unlock()
+		c.state.Store(callSent)
+		b.fly(ctx, c)
+		return nil
+	}
+	b.pending = append(b.pending, c)
+	b.mu.Unlock()
+	c.timer.Reset(time.Until(c.deadline))
+	var err error
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-c.timer.C:
+		err = errDeadline
+	}
+	if err != nil && c.state.CompareAndSwap(callPending, callAbandoned) {
+		return err // never sent
+	}
+	if c.state.Load() == callLead {
+		if err != nil {
+			b.mu.Lock()
+			b.handOn() // the others may still be in time
+			b.mu.Unlock()
+			return err
+		}
+		b.fly(ctx, c)
+		return nil
+	}
+	if err != nil && !c.answered() {
+		return err
+	}
+	return nil
 }
 
 // answered reports whether c's answer is there (and takes the signal).
@@ -182,134 +366,100 @@ func (c *call) answered() bool {
 	}
 }
 
-func newBatcher(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBatch, maxFlights int, testClock bool) *batcher {
-	b := newQueue(rdb, s, timeout, maxBatch, maxFlights, testClock)
-	b.lag = newLagWatch()
-	switch c := rdb.(type) {
-	case *redis.Client:
-		b.route = routeOne
-	case *redis.ClusterClient:
-		b.route, b.cluster = routeCluster, c
-	}
-	return b
-}
+// errClosed and errDeadline are do's errors for a closed batcher and a
+// call whose deadline passed.
+var (
+	errClosed   = errors.New("closed")
+	errDeadline = errors.New("deadline")
+)
 
-// newQueue returns a batcher of route routePerKey.
-func newQueue(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBatch, maxFlights int, testClock bool) *batcher {
-	return &batcher{
-		rdb:        rdb,
-		scripts:    s,
-		timeout:    timeout,
-		maxBatch:   maxBatch,
-		maxFlights: maxFlights,
-		testClock:  testClock,
-		route:      routePerKey,
-	}
-}
-
-// node returns the batcher of a Cluster node, made on first use.
-func (b *batcher) node(n *redis.Client) *batcher {
-	b.nodesMu.Lock()
-	defer b.nodesMu.Unlock()
-	nb := b.nodes[n]
-	if nb == nil {
-		nb = newQueue(b.rdb, b.scripts, b.timeout, b.maxBatch, b.maxFlights, b.testClock)
-		nb.route, nb.cluster, nb.lag = routeNode, b.cluster, b.lag
-		if b.nodes == nil {
-			b.nodes = make(map[*redis.Client]*batcher)
-		}
-		b.nodes[n] = nb
-	}
-	return nb
-}
-
-// worker is a goroutine of the batcher that sends round trips.
-type worker struct {
-	wake chan *call // the first call of its next round trip; nil: stop
-}
-
-// submit hands c to the batcher: to an idle or new worker when fewer than
-// maxFlights round trips are in flight, else to the queue. It returns
-// false when the batcher is closed.
-func (b *batcher) submit(c *call) bool {
-	if b.route == routeCluster && b.routed.Load() && !b.noCross.Load() {
-		// The slots are known, so this needs no round trip.
-		if n, err := b.cluster.MasterForKey(context.Background(), c.key); err == nil {
-			return b.node(n).submit(c)
-		}
-	}
-	c.b = b
-	b.mu.Lock()
-	switch {
-	case b.closed:
+// fly sends the round trip of own, the call of the flight's holder, with
+// the calls queued behind it; then, while calls are queued and at least
+// half of own's timeout is left, theirs too: the holder is running, where
+// a goroutine woken to send them would first wait its turn in the run
+// queue, longer than a round trip on a saturated process. Then it hands
+// the flight on. own's deadline bounds every round trip (the calls
+// queued behind own were made after it); alone, ctx too.
+func (b *batcher) fly(ctx context.Context, own *call) {
+	lone, cancel := context.WithDeadline(ctx, own.deadline)
+	defer cancel()
+	var shared context.Context // for round trips that carry others' calls
+	batch := []*call{own}
+	for {
+		b.mu.Lock()
+		batch = b.take(batch)
 		b.mu.Unlock()
-		return false
-	case b.flying < b.maxFlights:
-		b.flying++
-		if n := len(b.idle); n > 0 {
-			w := b.idle[n-1]
-			b.idle[n-1] = nil
-			b.idle = b.idle[:n-1]
-			b.mu.Unlock()
-			w.wake <- c
-			return true
-		}
-		b.wg.Add(1)
-		b.mu.Unlock()
-		go b.work(c)
-	default:
-		b.pending = append(b.pending, c)
-		b.mu.Unlock()
-	}
-	return true
-}
-
-// work sends first, then whatever queued up meanwhile until the queue is
-// empty, then parks until submit wakes it again or close stops it.
-func (b *batcher) work(first *call) {
-	defer b.wg.Done()
-	w := &worker{wake: make(chan *call, 1)}
-	batch := make([]*call, 0, 8)
-	for c := first; c != nil; c = <-w.wake {
-		batch = append(batch[:0], c)
-		for {
-			b.send(batch)
-			clear(batch)
-			b.mu.Lock()
-			if len(b.pending) == 0 {
-				break
+		rt := lone
+		if len(batch) > 1 || batch[0] != own {
+			if shared == nil {
+				var cancel context.CancelFunc
+				shared, cancel = context.WithDeadline(context.WithoutCancel(ctx), own.deadline)
+				defer cancel()
 			}
-			batch = b.take(batch[:0])
-			b.mu.Unlock()
+			rt = shared
 		}
-		b.flying--
-		if b.closed {
+		b.exec(rt, batch)
+		for _, c := range batch {
+			if c != own {
+				c.done <- struct{}{}
+			}
+		}
+		clear(batch)
+		b.mu.Lock()
+		if time.Until(own.deadline) < b.timeout/2 {
+			b.handOn()
 			b.mu.Unlock()
 			return
 		}
-		b.idle = append(b.idle, w)
+		next := b.pop(callSent)
+		if next == nil {
+			b.handOn()
+			b.mu.Unlock()
+			return
+		}
 		b.mu.Unlock()
+		batch = append(batch[:0], next)
 	}
 }
 
-// take moves up to maxBatch queued calls to batch, oldest first (with a
-// test clock, only those with the first one's now). b.mu is held.
-func (b *batcher) take(batch []*call) []*call {
-	if !b.testClock {
-		k := min(len(b.pending), b.maxBatch)
-		batch = append(batch, b.pending[:k]...)
-		rest := copy(b.pending, b.pending[k:])
-		clear(b.pending[rest:])
-		b.pending = b.pending[:rest]
-		return batch
+// pop takes the oldest queued call that is still waiting and moves it to
+// state; nil when none is. b.mu is held.
+func (b *batcher) pop(state int32) *call {
+	for len(b.pending) > 0 {
+		c := b.pending[0]
+		b.pending[0] = nil
+		b.pending = b.pending[1:]
+		if c.state.CompareAndSwap(callPending, state) {
+			return c
+		}
 	}
+	b.pending = nil
+	return nil
+}
+
+// handOn passes the flight to the oldest queued call, or ends it. b.mu is
+// held.
+func (b *batcher) handOn() {
+	if c := b.pop(callLead); c != nil {
+		c.done <- struct{}{}
+		return
+	}
+	b.flying--
+	b.flights.Done()
+}
+
+// take moves up to maxBatch queued calls to batch (which holds the
+// flight's own call), oldest first (with a test clock, only those with the
+// first one's now), skipping those given up. b.mu is held.
+func (b *batcher) take(batch []*call) []*call {
+	first := batch[0]
 	rest := b.pending[:0]
-	first := b.pending[0]
 	for _, c := range b.pending {
-		if len(batch) < b.maxBatch && c.hasNow == first.hasNow && c.now == first.now {
-			batch = append(batch, c)
-		} else {
+		switch {
+		case len(batch) >= b.maxBatch || b.testClock && (c.hasNow != first.hasNow || c.now != first.now):
 			rest = append(rest, c)
+		case c.state.CompareAndSwap(callPending, callSent):
+			batch = append(batch, c)
 		}
 	}
 	clear(b.pending[len(rest):])
@@ -317,105 +467,13 @@ func (b *batcher) take(batch []*call) []*call {
 	return batch
 }
 
-// send runs one round trip for the calls of batch whose callers still wait.
-func (b *batcher) send(batch []*call) {
-	now := nanotime()
-	b.lag.refresh(now)
-	lost := b.lag.lost.Load()
-	live := batch[:0]
-	for _, c := range batch {
-		c.sentLost.Store(lost)
-		c.sentAt.Store(now)
-		if c.state.CompareAndSwap(callPending, callSent) {
-			live = append(live, c)
-		}
-	}
-	b.progressLost.Store(lost)
-	b.progress.Store(now)
-	if len(live) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), flightLimit)
-	b.exec(ctx, live)
-	cancel()
-	b.progressLost.Store(b.lag.lost.Load())
-	b.progress.Store(nanotime())
-	for _, c := range live {
-		c.done <- struct{}{}
-	}
-}
-
-// untilOverdue is how long c may still wait before Redis counts as not
-// answering it (<= 0: overdue): its round trip's time out, or, while it
-// is queued, the time since a round trip was last sent or answered; either
-// without the time this process was behind meanwhile (lagWatch), for at
-// most behindLimit past the timeout.
-func (b *batcher) untilOverdue(c *call) time.Duration {
-	since, lost := b.progress.Load(), b.progressLost.Load()
-	if c.state.Load() == callSent {
-		since, lost = c.sentAt.Load(), c.sentLost.Load()
-	}
-	return overdueIn(b.timeout, nanotime(), since, b.lag.lost.Load()-lost)
-}
-
-// overdueIn is untilOverdue's arithmetic, in ns of nanotime: the timeout
-// less the time waited since since, less the time lost (this process
-// behind) meanwhile, which counts only until behindLimit past the timeout.
-func overdueIn(timeout time.Duration, now, since, lost int64) time.Duration {
-	waited := now - since
-	if waited < int64(timeout+behindLimit) {
-		waited -= min(lost, waited)
-	}
-	return timeout - time.Duration(waited)
-}
-
-// catchUp is called when c is overdue, before its caller gives up: it
-// gives this process the chance to read an answer that Redis sent in
-// time. It yields the processor to the goroutines that were ready before
-// the caller (the worker that has an answer to read among them), then has
-// lagWatch account for the time the process has been behind, the yield's
-// own wait included: if that makes c no longer overdue, the caller waits
-// again. While each yield still waits catchUpLag or more, it tries again;
-// once one does not, it gives c's round trip catchUpLag more to deliver.
-// It reports whether c was answered.
-func (b *batcher) catchUp(ctx context.Context, c *call) bool {
-	for range catchUpRounds {
-		start := nanotime()
-		runtime.Gosched()
-		if c.answered() {
-			return true
-		}
-		yielded := nanotime() - start
-		b.lag.observe(yielded)
-		b.lag.check()
-		if b.untilOverdue(c) > 0 {
-			return false
-		}
-		if yielded < int64(catchUpLag) {
-			break // the process keeps up: no answer is waiting to be read
-		}
-	}
-	runtime.Gosched()
-	c.timer.Reset(catchUpLag)
-	select {
-	case <-c.done:
-		return true
-	case <-ctx.Done():
-	case <-c.timer.C:
-	}
-	return false
-}
-
-// close stops the workers, once they have sent what was submitted.
+// close waits for the round trips in flight (and the calls queued behind
+// them) and refuses new calls.
 func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true
-	for _, w := range b.idle {
-		w.wake <- nil
-	}
-	b.idle = nil
 	b.mu.Unlock()
-	b.wg.Wait()
+	b.flights.Wait()
 	b.nodesMu.Lock()
 	nodes := b.nodes
 	b.nodesMu.Unlock()

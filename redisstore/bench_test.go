@@ -16,7 +16,7 @@ import (
 // BenchmarkRedis compares a decision with the ceiling: a bare EVALSHA of
 // a script that returns 1, on the same client and server. Sequential
 // (callers=1) and with 2 and 64 concurrent callers (SetParallelism(32) on 2
-// cores), with up to flights round trips in flight (4 is the default).
+// cores), with up to flights round trips in flight (2 is the default).
 // Every client has go-redis's default options. Every decision admits (the
 // limits are huge) and writes its key, one of 1024.
 //
@@ -76,70 +76,6 @@ func BenchmarkRedis(b *testing.B) {
 			})
 		}
 	}
-}
-
-// BenchmarkHandoff measures what it costs a caller to have its round trip
-// (a bare EVALSHA, on a client with go-redis's defaults) sent by another
-// goroutine while it waits with a timer, as the batcher does: on the
-// caller's own goroutine (mode=direct, no timeout possible), on a goroutine
-// started for it (mode=spawn, what the batcher does), or handed to a
-// goroutine parked between calls (mode=parked, what the batcher did).
-//
-//	go test -run '^$' -bench BenchmarkHandoff -count 10 ./redisstore/ | tee h.txt
-//	benchstat -col /mode h.txt
-func BenchmarkHandoff(b *testing.B) {
-	ctx := context.Background()
-	rdb := newClient(b, redistest.Addr(b))
-	trivial := redis.NewScript("return 1")
-	if err := trivial.Load(ctx, rdb).Err(); err != nil {
-		b.Fatal(err)
-	}
-	op := func() error { return rdb.EvalSha(ctx, trivial.Hash(), []string{"k"}).Err() }
-	wait := func(b *testing.B, done chan error, t *time.Timer) {
-		t.Reset(time.Second)
-		select {
-		case err := <-done:
-			if err != nil {
-				b.Fatal(err)
-			}
-		case <-t.C:
-			b.Fatal("no answer within 1s")
-		}
-		t.Stop()
-	}
-	b.Run("mode=direct", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := op(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("mode=spawn", func(b *testing.B) {
-		b.ReportAllocs()
-		done := make(chan error, 1)
-		t := time.NewTimer(time.Hour)
-		for b.Loop() {
-			go func() { done <- op() }()
-			wait(b, done, t)
-		}
-	})
-	b.Run("mode=parked", func(b *testing.B) {
-		b.ReportAllocs()
-		req := make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			for range req {
-				done <- op()
-			}
-		}()
-		defer close(req)
-		t := time.NewTimer(time.Hour)
-		for b.Loop() {
-			req <- struct{}{}
-			wait(b, done, t)
-		}
-	})
 }
 
 // run measures op sequentially and with 2 and 64 concurrent callers.

@@ -25,7 +25,7 @@ func TestCluster(t *testing.T) {
 	used := map[string]bool{} // Redis keys the scripts ran on
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = rdb.Close() })
-	rdb.AddHook(&recorder{onCmd: func(cmd redis.Cmder) {
+	addHook(rdb, &recorder{onCmd: func(cmd redis.Cmder) {
 		if isScriptCall(cmd) {
 			mu.Lock()
 			for _, k := range scriptKeys(cmd) {

@@ -26,7 +26,7 @@ func TestDenyCache(t *testing.T) {
 		clock := coretest.NewClock(coretest.Epoch)
 		rec := &recorder{}
 		c := newClient(t, addr)
-		c.AddHook(rec)
+		addHook(c, rec)
 		prefix := WithPrefix(testPrefix())
 		lim := newLimiter(t, c, p, append([]Option{prefix, withClock(clock.Now)}, opts...)...)
 		ref := newLimiter(t, newClient(t, addr), p, prefix, withClock(clock.Now), WithoutDenyCache())

@@ -13,8 +13,11 @@
 //	d, err := lim.AllowN(ctx, key, 1)
 //
 // Any redis.UniversalClient works: a single node, Sentinel (a failover
-// client) or Cluster, with go-redis's default options; no option of the
-// client matters to speed or to the timeout. Redis 5.0 or newer is needed
+// client), Cluster or Ring, with go-redis's default options. The limiter
+// talks to Redis through a client of its own, built from rdb's options
+// (see "Timeouts and errors"), so no option of rdb that concerns
+// timeouts or retries matters to speed or to the timeout, and hooks added
+// to rdb (tracing, metrics) do not see the limiter's commands. Redis 5.0 or newer is needed
 // (scripts that read TIME and then write); on a Cluster, deciding keys of
 // several slots in one script call needs Redis 7.0 (older clusters get one
 // call per key). The tests run Redis 7.0.
@@ -249,32 +252,37 @@
 //
 // # Timeouts and errors
 //
-// WithTimeout (default 50ms) is how long Redis may take to answer, not how
-// long a call may take: a call fails when the request carrying it has been
-// with Redis for the timeout without an answer, or, while the call waits
-// for its turn to be sent, when Redis has answered nothing for the timeout
-// (the requests ahead of it are stuck). A call waiting its turn behind
-// requests that Redis answers waits for them, however busy this process
-// is: at most two requests are in flight per Limiter (per node on a
-// Cluster), the queue moves at the pace Redis answers, and that is the
-// backpressure on the callers. Nor does time this process spent too busy
-// to read an answer count against Redis: from the Go runtime's record of
-// how long goroutines ready to run waited for a CPU, a call that is overdue
-// gives back the time the process was behind since its request was sent,
-// so that an answer that came in time but was not read yet still wins (at
-// most 5 s past the timeout; a process that keeps up gives back nothing).
-// So a call returns about the timeout after Redis stopped answering, plus
-// this process's own delay in getting to it. Once a stopped Redis is
-// back, decisions resume with the same Limiter (see "Outages"). The bound holds whatever the client's settings
-// (TestRedisDown, TestSlowRedis: behind a proxy that delays every reply by
-// seconds): the round trip runs on a goroutine of the Limiter while the
-// caller waits with its own timer. The context passed to a call bounds
-// the whole call, queueing included. With these rules the default 50ms
-// holds under a load that saturates the machine, a storm of new
-// connections included (TestLoadManyClients and TestLoadManyClientsCluster,
-// run in CI; figures in benchmarks/README.md), as long as Redis gets a CPU
-// when it needs one: a redis-server starved by other jobs on its machine
-// answers late, and the timeout reports it.
+// WithTimeout (default 50ms) is the clock: every call (AllowN, Peek,
+// Reset, AllowPolicy, Get, Set) has that long from when it is made,
+// waiting for its turn and its round trip included, and returns by then
+// plus a slack: the time this process takes to run the caller again once
+// the deadline has passed. Nothing is waited for past the deadline, so a
+// process with a CPU to spare runs it within a millisecond, and one whose
+// processors are all taken by CPU-bound goroutines within a few of the Go
+// scheduler's 10 ms time slices. The deadline is on the sockets: the
+// limiter sends through a client of its own, built from rdb's options
+// (*redis.Client, *redis.ClusterClient, *redis.Ring) with
+// ContextTimeoutEnabled, no retries and a single dial attempt, whatever
+// rdb's own settings; so a call needs no goroutine besides its caller's.
+// A client of another type is used as it is, and bounds a call only if it
+// applies a context's deadline. The context passed to a call bounds it
+// too: its deadline always, its cancellation while the call waits for its
+// turn or a connection.
+//
+// An answer that reached this host by the deadline is an answer, however
+// busy the process: the limiter's TCP connections (not those of TLS) look
+// at the socket on a timer while they wait for the network poller (which
+// a saturated process consults late), and once more at the deadline,
+// without waiting.
+//
+// A refused or reset connection is an error at once, with its cause
+// (errors.Is(err, syscall.ECONNREFUSED)): no retry, no back-off. A
+// stopped Redis shows as such errors; once it is back, decisions resume
+// with the same Limiter (after go-redis's probe, within a second, if many
+// dials failed). Timeouts are a property of this process and its machine
+// too: a process so saturated that it cannot run a caller or Redis within
+// the timeout reports timeouts, and a longer WithTimeout is then the
+// remedy.
 //
 // The errors, for an adapter's failure policy (with WithoutFallback; by
 // default the fallback decides a call Redis failed, without an error):
@@ -302,12 +310,10 @@
 // apart without waiting past its timeout; over-counting is the safe side
 // for a limiter, and never more than the failed call's cost.
 //
-// Independently of this package, go-redis retries a command whose
-// connection broke after it was written (a *redis.Client's MaxRetries,
-// default 3; a cluster client's MaxRedirects): Redis may then run the
-// script more than once for one call and count it each time, as it would
-// any non-idempotent command. On a *redis.Client, MaxRetries: -1 rules
-// that out, trading the retry for an error.
+// The limiter's client retries nothing, so Redis runs a call's script
+// at most once; on a Cluster it still follows MOVED and ASK (up to
+// MaxRedirects), and the cluster client may then send a script call again
+// after a broken connection, within the call's deadline.
 //
 // The adapters apply the failure policy (nethttp fails open by default, or
 // closed with WithFailClosed) and never send the error text to a client.
@@ -372,9 +378,12 @@
 // go together and wait for that node alone; a node that does not serve
 // every key of a call (during resharding or a failover) refuses it before
 // changing anything, and those calls are then sent key by key, following
-// MOVED and ASK. A lone call costs a round trip, the script's server time
-// and a hand-off to a goroutine of the Limiter. benchmarks/README.md has
-// the figures, against a bare EVALSHA and the other Go Redis limiters.
+// MOVED and ASK. A lone call costs a round trip and the script's server
+// time, sent from the caller's goroutine; the calls that queue up
+// meanwhile are sent by the caller whose round trip has just ended (while
+// half its timeout is left; else by the oldest queued call's caller).
+// benchmarks/README.md has the figures, against a bare EVALSHA and the
+// other Go Redis limiters.
 //
 // # Testing
 //

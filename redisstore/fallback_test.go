@@ -220,7 +220,7 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	srv := redistest.Start(t)
 	rdb := newClient(srv.Addr)
 	calls := &redisCalls{}
-	rdb.AddHook(calls)
+	addHook(rdb, calls)
 	clock := coretest.NewClock(coretest.Epoch)
 	var changes changeLog
 	lim := newLimiter(t, rdb, shared, withClock(clock.Now), WithTimeout(timeout),
@@ -354,7 +354,7 @@ func TestFallbackWhenRedisIsSlow(t *testing.T) {
 	relay := redistest.StartRelay(t, redistest.Addr(t))
 	rdb := newClient(t, relay.Addr())
 	calls := &redisCalls{}
-	rdb.AddHook(calls)
+	addHook(rdb, calls)
 	const timeout = 200 * time.Millisecond
 	clock := coretest.NewClock(coretest.Epoch)
 	var changes changeLog
@@ -418,7 +418,7 @@ const breakerTestInterval = 10 * time.Second
 func newBreakerSetup(t *testing.T, p core.Policy, opts ...Option) *breakerSetup {
 	rdb := newClient(t, redistest.Addr(t)) // ContextTimeoutEnabled: a lone call is one command
 	s := &breakerSetup{calls: &redisCalls{}, clock: coretest.NewClock(coretest.Epoch), changes: &changeLog{}}
-	rdb.AddHook(s.calls)
+	addHook(rdb, s.calls)
 	opts = append([]Option{withClock(s.clock.Now), WithBreakerFailures(3), WithBreakerProbeInterval(breakerTestInterval), WithBreakerHook(s.changes.add)}, opts...)
 	s.lim = newLimiter(t, rdb, p, opts...)
 	return s

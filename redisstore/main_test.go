@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +24,29 @@ func TestMain(m *testing.M) {
 	// one succeeds or the pool is closed: after Close it may still sleep
 	// up to a second, longer than goleak retries, before it returns.
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+}
+
+// hooked holds the hooks that tests add to clients with addHook.
+var hooked struct {
+	sync.Mutex
+	of map[redis.UniversalClient][]redis.Hook
+}
+
+// addHook adds h to rdb, and to the own client of every limiter New builds
+// on rdb afterwards (ownClient), so that h sees the limiter's commands.
+func addHook(rdb redis.UniversalClient, h redis.Hook) {
+	rdb.AddHook(h)
+	hooked.Lock()
+	defer hooked.Unlock()
+	if hooked.of == nil {
+		hooked.of = make(map[redis.UniversalClient][]redis.Hook)
+		ownHooks = func(rdb redis.UniversalClient) []redis.Hook {
+			hooked.Lock()
+			defer hooked.Unlock()
+			return hooked.of[rdb]
+		}
+	}
+	hooked.of[rdb] = append(hooked.of[rdb], h)
 }
 
 type quiet struct{}

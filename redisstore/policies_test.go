@@ -417,7 +417,7 @@ func TestPolicyConcurrentAlternating(t *testing.T) {
 		} {
 			t.Run(pair[0].Algorithm.String(), func(t *testing.T) {
 				var mixed atomic.Int64 // cross-slot script calls under several policies
-				rdb.AddHook(&recorder{onCmd: func(cmd redis.Cmder) {
+				addHook(rdb, &recorder{onCmd: func(cmd redis.Cmder) {
 					if args := cmd.Args(); isScriptCall(cmd) && args[2] == 0 && args[len(args)-3] != 0 {
 						mixed.Add(1)
 					}

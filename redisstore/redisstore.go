@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ type Limiter struct {
 	fb      *core.MemoryLimiter // the local fallback; nil with WithoutFallback
 	closed  atomic.Bool
 	once    sync.Once
+	own     redis.UniversalClient // the client New made (ownClient), closed by Close
 }
 
 var _ core.PolicyLimiter = (*Limiter)(nil)
@@ -83,14 +85,12 @@ func WithPrefix(prefix string) Option {
 	}
 }
 
-// WithTimeout is how long Redis may take to answer: AllowN, Peek and Reset
-// return an error wrapping ErrUnavailable and context.DeadlineExceeded
-// when the request carrying their call has been with Redis for d without
-// an answer, or, while their call waits its turn to be sent, when Redis
-// has answered nothing for d. Waiting for its turn behind requests that
-// Redis answers does not count (see "Timeouts and errors" in the package
-// docs). The context passed to a call bounds the whole call. d must be >
-// 0. The default is 50ms.
+// WithTimeout bounds every call that goes to Redis (AllowN, Peek, Reset,
+// AllowPolicy, Get, Set) by wall-clock time: a call with no answer d after
+// it was made, waiting for its turn included, returns an error wrapping
+// ErrUnavailable and context.DeadlineExceeded (see "Timeouts and errors"
+// in the package docs for the slack). The context passed to a call bounds
+// it too. d must be > 0. The default is 50ms.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -127,10 +127,8 @@ func WithDenyCacheSize(n int) Option {
 // error naming the field when p is invalid (core.Policy.Validate, which
 // also bounds p's Recovery time by core.MaxSpan, the longest span the
 // scripts compute exactly: see "Clock"), or when an option is invalid. It
-// starts the fallback's goroutine, and goroutines as calls come, two at
-// most, that send them to Redis; call Close to stop them. Closing the
-// limiter does not
-// close rdb.
+// makes a client of its own from rdb's options (see "Timeouts and
+// errors"), which Close closes; closing the limiter does not close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: New needs a Redis client, got nil")
@@ -175,7 +173,11 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	l.b = newBatcher(rdb, s, c.timeout, c.maxBatch, c.maxFlights, c.clock != nil)
+	own, ok := ownClient(rdb)
+	if ok {
+		l.own = own
+	}
+	l.b = newBatcher(own, s, c.timeout, c.maxBatch, c.maxFlights, c.clock != nil)
 	return l, nil
 }
 
@@ -349,13 +351,18 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 // Policy returns the policy the limiter enforces.
 func (l *Limiter) Policy() core.Policy { return l.policy }
 
-// Close stops the limiter's goroutines, and the fallback's, once the calls already made have their answers (or their round trips
-// failed). Calls after the first do nothing; afterwards AllowN, Peek and
+// Close closes the limiter's own client and stops the fallback's
+// goroutine, once the calls already made have their answers (or their
+// round trips failed). Calls after the first do nothing; afterwards
+// AllowN, Peek and
 // Reset return core.ErrClosed. It does not close the Redis client.
 func (l *Limiter) Close() error {
 	l.once.Do(func() {
 		l.closed.Store(true)
 		l.b.close()
+		if l.own != nil {
+			_ = l.own.Close()
+		}
 		if l.fb != nil {
 			_ = l.fb.Close()
 		}
@@ -385,63 +392,45 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 	return d, used, nil
 }
 
-// wait hands c to the batcher and waits for its answer. It returns an
-// error when Redis has not answered in time (see batcher.untilOverdue) or
-// ctx ended first; then c is not recycled. A call whose context has ended
-// already is never sent. An answer that is there when the caller gives
-// up, even at the same instant, wins: an error means that no answer had
-// arrived.
+// wait runs c (see batcher.do), with the limiter's timeout from now. It
+// returns an error when c has no answer by then or ctx ended first; then
+// c is not recycled. A call whose context has ended already is never
+// sent.
 func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
 	if err := ctx.Err(); err != nil {
 		return l.gaveUp(op, c, err)
 	}
-	if !l.b.submit(c) {
+	c.deadline = time.Now().Add(l.timeout)
+	switch err := l.b.do(ctx, c); {
+	case err == errClosed:
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-	}
-	c.timer.Reset(l.timeout)
-	return l.await(ctx, op, c)
-}
-
-// await waits for the answer to the submitted call c, its timer running
-// for the limiter's timeout.
-func (l *Limiter) await(ctx context.Context, op string, c *call) error {
-	for {
-		select {
-		case <-c.done:
-			return nil
-		case <-ctx.Done():
-			if c.answered() {
-				return nil
-			}
-			return l.gaveUp(op, c, ctx.Err())
-		case <-c.timer.C:
-		}
-		if c.answered() {
-			return nil
-		}
-		if d := c.b.untilOverdue(c); d > 0 {
-			c.timer.Reset(d)
-			continue
-		}
-		if c.b.catchUp(ctx, c) {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return l.gaveUp(op, c, err)
-		}
-		if d := c.b.untilOverdue(c); d > 0 {
-			c.timer.Reset(d)
-			continue
-		}
+	case err == errDeadline:
 		return l.gaveUp(op, c, nil)
+	case err != nil:
+		return l.gaveUp(op, c, err)
+	case c.err != nil && (isTimeout(c.err) || ctx.Err() != nil):
+		// The round trip ran out of time (the limiter's timeout), or the
+		// caller's context ended first: its deadline, if earlier, was the
+		// round trip's.
+		err := ctx.Err()
+		if d, ok := ctx.Deadline(); ok && err == nil && d.Before(c.deadline) {
+			err = context.DeadlineExceeded
+		}
+		return l.gaveUp(op, c, err)
 	}
+	return nil
 }
 
-// gaveUp abandons c (if it was not sent yet, Redis never sees it) and
-// returns the error for a call that Redis did not answer in time (ctxErr
-// nil) or whose context ended (ctxErr).
+// isTimeout reports whether err is a round trip running out of time:
+// a socket deadline, or a context's while go-redis waited for a connection.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// gaveUp returns the error for a call that Redis did not answer in time
+// (ctxErr nil) or whose context ended (ctxErr).
 func (l *Limiter) gaveUp(op string, c *call, ctxErr error) error {
-	c.state.CompareAndSwap(callPending, callAbandoned)
 	if ctxErr != nil {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
 	}

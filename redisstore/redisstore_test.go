@@ -204,7 +204,7 @@ func TestServerClock(t *testing.T) {
 			}
 		}}
 		c := newClient(t, addr)
-		c.AddHook(hook)
+		addHook(c, hook)
 		lim := newLimiter(t, c, p)
 		_, err := lim.Allow(ctx, "k")
 		require.NoError(t, err)

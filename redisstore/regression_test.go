@@ -120,7 +120,7 @@ func TestResetUndoneByAnInFlightDenial(t *testing.T) {
 	// on a frozen test clock, with the key "k" used up.
 	setup := func(t *testing.T, hook hookFunc) *Limiter {
 		rdb := newClient(t, addr)
-		rdb.AddHook(hook)
+		addHook(rdb, hook)
 		clock := coretest.NewClock(coretest.Epoch)
 		lim := newLimiter(t, rdb, p, withClock(clock.Now), WithTimeout(time.Minute))
 		d, err := lim.Allow(ctx, "k")
@@ -213,56 +213,46 @@ func TestResetUndoneByAnInFlightDenial(t *testing.T) {
 }
 
 // TestReplyAndDeadlineArrivingTogether is the suspected defect of issue 8:
-// a caller waiting for the batcher's answer saw a timeout for a call Redis
-// had answered (and counted) when the answer and the deadline were both
-// there when it looked, because select picks among ready cases at random.
-// The answer must win, every time. The call here has its answer ready and
-// its timer expired (or its context ended) before await looks: each round
-// was a coin toss before.
+// a caller waiting for its answer saw a timeout for a call Redis had
+// answered (and counted) when the answer and the deadline were both there
+// when it looked, because select picks among ready cases at random. The
+// answer must win, every time. The call here is queued behind a flight,
+// with its answer ready and its deadline passed (or its context ended)
+// before the caller looks: each round was a coin toss before.
 func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
+	busy := func() *batcher { return &batcher{maxFlights: 1, flying: 1} } // calls queue
 	answered := func() *call {
 		c := getCall()
-		c.b = &batcher{lag: newLagWatch()}
+		c.deadline = time.Now()
 		c.state.Store(callSent)
 		c.res = core.Decision{Allowed: true, Remaining: 7}
 		c.done <- struct{}{}
 		return c
 	}
-	check := func(t *testing.T, l *Limiter, ctx context.Context, c *call) {
-		err := l.await(ctx, "AllowN", c)
-		require.NoError(t, err, "the answer is there: it wins")
-		assert.Equal(t, core.Decision{Allowed: true, Remaining: 7}, c.res)
-		putCall(c)
-	}
-	// A batcher whose every call is overdue at once.
-	overdue := func() *Limiter { return &Limiter{b: &batcher{lag: newLagWatch()}} }
-	t.Run("the timer fired", func(t *testing.T) {
-		l := overdue()
+	check := func(t *testing.T, b *batcher, ctx context.Context) {
 		for range 100 {
 			c := answered()
-			c.timer.Reset(0) // expired when await receives from it
-			check(t, l, context.Background(), c)
+			require.NoError(t, b.do(ctx, c), "the answer is there: it wins")
+			assert.Equal(t, core.Decision{Allowed: true, Remaining: 7}, c.res)
+			putCall(c)
+			b.pending = nil
 		}
+	}
+	t.Run("the deadline passed", func(t *testing.T) {
+		check(t, busy(), context.Background())
 	})
 	t.Run("the context ended", func(t *testing.T) {
-		l := overdue()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		for range 100 {
-			c := answered()
-			c.timer.Reset(time.Hour)
-			check(t, l, ctx, c)
-		}
+		check(t, busy(), ctx)
 	})
 	t.Run("without an answer it is a timeout", func(t *testing.T) {
-		l := overdue()
+		l := &Limiter{b: busy(), timeout: time.Millisecond}
 		c := getCall()
-		c.b = l.b
-		c.timer.Reset(0)
-		err := l.await(context.Background(), "AllowN", c)
+		err := l.wait(context.Background(), "AllowN", c)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.ErrorIs(t, err, ErrUnavailable)
-		assert.Equal(t, int32(callAbandoned), c.state.Load(), "not sent yet: the batcher skips it")
+		assert.Equal(t, int32(callAbandoned), c.state.Load(), "not sent yet: no round trip takes it")
 	})
 }
 
@@ -278,18 +268,18 @@ func TestATimedOutCallMayHaveBeenCounted(t *testing.T) {
 	p := core.TokenBucket(10, time.Minute)
 	armed := make(chan struct{}, 1)
 	counted := make(chan struct{}) // Redis has answered the held call
-	gaveUp := make(chan struct{})  // its caller has returned
-	// The batcher sends, the caller waits, so holding the reply back does
-	// not hold the caller.
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = rdb.Close() })
-	rdb.AddHook(hookFunc(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+	addHook(rdb, hookFunc(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 		err := next(ctx, cmd)
 		if isScriptCall(cmd) && err == nil {
 			select {
 			case <-armed:
+				// Redis has counted it: the reply is held until the
+				// caller's context ends, as if it came too late.
 				close(counted)
-				<-gaveUp
+				<-ctx.Done()
+				return ctx.Err()
 			default:
 			}
 		}
@@ -308,7 +298,6 @@ func TestATimedOutCallMayHaveBeenCounted(t *testing.T) {
 		cancel()
 	}()
 	_, err = lim.Allow(callCtx, "k")
-	close(gaveUp)
 	require.ErrorIs(t, err, context.Canceled)
 	require.NotErrorIs(t, err, ErrUnavailable, "the caller hung up: not a store failure")
 
@@ -327,7 +316,7 @@ func TestAnEndedContextSendsNothing(t *testing.T) {
 	forClients(t, func(t *testing.T, newClient func(string) *redis.Client) {
 		rdb := newClient(redistest.Addr(t))
 		rec := &recorder{}
-		rdb.AddHook(rec)
+		addHook(rdb, rec)
 		p := core.TokenBucket(100, time.Minute)
 		clock := coretest.NewClock(coretest.Epoch)
 		lim := newLimiter(t, rdb, p, withClock(clock.Now))

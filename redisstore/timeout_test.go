@@ -1,0 +1,190 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+)
+
+// ops are the limiter's calls that go to Redis, each returning its error.
+func ops(l *Limiter) map[string]func(ctx context.Context, key string) error {
+	other := core.TokenBucket(7, time.Minute)
+	return map[string]func(ctx context.Context, key string) error{
+		"AllowN": func(ctx context.Context, key string) error { _, err := l.AllowN(ctx, key, 1); return err },
+		"Peek":   func(ctx context.Context, key string) error { _, err := l.Peek(ctx, key); return err },
+		"Reset":  func(ctx context.Context, key string) error { return l.Reset(ctx, key) },
+		"AllowPolicy": func(ctx context.Context, key string) error {
+			_, err := l.AllowPolicy(ctx, other, key, 1)
+			return err
+		},
+		"Get": func(ctx context.Context, key string) error { _, err := l.Get(ctx, other, key); return err },
+		"Set": func(ctx context.Context, key string) error { return l.Set(ctx, other, key, 1) },
+	}
+}
+
+// silentListener accepts connections on a loopback port and never answers.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestTimeoutIsTheClock: against a Redis that accepts connections and
+// never answers, while goroutines of this process keep every CPU busy,
+// every call returns within WithTimeout plus the slack of the package docs
+// (checked with room to spare: 300 ms for a 50 ms timeout), alone or
+// queued behind others, with an error that says Redis did not answer.
+// Before, the lag accounting counted the busy CPUs as time this process was
+// behind and gave it back to the calls: up to 5 s each.
+func TestTimeoutIsTheClock(t *testing.T) {
+	const timeout, budget = 50 * time.Millisecond, 300 * time.Millisecond
+	addr := silentListener(t)
+	for _, procs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			var stop atomic.Bool
+			var busy sync.WaitGroup
+			for range 2 * procs {
+				busy.Go(func() {
+					for !stop.Load() {
+					}
+				})
+			}
+			defer busy.Wait()
+			defer stop.Store(true)
+
+			rdb := newClient(t, addr)
+			lim := newLimiter(t, rdb, core.TokenBucket(10, time.Second), WithTimeout(timeout))
+			var longest atomic.Int64
+			defer func() { t.Logf("longest call: %v", time.Duration(longest.Load())) }()
+			check := func(t *testing.T, op string, call func(context.Context, string) error) {
+				start := time.Now()
+				err := call(context.Background(), "k")
+				elapsed := time.Since(start)
+				for l := longest.Load(); int64(elapsed) > l && !longest.CompareAndSwap(l, int64(elapsed)); l = longest.Load() {
+				}
+				assert.ErrorIs(t, err, ErrUnavailable, op)
+				assert.ErrorIs(t, err, context.DeadlineExceeded, op)
+				assert.Less(t, elapsed, budget, "%s returned after %v", op, elapsed)
+			}
+			for op, call := range ops(lim) {
+				for range 3 {
+					check(t, op, call)
+				}
+			}
+			t.Run("concurrent calls, most of them queued", func(t *testing.T) {
+				var wg sync.WaitGroup
+				for i := range 16 {
+					wg.Go(func() { check(t, "AllowN", ops(lim)["AllowN"]) })
+					if i%4 == 0 {
+						time.Sleep(timeout / 4) // some queue behind a flight that is halfway
+					}
+				}
+				wg.Wait()
+			})
+		})
+	}
+}
+
+// TestRefusedConnection: with nothing listening on Redis's port, a call
+// fails at once (not after the timeout, nor after go-redis's retry and
+// dial back-off: 400 ms and more by default) with an error that names the
+// cause. Whatever the client's settings: the limiter's own client retries
+// nothing.
+func TestRefusedConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	forClients(t, func(t *testing.T, newClient func(string) *redis.Client) {
+		lim := newLimiter(t, newClient(addr), core.TokenBucket(10, time.Second), WithTimeout(10*time.Second))
+		for op, call := range ops(lim) {
+			for range 5 { // beyond the first, go-redis may answer from its last dial error
+				checkRefused(t, op, call)
+			}
+		}
+	})
+}
+
+// TestStoppedRedis: a redis-server that stops under a running limiter
+// (its connections reset, then refused) fails calls at once, with the
+// cause, and decisions resume once it is back.
+func TestStoppedRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	lim := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(10, time.Second), WithTimeout(10*time.Second))
+	ctx := context.Background()
+	_, err := lim.Allow(ctx, "k")
+	require.NoError(t, err)
+
+	srv.Stop()
+	for op, call := range ops(lim) {
+		for range 5 {
+			checkRefused(t, op, call)
+		}
+	}
+	srv.Restart()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		d, err := lim.Allow(ctx, "k")
+		if err == nil {
+			assert.True(t, d.Allowed)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no decision within 15s of the restart: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkRefused makes one call and checks that it failed at once with a
+// refused connection.
+func checkRefused(t *testing.T, op string, call func(context.Context, string) error) {
+	t.Helper()
+	start := time.Now()
+	err := call(context.Background(), "k")
+	elapsed := time.Since(start)
+	assert.ErrorIs(t, err, ErrUnavailable, op)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED, op)
+	if assert.Error(t, err, op) {
+		assert.Contains(t, err.Error(), "connection refused", op)
+		assert.Contains(t, err.Error(), "redisstore: "+op, op)
+	}
+	assert.Less(t, elapsed, 250*time.Millisecond, "%s returned after %v", op, elapsed)
+}

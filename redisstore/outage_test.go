@@ -41,7 +41,7 @@ func TestOutageThroughMiddleware(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: refusingAddr(t)}) // go-redis's defaults
 	t.Cleanup(func() { _ = rdb.Close() })
 	calls := &redisCalls{}
-	rdb.AddHook(calls)
+	addHook(rdb, calls)
 	lim, err := New(rdb, core.TokenBucket(100, 24*time.Hour), WithPrefix(testPrefix())) // every default
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = lim.Close() })
@@ -125,7 +125,7 @@ func TestHungRedisOpensTheBreaker(t *testing.T) {
 	}()
 	rdb := newClient(t, ln.Addr().String())
 	calls := &redisCalls{}
-	rdb.AddHook(calls)
+	addHook(rdb, calls)
 	clock := coretest.NewClock(coretest.Epoch)
 	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), withClock(clock.Now), WithTimeout(50*time.Millisecond))
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"runtime"
 	"sync"
@@ -92,7 +93,7 @@ func TestTimeoutIsTheClock(t *testing.T) {
 			defer stop.Store(true)
 
 			rdb := newClient(t, addr)
-			lim := newLimiter(t, rdb, core.TokenBucket(10, time.Second), WithTimeout(timeout))
+			lim := newLimiter(t, rdb, core.TokenBucket(10, time.Second), WithTimeout(timeout), errorsOnly)
 			var longest atomic.Int64
 			defer func() { t.Logf("longest call: %v", time.Duration(longest.Load())) }()
 			check := func(t *testing.T, op string, call func(context.Context, string) error) {
@@ -135,7 +136,7 @@ func TestRefusedConnection(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	forClients(t, func(t *testing.T, newClient func(string) *redis.Client) {
-		lim := newLimiter(t, newClient(addr), core.TokenBucket(10, time.Second), WithTimeout(10*time.Second))
+		lim := newLimiter(t, newClient(addr), core.TokenBucket(10, time.Second), WithTimeout(10*time.Second), errorsOnly)
 		for op, call := range ops(lim) {
 			for range 5 { // beyond the first, go-redis may answer from its last dial error
 				checkRefused(t, op, call)
@@ -149,7 +150,7 @@ func TestRefusedConnection(t *testing.T) {
 // cause, and decisions resume once it is back.
 func TestStoppedRedis(t *testing.T) {
 	srv := redistest.Start(t)
-	lim := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(10, time.Second), WithTimeout(10*time.Second))
+	lim := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(10, time.Second), WithTimeout(10*time.Second), errorsOnly)
 	ctx := context.Background()
 	_, err := lim.Allow(ctx, "k")
 	require.NoError(t, err)
@@ -187,4 +188,13 @@ func checkRefused(t *testing.T, op string, call func(context.Context, string) er
 		assert.Contains(t, err.Error(), "redisstore: "+op, op)
 	}
 	assert.Less(t, elapsed, 250*time.Millisecond, "%s returned after %v", op, elapsed)
+}
+
+// errorsOnly makes every call that Redis fails return its error: no local
+// fallback, and a breaker that never opens, so that each call meets Redis.
+var errorsOnly Option = func(c *config) error {
+	if err := WithoutFallback()(c); err != nil {
+		return err
+	}
+	return WithBreakerFailures(math.MaxInt32)(c)
 }

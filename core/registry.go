@@ -31,6 +31,16 @@ import (
 // the entry is retired and takes the slow path, which finds the key gone and
 // inserts a fresh one.
 
+// keys is what a MemoryLimiter asks of its registry beyond decisions, for
+// any algorithm.
+type keys interface {
+	reset(key string, now int64)
+	set(r *rule, key string, now, used int64)
+	get(r *rule, key string, now int64) (verdict, int64)
+	len() int
+	sweep(now int64)
+}
+
 // stateOf is what the registry needs of a per-key state type.
 type stateOf[S any] interface {
 	*S
@@ -202,36 +212,27 @@ func lookup[S any](t *table[S], h uint64, key string) (*slot[S], *entry[S]) {
 	}
 }
 
-// decide applies a request under r, the rule of the call: the key's own
-// state when it was last decided under the same policy (the fast path: no
-// lock, no allocation), or else, under the shard's mutex, a state converted
-// from it.
-func (g *registry[S, P]) decide(r *rule, key string, now, n int64, consume bool) verdict {
+// decide applies a request under the rule of the call: r, or, when r is
+// nil, the rule of p, a policy given with the call (AllowPolicy). On the
+// fast path, for a key last decided under the same policy, it takes no
+// lock and allocates nothing, and p is only compared with the key's
+// policy: p's rule is looked up (resolve) only when they differ or the key
+// is new. Otherwise, under the shard's mutex, the key's state is converted
+// to the call's rule (decideLocked). It returns the rule the verdict was
+// decided under; the error is resolve's.
+func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
 	h := g.hash(key)
 	sh := &g.shards[h>>g.shift]
-	if _, e := lookup(sh.table.Load(), h, key); e != nil && sameRule(e.rule, r) {
-		if d, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
-			return d
-		}
-	}
-	return g.decideLocked(sh, h, r, key, now, n, consume)
-}
-
-// decidePolicy is decide for a policy given with the call: on the fast path
-// the policy is only compared with the key's, and the rule is looked up
-// (resolve) only when they differ or the key is new. It returns the rule
-// the verdict was decided under.
-func (g *registry[S, P]) decidePolicy(p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	if _, e := lookup(sh.table.Load(), h, key); e != nil && e.rule.policy == *p {
+	if _, e := lookup(sh.table.Load(), h, key); e != nil && (e.rule == r || e.rule.policy == *p) {
 		if d, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
 			return d, e.rule, nil
 		}
 	}
-	r, err := g.resolve(*p)
-	if err != nil {
-		return verdict{}, nil, err
+	if r == nil {
+		var err error
+		if r, err = g.resolve(*p); err != nil {
+			return verdict{}, nil, err
+		}
 	}
 	return g.decideLocked(sh, h, r, key, now, n, consume), r, nil
 }

@@ -352,8 +352,12 @@ func compile(p Policy) (rule, error) {
 // caller's result in place: the verdict, small enough to travel in
 // registers, is what passes between the layers below.
 func (r *rule) fill(d *Decision, v verdict) {
-	d.Allowed, d.Limit, d.Remaining = v.allowed, r.limit, v.remaining
-	d.ResetAfter, d.RetryAfter, d.Delay = v.reset, v.retry, v.delay
+	d.Allowed, d.Limit, d.Remaining, d.ResetAfter = v.allowed, r.limit, v.remaining, v.reset
+	if v.allowed {
+		d.Delay = v.wait
+	} else {
+		d.RetryAfter = v.wait
+	}
 	d.Policy = r.policy
 }
 

@@ -317,7 +317,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 			v, _ := P(h.state).decide(h.rule, now, 1, false)
 			wait = min(wait, max(int64(v.reset), 1))
 		}
-		return verdict{reset: time.Duration(wait), retry: time.Duration(wait)}
+		return verdict{reset: time.Duration(wait), wait: time.Duration(wait)}
 	}
 	var c S
 	P(&c).init(r)

@@ -429,7 +429,7 @@ func TestFixedWindowClockStepsBackIntoTheStoredWindow(t *testing.T) {
 	assert.Equal(t, time.Duration(end-back), v.reset, "counted in the stored window")
 	v, _ = s.decide(&r, back, 1, true)
 	assert.False(t, v.allowed, "the stored window is full")
-	assert.Equal(t, time.Duration(end-back), v.retry)
+	assert.Equal(t, time.Duration(end-back), v.wait)
 	v, _ = s.decide(&r, at, 1, true)
 	assert.False(t, v.allowed, "back at the original time: still full")
 	v, _ = s.decide(&r, end, 1, true)

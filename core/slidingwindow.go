@@ -78,7 +78,7 @@ func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, boo
 	if trailing+n > r.limit || all+n > r.cap2 {
 		d.remaining = r.remaining(trailing, all)
 		d.reset = s.untilFull(r, now)
-		d.retry = s.untilAdmits(r, now, n)
+		d.wait = s.untilAdmits(r, now, n)
 		return d, true
 	}
 	d.allowed = true

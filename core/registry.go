@@ -130,7 +130,8 @@ type shard[S any] struct {
 	// policy, so that eviction never hands back quota. Under mu; at most
 	// maxHeirs, the idle ones dropped by sweep.
 	inherited []heir[S]
-	_         [16]byte // one shard per 64-byte cache line
+	// 64 bytes in all, one cache line: a writer of one shard does not
+	// evict its neighbours' table pointers from the readers' caches.
 }
 
 // heir is a shard's inherited state for one policy.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
 	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
@@ -549,4 +550,8 @@ func TestMakeRoomRetriesALostCompareAndSwap(t *testing.T) {
 			assert.Equal(t, int64(5), h.Remaining, "heavy kept")
 		})
 	}
+}
+
+func TestShardIsOneCacheLine(t *testing.T) {
+	assert.Equal(t, uintptr(64), unsafe.Sizeof(shard[gcraState]{}))
 }

@@ -14,15 +14,15 @@ import (
 // shards, each an open-addressing table that readers search without any lock.
 //
 // Why not a map under a sync.RWMutex (the usual design, and this package's
-// first): on the request path a read lock is two atomic writes to a word
-// that every reader of the shard shares, and the map hashes the key a second
-// time after the shard was chosen. Here a lookup hashes once, reads the
-// table with atomic loads only, and the one write on the path is the key's
-// own CompareAndSwap. Counted with callgrind (a fixed number of decisions on
-// one key and on 100,000 keys, setup subtracted), the map design took 705
-// and 728 instructions per token-bucket decision, this one with the verdict
-// plumbing of decision.go 562 and 588; wall-clock runs on the shared 2-core
-// machine were too noisy (±50%) to separate them.
+// first), or a sync.Map: a read lock and its unlock are two atomic writes
+// to a word that every reader of the shard shares, so on one hot key every
+// decision writes that cache line besides the key's state; and a sync.Map
+// is a trie, several dependent loads deep at 100,000 keys, with nearly
+// twice the memory per key. Here a decision
+// for a present key hashes once, reads the table with atomic loads only
+// (a slot, the entry, the key's bytes), and the one write on the path is
+// the key's own CompareAndSwap. BenchmarkRegistry measures the three side
+// by side; benchmarks/README.md has the figures.
 //
 // Writers (a new key, eviction, Reset, the janitor) take the shard's mutex.
 // Removing a key that readers may be holding is safe because the state is

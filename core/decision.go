@@ -100,13 +100,14 @@ var (
 )
 
 // verdict is what an algorithm decides: a Decision without the fields
-// every decision of a limiter shares (Limit, Policy).
+// every decision of a limiter shares (Limit, Policy). wait is RetryAfter
+// when denied and Delay when admitted, so that the four fields travel in
+// registers.
 type verdict struct {
 	allowed   bool
 	remaining int64
 	reset     time.Duration
-	retry     time.Duration
-	delay     time.Duration
+	wait      time.Duration
 }
 
 // durationNs converts a nanosecond span to a Duration, clamping negative

@@ -151,10 +151,11 @@
 //     also the faster one here: a striped check must read all eight cells on
 //     every request (BenchmarkDesign/hotkey: 17-26 ns/op for the CAS, 35-63
 //     for eight cells, two goroutines on one key).
-//   - 64-byte padding is applied to the shards (their locks are the words
-//     that all readers write), not to the millions of per-key states, where
-//     it would multiply memory by eight for no gain: two keys rarely share a
-//     cache line and are rarely hot together.
+//   - 64-byte cache lines are given to the shards (one each, so that a
+//     writer of one does not disturb readers of its neighbours), not to the
+//     millions of per-key states, where padding would multiply memory by
+//     eight for no gain: two keys rarely share a cache line and are rarely
+//     hot together.
 //   - Switching windows by bit arithmetic ((now >> 10) & 1) requires windows
 //     that are powers of two of a time unit; policies here say "per minute".
 //     The division it would replace did not measure apart from a shift

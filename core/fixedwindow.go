@@ -60,7 +60,7 @@ func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, bool)
 		if count+n > r.limit {
 			d.remaining = max(0, r.limit-count)
 			d.reset = untilEnd
-			d.retry = untilEnd
+			d.wait = untilEnd
 			return d, true
 		}
 		d.allowed = true

@@ -24,11 +24,13 @@ import (
 // idle for longer than its policy's Recovery time is the same as a key never
 // seen, so dropping it never changes a decision.
 type MemoryLimiter struct {
-	// One of these is set, by algorithm. Concrete types rather than an
-	// interface, so that the calls are direct and the key never escapes.
+	// One of these is set, by algorithm, for decisions: concrete types
+	// rather than an interface, so that the calls are direct and the key
+	// and policy never escape. keys is the same registry, for the rest.
 	gcra    *registry[gcraState, *gcraState]
 	fixed   *registry[fixedState, *fixedState]
 	sliding *registry[slidingState, *slidingState]
+	keys    keys
 	rule    rule
 	// rules holds the rules of the policies given with calls
 	// (AllowPolicy), at most maxRules.
@@ -151,11 +153,14 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	l.baseNs = l.base.UnixNano()
 	switch p.Algorithm {
 	case AlgTokenBucket, AlgLeakyBucket:
-		l.gcra = newRegistry[gcraState, *gcraState](&l.rule, l.resolve, c.maxKeys)
+		l.gcra = newRegistry[gcraState](&l.rule, l.resolve, c.maxKeys)
+		l.keys = l.gcra
 	case AlgFixedWindow:
-		l.fixed = newRegistry[fixedState, *fixedState](&l.rule, l.resolve, c.maxKeys)
+		l.fixed = newRegistry[fixedState](&l.rule, l.resolve, c.maxKeys)
+		l.keys = l.fixed
 	case AlgSlidingWindow:
-		l.sliding = newRegistry[slidingState, *slidingState](&l.rule, l.resolve, c.maxKeys)
+		l.sliding = newRegistry[slidingState](&l.rule, l.resolve, c.maxKeys)
+		l.keys = l.sliding
 	}
 	go l.janitor(c.sweep)
 	return l, nil
@@ -223,21 +228,25 @@ func (l *MemoryLimiter) Allow(ctx context.Context, key string) (Decision, error)
 // (ErrInvalidCost), a cost above the policy's capacity (a denial and
 // ErrCostExceedsCapacity) or a closed limiter (ErrClosed). ctx is not used:
 // an in-memory decision never blocks.
-func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (Decision, error) {
+func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (d Decision, err error) {
 	if n <= 0 || n > l.rule.capacity || l.closed.Load() {
 		return l.refuse(key, n)
 	}
-	return l.rule.decision(l.decide(key, l.clock(), n, true)), nil
+	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, l.clock(), n, true)
+	l.rule.fill(&d, v)
+	return d, nil
 }
 
 // Peek reports the key's state now without consuming anything, as
 // Limiter.Peek describes: at one instant, Peek's Allowed is what the next
 // AllowN of cost 1 gets. A key not held is not stored.
-func (l *MemoryLimiter) Peek(_ context.Context, key string) (Decision, error) {
+func (l *MemoryLimiter) Peek(_ context.Context, key string) (d Decision, err error) {
 	if l.closed.Load() {
 		return Decision{}, ErrClosed
 	}
-	return l.rule.decision(l.decide(key, l.clock(), 1, false)), nil
+	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, l.clock(), 1, false)
+	l.rule.fill(&d, v)
+	return d, nil
 }
 
 // Reset forgets key, so that its next request is treated as its first, with
@@ -247,15 +256,7 @@ func (l *MemoryLimiter) Reset(_ context.Context, key string) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	now := l.clock()
-	switch {
-	case l.gcra != nil:
-		l.gcra.reset(key, now)
-	case l.fixed != nil:
-		l.fixed.reset(key, now)
-	default:
-		l.sliding.reset(key, now)
-	}
+	l.keys.reset(key, l.clock())
 	return nil
 }
 
@@ -263,37 +264,21 @@ func (l *MemoryLimiter) Reset(_ context.Context, key string) error {
 func (l *MemoryLimiter) Policy() Policy { return l.rule.policy }
 
 // Len returns the number of keys currently held.
-func (l *MemoryLimiter) Len() int {
+func (l *MemoryLimiter) Len() int { return l.keys.len() }
+
+// decide is the registry's decide (registry.go), for the limiter's
+// algorithm.
+func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
 	switch {
 	case l.gcra != nil:
-		return l.gcra.len()
+		return l.gcra.decide(r, p, key, now, n, consume)
 	case l.fixed != nil:
-		return l.fixed.len()
+		return l.fixed.decide(r, p, key, now, n, consume)
 	}
-	return l.sliding.len()
+	return l.sliding.decide(r, p, key, now, n, consume)
 }
 
-func (l *MemoryLimiter) decide(key string, now, n int64, consume bool) verdict {
-	switch {
-	case l.gcra != nil:
-		return l.gcra.decide(&l.rule, key, now, n, consume)
-	case l.fixed != nil:
-		return l.fixed.decide(&l.rule, key, now, n, consume)
-	}
-	return l.sliding.decide(&l.rule, key, now, n, consume)
-}
-
-func (l *MemoryLimiter) sweep() {
-	now := l.clock()
-	switch {
-	case l.gcra != nil:
-		l.gcra.sweep(now)
-	case l.fixed != nil:
-		l.fixed.sweep(now)
-	default:
-		l.sliding.sweep(now)
-	}
-}
+func (l *MemoryLimiter) sweep() { l.keys.sweep(l.clock()) }
 
 // Wait blocks until a request of cost n for key is admitted, then returns
 // nil, or returns an error when ctx ends first (or would end before the
@@ -362,7 +347,9 @@ func (l *MemoryLimiter) refuse(key string, n int64) (Decision, error) {
 	case n <= 0:
 		return Decision{}, fmt.Errorf("%w, got %d", ErrInvalidCost, n)
 	}
-	d := l.rule.decision(l.decide(key, l.clock(), 1, false))
+	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, l.clock(), 1, false)
+	var d Decision
+	l.rule.fill(&d, v)
 	d.Allowed, d.RetryAfter = false, 0
 	return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(l.rule.policy))
 }

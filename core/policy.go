@@ -363,14 +363,18 @@ func compile(p Policy) (rule, error) {
 	return r, nil
 }
 
-// decision completes a verdict with the fields every Decision of this rule
-// shares. It is called once, at the top of a call: the verdict, small enough
-// to travel in registers, is what passes between the layers below.
-func (r *rule) decision(v verdict) Decision {
-	return Decision{
-		Allowed: v.allowed, Limit: r.limit, Remaining: v.remaining,
-		ResetAfter: v.reset, RetryAfter: v.retry, Delay: v.delay, Policy: r.policy,
+// fill completes a verdict into *d with the fields every Decision of this
+// rule shares. It is called once, at the top of a call, writing the
+// caller's result in place: the verdict, small enough to travel in
+// registers, is what passes between the layers below.
+func (r *rule) fill(d *Decision, v verdict) {
+	d.Allowed, d.Limit, d.Remaining, d.ResetAfter = v.allowed, r.limit, v.remaining, v.reset
+	if v.allowed {
+		d.Delay = v.wait
+	} else {
+		d.RetryAfter = v.wait
 	}
+	d.Policy = r.policy
 }
 
 // fixedWindowBits is how many bits of a fixed-window key's word hold its

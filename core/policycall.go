@@ -28,24 +28,12 @@ func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n i
 		// it is (under its own policy), as for every call that errs.
 		n = 1
 	}
-	var (
-		v   verdict
-		r   *rule
-		err error
-	)
-	now := l.clock()
-	switch {
-	case l.gcra != nil:
-		v, r, err = l.gcra.decidePolicy(&p, key, now, n, !over)
-	case l.fixed != nil:
-		v, r, err = l.fixed.decidePolicy(&p, key, now, n, !over)
-	default:
-		v, r, err = l.sliding.decidePolicy(&p, key, now, n, !over)
-	}
+	v, r, err := l.decide(nil, &p, key, l.clock(), n, !over)
 	if err != nil {
 		return Decision{}, err
 	}
-	d := r.decision(v)
+	var d Decision
+	r.fill(&d, v)
 	if over {
 		d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
 		return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, cost, capacityText(r.policy))
@@ -64,19 +52,7 @@ func (l *MemoryLimiter) Get(_ context.Context, p Policy, key string) (Usage, err
 	if err != nil {
 		return Usage{}, err
 	}
-	var (
-		v    verdict
-		used int64
-	)
-	now := l.clock()
-	switch {
-	case l.gcra != nil:
-		v, used = l.gcra.get(r, key, now)
-	case l.fixed != nil:
-		v, used = l.fixed.get(r, key, now)
-	default:
-		v, used = l.sliding.get(r, key, now)
-	}
+	v, used := l.keys.get(r, key, l.clock())
 	return Usage{Used: used, Remaining: v.remaining, ResetAfter: v.reset, Policy: r.policy}, nil
 }
 
@@ -94,15 +70,7 @@ func (l *MemoryLimiter) Set(_ context.Context, p Policy, key string, used int64)
 	if used < 0 || used > r.capacity {
 		return fmt.Errorf("%w: used=%d, %v", ErrInvalidUsage, used, capacityText(r.policy))
 	}
-	now := l.clock()
-	switch {
-	case l.gcra != nil:
-		l.gcra.set(r, key, now, used)
-	case l.fixed != nil:
-		l.fixed.set(r, key, now, used)
-	default:
-		l.sliding.set(r, key, now, used)
-	}
+	l.keys.set(r, key, l.clock(), used)
 	return nil
 }
 

@@ -14,15 +14,15 @@ import (
 // shards, each an open-addressing table that readers search without any lock.
 //
 // Why not a map under a sync.RWMutex (the usual design, and this package's
-// first): on the request path a read lock is two atomic writes to a word
-// that every reader of the shard shares, and the map hashes the key a second
-// time after the shard was chosen. Here a lookup hashes once, reads the
-// table with atomic loads only, and the one write on the path is the key's
-// own CompareAndSwap. Counted with callgrind (a fixed number of decisions on
-// one key and on 100,000 keys, setup subtracted), the map design took 705
-// and 728 instructions per token-bucket decision, this one with the verdict
-// plumbing of decision.go 562 and 588; wall-clock runs on the shared 2-core
-// machine were too noisy (±50%) to separate them.
+// first), or a sync.Map: a read lock and its unlock are two atomic writes
+// to a word that every reader of the shard shares, so on one hot key every
+// decision writes that cache line besides the key's state; and a sync.Map
+// is a trie, several dependent loads deep at 100,000 keys, with nearly
+// twice the memory per key. Here a decision
+// for a present key hashes once, reads the table with atomic loads only
+// (a slot, the entry, the key's bytes), and the one write on the path is
+// the key's own CompareAndSwap. BenchmarkRegistry measures the three side
+// by side; benchmarks/README.md has the figures.
 //
 // Writers (a new key, eviction, Reset, the janitor) take the shard's mutex.
 // Removing a key that readers may be holding is safe because the state is
@@ -30,6 +30,16 @@ import (
 // that found the entry before it was removed fails its CompareAndSwap, sees
 // the entry is retired and takes the slow path, which finds the key gone and
 // inserts a fresh one.
+
+// keys is what a MemoryLimiter asks of its registry beyond decisions, for
+// any algorithm.
+type keys interface {
+	reset(key string, now int64)
+	set(r *rule, key string, now, used int64)
+	get(r *rule, key string, now int64) (verdict, int64)
+	len() int
+	sweep(now int64)
+}
 
 // stateOf is what the registry needs of a per-key state type.
 type stateOf[S any] interface {
@@ -123,7 +133,8 @@ type shard[S any] struct {
 	// policy, so that eviction never hands back quota. Under mu; at most
 	// maxHeirs, the idle ones dropped by sweep.
 	inherited []heir[S]
-	_         [16]byte // one shard per 64-byte cache line
+	// 64 bytes in all, one cache line: a writer of one shard does not
+	// evict its neighbours' table pointers from the readers' caches.
 }
 
 // heir is a shard's inherited state for one policy.
@@ -205,36 +216,27 @@ func lookup[S any](t *table[S], h uint64, key string) (*slot[S], *entry[S]) {
 	}
 }
 
-// decide applies a request under r, the rule of the call: the key's own
-// state when it was last decided under the same policy (the fast path: no
-// lock, no allocation), or else, under the shard's mutex, a state converted
-// from it.
-func (g *registry[S, P]) decide(r *rule, key string, now, n int64, consume bool) verdict {
+// decide applies a request under the rule of the call: r, or, when r is
+// nil, the rule of p, a policy given with the call (AllowPolicy). On the
+// fast path, for a key last decided under the same policy, it takes no
+// lock and allocates nothing, and p is only compared with the key's
+// policy: p's rule is looked up (resolve) only when they differ or the key
+// is new. Otherwise, under the shard's mutex, the key's state is converted
+// to the call's rule (decideLocked). It returns the rule the verdict was
+// decided under; the error is resolve's.
+func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
 	h := g.hash(key)
 	sh := &g.shards[h>>g.shift]
-	if _, e := lookup(sh.table.Load(), h, key); e != nil && sameRule(e.rule, r) {
-		if d, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
-			return d
-		}
-	}
-	return g.decideLocked(sh, h, r, key, now, n, consume)
-}
-
-// decidePolicy is decide for a policy given with the call: on the fast path
-// the policy is only compared with the key's, and the rule is looked up
-// (resolve) only when they differ or the key is new. It returns the rule
-// the verdict was decided under.
-func (g *registry[S, P]) decidePolicy(p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	if _, e := lookup(sh.table.Load(), h, key); e != nil && e.rule.policy == *p {
+	if _, e := lookup(sh.table.Load(), h, key); e != nil && (e.rule == r || e.rule.policy == *p) {
 		if d, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
 			return d, e.rule, nil
 		}
 	}
-	r, err := g.resolve(*p)
-	if err != nil {
-		return verdict{}, nil, err
+	if r == nil {
+		var err error
+		if r, err = g.resolve(*p); err != nil {
+			return verdict{}, nil, err
+		}
 	}
 	return g.decideLocked(sh, h, r, key, now, n, consume), r, nil
 }
@@ -318,7 +320,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 		for _, h := range sh.inherited {
 			wait = min(wait, max(P(h.state).untilIdle(h.rule, now), 1))
 		}
-		return verdict{reset: time.Duration(wait), retry: time.Duration(wait)}
+		return verdict{reset: time.Duration(wait), wait: time.Duration(wait)}
 	}
 	var c S
 	P(&c).init(r)

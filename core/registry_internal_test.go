@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
 	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
@@ -429,7 +430,7 @@ func TestFixedWindowClockStepsBackIntoTheStoredWindow(t *testing.T) {
 	assert.Equal(t, time.Duration(end-back), v.reset, "counted in the stored window")
 	v, _ = s.decide(&r, back, 1, true)
 	assert.False(t, v.allowed, "the stored window is full")
-	assert.Equal(t, time.Duration(end-back), v.retry)
+	assert.Equal(t, time.Duration(end-back), v.wait)
 	v, _ = s.decide(&r, at, 1, true)
 	assert.False(t, v.allowed, "back at the original time: still full")
 	v, _ = s.decide(&r, end, 1, true)
@@ -549,4 +550,8 @@ func TestMakeRoomRetriesALostCompareAndSwap(t *testing.T) {
 			assert.Equal(t, int64(5), h.Remaining, "heavy kept")
 		})
 	}
+}
+
+func TestShardIsOneCacheLine(t *testing.T) {
+	assert.Equal(t, uintptr(64), unsafe.Sizeof(shard[gcraState]{}))
 }

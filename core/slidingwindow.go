@@ -78,7 +78,7 @@ func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, boo
 	if trailing+n > r.limit || all+n > r.cap2 {
 		d.remaining = r.remaining(trailing, all)
 		d.reset = s.untilFull(r, now)
-		d.retry = s.untilAdmits(r, now, n)
+		d.wait = s.untilAdmits(r, now, n)
 		return d, true
 	}
 	d.allowed = true
@@ -106,12 +106,16 @@ func (s *slidingState) untilFull(r *rule, now int64) time.Duration {
 	if s.total == 0 {
 		return 0
 	}
-	m := s.head
-	for s.counts[m%r.ring] == 0 {
+	m, i := s.head, s.head%r.ring // bucket m is counts[i]
+	for s.counts[i] == 0 {
 		m--
+		if i == 0 {
+			i = r.ring
+		}
+		i--
 	}
 	end := m + r.buckets
-	if int64(s.counts[m%r.ring]) > r.cap2-r.limit {
+	if int64(s.counts[i]) > r.cap2-r.limit {
 		end++
 	}
 	return durationNs(end*r.interval - now)
@@ -123,10 +127,14 @@ func (s *slidingState) untilFull(r *rule, now int64) time.Duration {
 func (s *slidingState) untilAdmits(r *rule, now, n int64) time.Duration {
 	trailing, all := s.sums(r)
 	// At bucket head+j, bucket head-B+j-1 leaves the B+1 sum and bucket
-	// head-B+j leaves the trailing sum.
+	// head-B+j leaves the trailing sum. Bucket head-B is counts[i].
+	i := (s.head + 1) % r.ring
 	for j := int64(1); j < r.ring; j++ {
-		all -= int64(s.counts[(s.head-r.buckets+j-1+r.ring*2)%r.ring])
-		trailing -= int64(s.counts[(s.head-r.buckets+j+r.ring*2)%r.ring])
+		all -= int64(s.counts[i])
+		if i++; i == r.ring {
+			i = 0
+		}
+		trailing -= int64(s.counts[i])
 		if trailing+n <= r.limit && all+n <= r.cap2 {
 			return durationNs((s.head+j)*r.interval - now)
 		}

@@ -41,7 +41,7 @@ func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, bool) 
 		if next-now > r.tau {
 			d.remaining = max(0, (r.tau-(base-now))/r.interval)
 			d.reset = durationNs(base - now)
-			d.retry = durationNs(next - r.tau - now)
+			d.wait = durationNs(next - r.tau - now)
 			return d, true
 		}
 		d.allowed = true
@@ -56,7 +56,7 @@ func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, bool) 
 			if r.delay {
 				// Leaky bucket: the request leaves when the ones
 				// queued before it have left.
-				d.delay = durationNs(base - now)
+				d.wait = durationNs(base - now)
 			}
 			return d, true
 		}

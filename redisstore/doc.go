@@ -340,7 +340,9 @@
 // one given to AllowPolicy), without an error, its Decision marked
 // core.SourceFallback, which the adapters' hooks see and count. So keys
 // stay limited, each app server on its own: N app servers admit up to N
-// times the limit in all while Redis is away. A denial in the deny cache
+// times the limit in all while Redis is away, and, in a window that spans
+// the outage, what Redis admitted besides (up to N+1 times the limit),
+// since neither side sees the other's count. A denial in the deny cache
 // still answers first: it is Redis's own. Peek answers as the next unit
 // AllowN would. The two states stay apart: when the breaker closes,
 // Redis's state resumes, and what only the fallback counted is not written

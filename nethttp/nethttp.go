@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
@@ -290,6 +291,10 @@ func (e *Engine) failure(w http.ResponseWriter, ev Event) *Rejection {
 	}
 	ev.Outcome = OutcomeFailedClosed
 	e.emit(ev)
+	var known interface{ RetryAfter() time.Duration }
+	if errors.As(ev.Err, &known) && known.RetryAfter() > 0 {
+		w.Header().Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(known.RetryAfter()), 1), 10))
+	}
 	return &Rejection{Status: http.StatusServiceUnavailable, Decision: ev.Decision, Err: ev.Err, kind: kindStore}
 }
 

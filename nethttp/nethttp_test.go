@@ -323,6 +323,15 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedClosed}, outcomes(events))
 		assert.ErrorIs(t, events[0].Err, secret)
 	})
+	t.Run("fails closed with Retry-After when the error says when to retry", func(t *testing.T) {
+		knows := coretest.Failing{P: broken.P, Err: retryError{1500 * time.Millisecond}}
+		w := get(wrap(t, knows, nethttp.WithFailClosed()), "")
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+		assert.Equal(t, []string{"2"}, w.Result().Header.Values(nethttp.HeaderRetryAfter))
+		assert.Empty(t, get(wrap(t, knows), "").Result().Header.Values(nethttp.HeaderRetryAfter), "failing open")
+		unknown := coretest.Failing{P: broken.P, Err: retryError{0}}
+		assert.Empty(t, get(wrap(t, unknown, nethttp.WithFailClosed()), "").Result().Header.Values(nethttp.HeaderRetryAfter))
+	})
 	t.Run("treats a closed limiter as a failure", func(t *testing.T) {
 		lim, err := core.New(core.FixedWindow(10, time.Second))
 		require.NoError(t, err)
@@ -724,3 +733,10 @@ func TestRendererWritesEveryFieldOfADenial(t *testing.T) {
 		"RateLimit":             `"per-ip";r=0;t=6`,
 	}, got)
 }
+
+// retryError is a store error that says when to retry, as the Redis
+// store's do while its circuit breaker is open.
+type retryError struct{ after time.Duration }
+
+func (e retryError) Error() string             { return "store down" }
+func (e retryError) RetryAfter() time.Duration { return e.after }

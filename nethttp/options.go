@@ -103,7 +103,9 @@ func WithSkip(f func(*http.Request) bool) Option {
 // down. Either way the response carries only what is known of the limit
 // (X-RateLimit-Limit, RateLimit-Policy), the hooks get the error
 // ([OutcomeFailedOpen] or [OutcomeFailedClosed]) and the client never sees
-// its text. An error caused by the request's own context ending (the client
+// its text. The 503 carries Retry-After when the error says when to retry:
+// when it has a method RetryAfter() time.Duration returning more than 0, as
+// the Redis store's errors do while its circuit breaker is open. An error caused by the request's own context ending (the client
 // went away) is not a failure: see [OutcomeCanceled].
 func WithFailClosed() Option {
 	return func(c *config) { c.failClosed = true }

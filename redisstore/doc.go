@@ -290,7 +290,10 @@
 //     answer within the timeout) or the circuit breaker kept the call from
 //     it: the error wraps ErrUnavailable and the cause (for the timeout,
 //     context.DeadlineExceeded), and, for the breaker, ErrBreakerOpen and
-//     the failure that opened it. This is a store failure.
+//     the failure that opened it; the breaker's error also has a method
+//     RetryAfter() time.Duration, the time until it lets a probe through,
+//     which nethttp.WithFailClosed sends as Retry-After. This is a store
+//     failure.
 //   - The call's context ended first (the client hung up, the request's
 //     own deadline passed): the error wraps ctx.Err(), context.Canceled
 //     or context.DeadlineExceeded, and never ErrUnavailable. This is not a

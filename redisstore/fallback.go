@@ -150,7 +150,14 @@ func (l *Limiter) fallback(ctx context.Context, op string, ps *pspec, p *core.Po
 
 // openError is the error of a call the open breaker kept from Redis:
 // ErrBreakerOpen and the failure that opened it.
-type openError struct{ cause error }
+type openError struct {
+	cause error
+	retry time.Duration // until the breaker lets a probe through; 0: unknown
+}
+
+// RetryAfter is how long until the breaker lets a call through to Redis
+// again, for a fail-closed answer's Retry-After (see nethttp.WithFailClosed).
+func (e openError) RetryAfter() time.Duration { return e.retry }
 
 func (e openError) Error() string {
 	return "circuit breaker open, Redis not called (last failure: " + e.cause.Error() + ")"
@@ -297,7 +304,11 @@ func (b *breaker) refused(op string) error {
 	if c := b.cause.Load(); c != nil {
 		cause = *c
 	}
-	return &storeError{op: op, err: openError{cause}}
+	var retry time.Duration
+	if b.state() == BreakerOpen {
+		retry = time.Duration(max(b.probeAt.Load()-b.now(), 0))
+	}
+	return &storeError{op: op, err: openError{cause: cause, retry: retry}}
 }
 
 // change moves the breaker from the state in w to to, under mu, and

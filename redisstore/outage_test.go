@@ -299,3 +299,41 @@ func TestStartWhileRedisIsDown(t *testing.T) {
 	assert.Equal(t, core.SourceStore, d.Source)
 	assert.Equal(t, int64(99), d.Remaining)
 }
+
+// TestFailClosedSaysWhenTheBreakerProbes: with WithoutFallback and
+// nethttp.WithFailClosed, a request the open breaker kept from Redis is
+// answered 503 with Retry-After, the whole seconds until the breaker lets a
+// probe through; the call that failed before it opened carries none (when
+// Redis will answer is not known).
+func TestFailClosedSaysWhenTheBreakerProbes(t *testing.T) {
+	clock := coretest.NewClock(coretest.Epoch)
+	rdb := redis.NewClient(&redis.Options{Addr: refusingAddr(t)})
+	t.Cleanup(func() { _ = rdb.Close() })
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), withClock(clock.Now),
+		WithoutFallback(), WithBreakerFailures(1), WithBreakerProbeInterval(10*time.Second))
+	srv := httptest.NewServer(nethttp.Middleware(lim, nethttp.WithFailClosed())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	t.Cleanup(srv.Close)
+	get := func() *http.Response {
+		resp, err := srv.Client().Get(srv.URL)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp
+	}
+
+	resp := get() // refused: opens the breaker
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Empty(t, resp.Header.Values("Retry-After"))
+	assert.Equal(t, BreakerOpen, lim.BreakerState())
+
+	resp = get()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, []string{"10"}, resp.Header.Values("Retry-After"))
+	clock.Advance(8500 * time.Millisecond)
+	assert.Equal(t, []string{"2"}, get().Header.Values("Retry-After"))
+
+	_, err := lim.Allow(context.Background(), "k")
+	var retry interface{ RetryAfter() time.Duration }
+	require.ErrorAs(t, err, &retry)
+	assert.Equal(t, 1500*time.Millisecond, retry.RetryAfter())
+	assert.ErrorIs(t, err, ErrBreakerOpen)
+}

@@ -284,7 +284,9 @@ func (e *Engine) failure(w http.ResponseWriter, ev Event) *Rejection {
 	if ev.Decision.Policy != (core.Policy{}) {
 		e.rendererFor(ev.Decision.Policy).writeKnown(w.Header(), ev.Decision.Limit)
 	}
-	if e.cfg.dryRun || !e.cfg.failClosed {
+	// A limiter used after its Close is a mistake of the program, not an
+	// outage: answered 503 whatever the failure policy, never unlimited.
+	if e.cfg.dryRun || !e.cfg.failClosed && !errors.Is(ev.Err, core.ErrClosed) {
 		ev.Outcome = OutcomeFailedOpen
 		e.emit(ev)
 		return nil

@@ -332,12 +332,15 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 		unknown := coretest.Failing{P: broken.P, Err: retryError{0}}
 		assert.Empty(t, get(wrap(t, unknown, nethttp.WithFailClosed()), "").Result().Header.Values(nethttp.HeaderRetryAfter))
 	})
-	t.Run("treats a closed limiter as a failure", func(t *testing.T) {
+	t.Run("never serves unlimited through a closed limiter", func(t *testing.T) {
 		lim, err := core.New(core.FixedWindow(10, time.Second))
 		require.NoError(t, err)
 		require.NoError(t, lim.Close())
+		var events []nethttp.Event
 		assert.Equal(t, http.StatusServiceUnavailable, get(wrap(t, lim, nethttp.WithFailClosed()), "").Code)
-		assert.Equal(t, http.StatusOK, get(wrap(t, lim), "").Code)
+		assert.Equal(t, http.StatusServiceUnavailable, get(wrap(t, lim, recorder(&events)), "").Code, "failing open")
+		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedClosed}, outcomes(events))
+		assert.ErrorIs(t, events[0].Err, core.ErrClosed)
 	})
 }
 

@@ -106,7 +106,9 @@ func WithSkip(f func(*http.Request) bool) Option {
 // its text. The 503 carries Retry-After when the error says when to retry:
 // when it has a method RetryAfter() time.Duration returning more than 0, as
 // the Redis store's errors do while its circuit breaker is open. An error caused by the request's own context ending (the client
-// went away) is not a failure: see [OutcomeCanceled].
+// went away) is not a failure: see [OutcomeCanceled]. A limiter used after
+// its Close ([core.ErrClosed]) is answered 503 whatever the failure policy:
+// it is a mistake of the program, which must not quietly stop limiting.
 func WithFailClosed() Option {
 	return func(c *config) { c.failClosed = true }
 }

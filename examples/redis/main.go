@@ -1,14 +1,16 @@
 // Command redis shows one limit shared by two app servers through one
 // Redis: it starts two HTTP servers on two loopback ports, each with its own
 // Redis client and limiter (as two processes would have), sends requests to
-// them in turn, and prints that together they admitted exactly the limit.
+// them in turn, prints that together they admitted exactly the limit, and
+// then keeps serving until interrupted, for you to try with curl:
 //
 //	go run ./examples/redis                        # Redis on 127.0.0.1:6379
 //	go run ./examples/redis -redis 127.0.0.1:6380  # or REDIS_ADDR=...
+//	curl -i http://127.0.0.1:8081/                 # app server A (-a); B is on 8082 (-b)
 //
-// With Debian's redis-server installed, `redis-server --port 6380 --save ""`
-// in another terminal is enough. Each run uses keys of its own, which Redis
-// expires a minute later.
+// It starts no Redis itself. With Debian's redis-server installed,
+// `redis-server --port 6380 --save ""` in another terminal is enough. Each
+// run uses keys of its own, which Redis expires a minute later.
 //
 // It checks Redis at startup with a Ping bounded by a timeout, as a server
 // should: redisstore.New does not contact Redis. A real server would log
@@ -27,6 +29,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,14 +47,20 @@ func main() {
 	}
 	flag.StringVar(&addr, "redis", addr, "Redis `address` (default: $REDIS_ADDR, else 127.0.0.1:6379)")
 	limit := flag.Int64("limit", 10, "requests per minute per client, shared by both servers")
-	requests := flag.Int("requests", 30, "requests to send, alternating between the servers")
+	requests := flag.Int("requests", 30, "requests to send, alternating between the servers, before serving")
+	listenA := flag.String("a", "127.0.0.1:8081", "`address` of app server A")
+	listenB := flag.String("b", "127.0.0.1:8082", "`address` of app server B")
 	flag.Parse()
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := run(ctx, os.Stdout, addr, *limit, *requests); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	servers, err := run(ctx, os.Stdout, addr, *limit, *requests, *listenA, *listenB)
+	if err != nil {
 		log.Fatal(err)
 	}
+	defer closeAll(servers)
+	fmt.Printf("\nserving until interrupted: curl -i %s\n", servers[0].url)
+	<-ctx.Done()
 }
 
 // appServer is one app server: its own Redis client and limiter in front
@@ -63,8 +73,8 @@ type appServer struct {
 	srv  *http.Server
 }
 
-func startAppServer(name, redisAddr, prefix string, p core.Policy) (*appServer, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
+func startAppServer(name, listen, redisAddr, prefix string, p core.Policy) (*appServer, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	lim, err := redisstore.New(rdb, p, redisstore.WithPrefix(prefix),
 		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
 			log.Printf("app server %s: Redis breaker %v -> %v: %v", name, c.From, c.To, c.Err)
@@ -74,7 +84,7 @@ func startAppServer(name, redisAddr, prefix string, p core.Policy) (*appServer, 
 		return nil, err
 	}
 	mw := nethttp.Middleware(lim)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		_ = lim.Close()
 		_ = rdb.Close()
@@ -97,31 +107,39 @@ func (a *appServer) close() {
 	_ = a.rdb.Close()
 }
 
-// run starts the two app servers, sends requests alternately and reports
-// to out. It returns an error if Redis cannot be reached or if the servers
-// together admitted anything but the limit.
-func run(ctx context.Context, out io.Writer, redisAddr string, limit int64, requests int) error {
+func closeAll(servers []*appServer) {
+	for _, a := range servers {
+		a.close()
+	}
+}
+
+// run starts the two app servers on listen (A, then B), sends requests
+// alternately and reports to out, and returns the servers, still serving.
+// It returns an error (and closes them) if Redis cannot be reached or if
+// the servers together admitted anything but the limit.
+func run(ctx context.Context, out io.Writer, redisAddr string, limit int64, requests int, listen ...string) ([]*appServer, error) {
 	probe := redis.NewClient(&redis.Options{Addr: redisAddr})
 	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err := probe.Ping(pingCtx).Err()
 	cancel()
 	_ = probe.Close()
 	if err != nil {
-		return fmt.Errorf("no Redis at %s (start one, or pass -redis / REDIS_ADDR): %w", redisAddr, err)
+		return nil, fmt.Errorf("no Redis at %s (start one, or pass -redis / REDIS_ADDR): %w", redisAddr, err)
 	}
 
 	p := core.TokenBucket(limit, time.Minute).WithName("shared")
 	prefix := fmt.Sprintf("example-redis-%d", time.Now().UnixNano()) // this run's own keys
 	var servers []*appServer
+	ok := false
 	defer func() {
-		for _, a := range servers {
-			a.close()
+		if !ok {
+			closeAll(servers)
 		}
 	}()
-	for _, name := range []string{"A", "B"} {
-		a, err := startAppServer(name, redisAddr, prefix, p)
+	for i, name := range []string{"A", "B"} {
+		a, err := startAppServer(name, listen[i], redisAddr, prefix, p)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		servers = append(servers, a)
 		fmt.Fprintf(out, "app server %s on %s\n", name, a.url)
@@ -135,11 +153,11 @@ func run(ctx context.Context, out io.Writer, redisAddr string, limit int64, requ
 		a := servers[i%len(servers)]
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
@@ -149,7 +167,7 @@ func run(ctx context.Context, out io.Writer, redisAddr string, limit int64, requ
 			total++
 		case http.StatusTooManyRequests:
 		default:
-			return fmt.Errorf("server %s answered %s", a.name, resp.Status)
+			return nil, fmt.Errorf("server %s answered %s", a.name, resp.Status)
 		}
 		fmt.Fprintf(out, "request %2d -> server %s: %d  X-RateLimit-Remaining: %s\n",
 			i+1, a.name, resp.StatusCode, resp.Header.Get("X-RateLimit-Remaining"))
@@ -158,8 +176,9 @@ func run(ctx context.Context, out io.Writer, redisAddr string, limit int64, requ
 		total, requests, admitted["A"], admitted["B"], limit)
 	if want := min(int64(requests), limit); int64(total) != want {
 		fmt.Fprintln(out, "the limit did NOT hold")
-		return errors.New("the shared limit did not hold")
+		return nil, errors.New("the shared limit did not hold")
 	}
 	fmt.Fprintln(out, "the limit held across both servers")
-	return nil
+	ok = true
+	return servers, nil
 }

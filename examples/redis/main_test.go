@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +18,23 @@ func TestTwoServersShareOneLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out strings.Builder
-	require.NoError(t, run(ctx, &out, addr, 10, 30), out.String())
+	servers, err := run(ctx, &out, addr, 10, 30, "127.0.0.1:0", "127.0.0.1:0")
+	require.NoError(t, err, out.String())
+	defer closeAll(servers)
+	// Still serving, for curl: the shared limit is spent on both.
+	for _, a := range servers {
+		resp, err := http.Get(a.url)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, a.name)
+	}
 	assert.Contains(t, out.String(), "admitted 10 of 30 (server A 5, server B 5) with a limit of 10: the limit held across both servers")
 	assert.Equal(t, 10, strings.Count(out.String(), ": 200 "))
 	assert.Equal(t, 20, strings.Count(out.String(), ": 429 "))
 }
 
 func TestNoRedis(t *testing.T) {
-	err := run(context.Background(), &strings.Builder{}, "127.0.0.1:1", 10, 30)
+	_, err := run(context.Background(), &strings.Builder{}, "127.0.0.1:1", 10, 30, "127.0.0.1:0", "127.0.0.1:0")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no Redis at 127.0.0.1:1")
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
-	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
 )
 
 // request is one call of a batch: cost n, or Peek for n == 0.

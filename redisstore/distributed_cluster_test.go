@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
-	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
 )
 
 // TestDistributedExactnessCluster is TestDistributedExactness on a Redis

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
-	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
 )
 
 // TestDistributedExactness plays 8 app servers (8 limiters, each with its

@@ -1,4 +1,4 @@
-// Module redisstore: the Redis store (and redisstore/redistest).
+// Module redisstore: the Redis store.
 //
 // go 1.25: the floor set by the root module; go-redis v9.22.0 needs 1.24.
 // go-redis v9.22.0 is the newest v9 that Go 1.25 can build: v9.23.0 declares

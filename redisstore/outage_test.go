@@ -19,7 +19,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/nethttp"
-	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
 )
 
 // refusingAddr returns the address of a stopped redis-server: its port

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/redisstore/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
 )
 
 // ops are the limiter's calls that go to Redis, each returning its error.

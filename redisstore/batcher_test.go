@@ -179,7 +179,7 @@ func testBatch(t *testing.T, rdb redis.UniversalClient, rec *recorder) {
 	t.Run("concurrent calls share script calls and stay exact", func(t *testing.T) {
 		p := core.FixedWindow(100, time.Hour)
 		clock := coretest.NewClock(coretest.Epoch)
-		lim := newLimiter(t, rdb, p, withClock(clock.Now), WithoutDenyCache())
+		lim := newLimiter(t, rdb, p, withClock(clock.Now), WithDenyCacheSize(0))
 		const callers, each = 64, 20
 		sent := rec.commands.Load()
 		var admitted atomic.Int64

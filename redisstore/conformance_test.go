@@ -42,7 +42,7 @@ func (s storeSource) AllowN(ctx context.Context, key string, n int64) (core.Deci
 func TestConformance(t *testing.T) {
 	rdb := newClient(t, redistest.Addr(t))
 	t.Run("with the deny cache", func(t *testing.T) { conformance(t, rdb) })
-	t.Run("without the deny cache", func(t *testing.T) { conformance(t, rdb, WithoutDenyCache()) })
+	t.Run("without the deny cache", func(t *testing.T) { conformance(t, rdb, WithDenyCacheSize(0)) })
 }
 
 // TestMatchesMemory drives random schedules through the Redis limiter and

@@ -29,7 +29,7 @@ func TestDenyCache(t *testing.T) {
 		addHook(c, rec)
 		prefix := WithPrefix(testPrefix())
 		lim := newLimiter(t, c, p, append([]Option{prefix, withClock(clock.Now)}, opts...)...)
-		ref := newLimiter(t, newClient(t, addr), p, prefix, withClock(clock.Now), WithoutDenyCache())
+		ref := newLimiter(t, newClient(t, addr), p, prefix, withClock(clock.Now), WithDenyCacheSize(0))
 		return lim, rec, ref, clock
 	}
 
@@ -108,7 +108,7 @@ func TestDenyCache(t *testing.T) {
 	})
 
 	t.Run("switched off, every call is a round trip", func(t *testing.T) {
-		lim, rec, _, _ := setup(t, WithoutDenyCache())
+		lim, rec, _, _ := setup(t, WithDenyCacheSize(0))
 		for range 10 {
 			_, err := lim.Allow(ctx, "k")
 			require.NoError(t, err)

@@ -13,8 +13,8 @@ import (
 
 // Defaults of the circuit breaker (see "Outages" in the package docs).
 const (
-	DefaultBreakerFailures      = 5
-	DefaultBreakerProbeInterval = time.Second
+	defaultBreakerFailures      = 5
+	defaultBreakerProbeInterval = time.Second
 )
 
 // ErrBreakerOpen is wrapped, with ErrUnavailable and the error of the
@@ -112,9 +112,6 @@ type BreakerChange struct {
 	// (half-open to closed).
 	Err error
 }
-
-// BreakerState returns the state of the limiter's circuit breaker.
-func (l *Limiter) BreakerState() BreakerState { return l.br.state() }
 
 // newFallback returns the local fallback: an in-memory limiter of l's
 // policy, on the test clock now when there is one (withClock).

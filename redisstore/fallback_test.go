@@ -265,7 +265,7 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 		srcs, _ := round("up")
 		assert.Equal(t, all(core.SourceStore, callers), srcs)
 	}
-	require.Equal(t, BreakerClosed, lim.BreakerState())
+	require.Equal(t, BreakerClosed, lim.br.state())
 
 	srv.Stop()
 	// Two rounds of failures, 8 in all: each call is decided by the
@@ -273,13 +273,13 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	for i := range 2 {
 		srcs, _ := round("down")
 		assert.Equal(t, fromFallback, srcs)
-		require.Equal(t, BreakerClosed, lim.BreakerState(), "after %d failures", (i+1)*callers)
+		require.Equal(t, BreakerClosed, lim.br.state(), "after %d failures", (i+1)*callers)
 	}
 	assert.Empty(t, changes.path())
 	// The third round brings the failures to 10: open.
 	srcs, _ := round("down")
 	assert.Equal(t, fromFallback, srcs)
-	require.Equal(t, BreakerOpen, lim.BreakerState())
+	require.Equal(t, BreakerOpen, lim.br.state())
 	require.Equal(t, []string{"closed->open (error)"}, changes.path())
 	assert.Contains(t, changes.last().Err.Error(), "redisstore: AllowN")
 
@@ -294,7 +294,7 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	clock.Advance(interval)
 	srcs, _ = round("probe1")
 	assert.Equal(t, fromFallback, srcs)
-	require.Equal(t, BreakerOpen, lim.BreakerState())
+	require.Equal(t, BreakerOpen, lim.br.state())
 	assert.Equal(t, []string{"closed->open (error)", "open->half-open", "half-open->open (error)"}, changes.path())
 	srcs, _ = round("open") // no second probe within the interval
 	assert.Equal(t, fromFallback, srcs)
@@ -305,7 +305,7 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	assert.Zero(t, calls.sent("open"))
 	clock.Advance(interval)
 	round("probe2")
-	require.Equal(t, BreakerClosed, lim.BreakerState())
+	require.Equal(t, BreakerClosed, lim.br.state())
 	assert.Equal(t, []string{
 		"closed->open (error)", "open->half-open", "half-open->open (error)",
 		"open->half-open", "half-open->closed",
@@ -378,7 +378,7 @@ func TestFallbackWhenRedisIsSlow(t *testing.T) {
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.GreaterOrEqual(t, time.Since(start), timeout, "call %d waited for Redis", i)
 	}
-	require.Equal(t, BreakerOpen, lim.BreakerState())
+	require.Equal(t, BreakerOpen, lim.br.state())
 	assert.ErrorIs(t, changes.last().Err, context.DeadlineExceeded)
 
 	sent := calls.n.Load()
@@ -395,12 +395,12 @@ func TestFallbackWhenRedisIsSlow(t *testing.T) {
 	// The replies the relay holds pass at once: the two round trips of
 	// "trips" end, and the probe is sent rather than queued behind them.
 	relay.SetDelay(0)
-	clock.Advance(DefaultBreakerProbeInterval)
+	clock.Advance(defaultBreakerProbeInterval)
 	d, err := lim.Peek(ctx, "resumes") // the probe
 	require.NoError(t, err)
 	assert.Equal(t, core.SourceStore, d.Source)
 	assert.Equal(t, shared.Burst-3, d.Remaining, "Redis's state from before the outage, without the fallback's")
-	assert.Equal(t, BreakerClosed, lim.BreakerState())
+	assert.Equal(t, BreakerClosed, lim.br.state())
 	assert.Equal(t, []string{"closed->open (error)", "open->half-open", "half-open->closed"}, changes.path())
 }
 
@@ -436,7 +436,7 @@ func (s *breakerSetup) open(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	require.Equal(t, BreakerOpen, s.lim.BreakerState())
+	require.Equal(t, BreakerOpen, s.lim.br.state())
 }
 
 func TestBreaker(t *testing.T) {
@@ -447,14 +447,14 @@ func TestBreaker(t *testing.T) {
 		s := newBreakerSetup(t, p)
 		s.calls.fail.Store(true)
 		for i := range 3 {
-			require.Equal(t, BreakerClosed, s.lim.BreakerState(), "after %d failures", i)
+			require.Equal(t, BreakerClosed, s.lim.br.state(), "after %d failures", i)
 			d, err := s.lim.Allow(ctx, "k")
 			require.NoError(t, err)
 			assert.Equal(t, core.SourceFallback, d.Source)
 			assert.True(t, d.Allowed)
 			assert.Equal(t, int64(5-i-1), d.Remaining, "the fallback's count")
 		}
-		assert.Equal(t, BreakerOpen, s.lim.BreakerState())
+		assert.Equal(t, BreakerOpen, s.lim.br.state())
 		assert.Equal(t, int64(3), s.calls.n.Load())
 		require.Equal(t, []string{"closed->open (error)"}, s.changes.path())
 		assert.ErrorIs(t, s.changes.last().Err, errInjected)
@@ -468,11 +468,11 @@ func TestBreaker(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, fail, d.Source == core.SourceFallback)
 		}
-		assert.Equal(t, BreakerClosed, s.lim.BreakerState())
+		assert.Equal(t, BreakerClosed, s.lim.br.state())
 		assert.Empty(t, s.changes.path())
 		_, err := s.lim.Allow(ctx, "k")
 		require.NoError(t, err)
-		assert.Equal(t, BreakerOpen, s.lim.BreakerState())
+		assert.Equal(t, BreakerOpen, s.lim.br.state())
 	})
 
 	t.Run("probes once per interval and closes when a probe succeeds", func(t *testing.T) {
@@ -489,7 +489,7 @@ func TestBreaker(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.Equal(t, sent+1, s.calls.n.Load())
-		assert.Equal(t, BreakerOpen, s.lim.BreakerState())
+		assert.Equal(t, BreakerOpen, s.lim.br.state())
 
 		s.calls.fail.Store(false)
 		s.clock.Advance(breakerTestInterval - time.Nanosecond)
@@ -500,7 +500,7 @@ func TestBreaker(t *testing.T) {
 		d, err = s.lim.Allow(ctx, "k") // the probe succeeds
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceStore, d.Source)
-		assert.Equal(t, BreakerClosed, s.lim.BreakerState())
+		assert.Equal(t, BreakerClosed, s.lim.br.state())
 		assert.Equal(t, []string{"closed->open (error)", "open->half-open", "half-open->open (error)", "open->half-open", "half-open->closed"}, s.changes.path())
 	})
 
@@ -521,7 +521,7 @@ func TestBreaker(t *testing.T) {
 		for s.calls.n.Load() == sent { // until the probe has reached the client
 			time.Sleep(time.Millisecond)
 		}
-		require.Equal(t, BreakerHalfOpen, s.lim.BreakerState())
+		require.Equal(t, BreakerHalfOpen, s.lim.br.state())
 		for range 20 {
 			d, err := s.lim.Allow(ctx, "k")
 			require.NoError(t, err)
@@ -533,7 +533,7 @@ func TestBreaker(t *testing.T) {
 		assert.Equal(t, sent+1, s.calls.n.Load(), "only the probe went to Redis")
 		close(hold)
 		assert.Equal(t, core.SourceStore, (<-probe).Source)
-		assert.Equal(t, BreakerClosed, s.lim.BreakerState())
+		assert.Equal(t, BreakerClosed, s.lim.br.state())
 	})
 
 	t.Run("a caller's own cancellation or deadline is not a failure", func(t *testing.T) {
@@ -561,7 +561,7 @@ func TestBreaker(t *testing.T) {
 			cancel()
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 		}
-		assert.Equal(t, BreakerClosed, s.lim.BreakerState())
+		assert.Equal(t, BreakerClosed, s.lim.br.state())
 		assert.Empty(t, s.changes.path())
 	})
 
@@ -576,7 +576,7 @@ func TestBreaker(t *testing.T) {
 		defer cancel()
 		_, err := s.lim.Allow(short, "k")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Equal(t, BreakerHalfOpen, s.lim.BreakerState())
+		assert.Equal(t, BreakerHalfOpen, s.lim.br.state())
 
 		s.calls.hold.Store(nil)
 		s.calls.fail.Store(false)
@@ -605,7 +605,7 @@ func TestBreaker(t *testing.T) {
 			assert.Equal(t, time.Hour-breakerTestInterval, d.RetryAfter, "Redis's denial, from the cache")
 		}
 		assert.Equal(t, sent, s.calls.n.Load())
-		assert.Equal(t, BreakerOpen, s.lim.BreakerState(), "no probe")
+		assert.Equal(t, BreakerOpen, s.lim.br.state(), "no probe")
 		d, err = s.lim.Allow(ctx, "other") // the probe
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceFallback, d.Source)
@@ -621,7 +621,7 @@ func TestBreaker(t *testing.T) {
 		s.calls.fail.Store(true)
 		sent := s.calls.n.Load()
 		for i := range 3 {
-			require.Equal(t, BreakerClosed, s.lim.BreakerState(), "after %d failures", i)
+			require.Equal(t, BreakerClosed, s.lim.br.state(), "after %d failures", i)
 			d, err := s.lim.Allow(ctx, "denied")
 			require.NoError(t, err)
 			assert.Equal(t, core.SourceDenyCache, d.Source)
@@ -629,7 +629,7 @@ func TestBreaker(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, core.SourceFallback, d.Source)
 		}
-		assert.Equal(t, BreakerOpen, s.lim.BreakerState())
+		assert.Equal(t, BreakerOpen, s.lim.br.state())
 		assert.Equal(t, sent+3, s.calls.n.Load())
 	})
 
@@ -637,7 +637,7 @@ func TestBreaker(t *testing.T) {
 		var s *breakerSetup
 		var seen []BreakerState
 		s = newBreakerSetup(t, p, WithBreakerHook(func(c BreakerChange) {
-			seen = append(seen, s.lim.BreakerState())
+			seen = append(seen, s.lim.br.state())
 			_, err := s.lim.Allow(ctx, "from the hook") // may change the state itself
 			assert.NoError(t, err)
 		}))
@@ -647,7 +647,7 @@ func TestBreaker(t *testing.T) {
 		s.clock.Advance(breakerTestInterval)
 		_, err := s.lim.Allow(ctx, "k") // probes: open -> half-open -> closed
 		require.NoError(t, err)
-		assert.Equal(t, BreakerClosed, s.lim.BreakerState())
+		assert.Equal(t, BreakerClosed, s.lim.br.state())
 		assert.Len(t, seen, 3)
 	})
 }
@@ -706,7 +706,7 @@ func TestFallbackPeekAndReset(t *testing.T) {
 		s.clock.Advance(breakerTestInterval)
 		_, err := s.lim.Allow(ctx, "opener") // probe: closed
 		require.NoError(t, err)
-		require.Equal(t, BreakerClosed, s.lim.BreakerState())
+		require.Equal(t, BreakerClosed, s.lim.br.state())
 		require.NoError(t, s.lim.Reset(ctx, "opener"))
 		s.calls.fail.Store(true)
 		d, err := s.lim.Peek(ctx, "opener")
@@ -721,7 +721,7 @@ func TestFallbackPeekAndReset(t *testing.T) {
 		for range 3 {
 			assert.ErrorIs(t, s.lim.Reset(ctx, "k"), errInjected)
 		}
-		assert.Equal(t, BreakerOpen, s.lim.BreakerState())
+		assert.Equal(t, BreakerOpen, s.lim.br.state())
 	})
 }
 

@@ -43,7 +43,7 @@ func clusterInstances(t *testing.T, load *haLoad, addrs []string, insts ...clust
 	for _, in := range insts {
 		rdb := redis.NewClusterClient(in.opts(addrs))
 		t.Cleanup(func() { _ = rdb.Close() })
-		load.lims = append(load.lims, newLimiter(t, rdb, haPolicy, prefix, WithTimeout(haTimeout), WithoutDenyCache()))
+		load.lims = append(load.lims, newLimiter(t, rdb, haPolicy, prefix, WithTimeout(haTimeout), WithDenyCacheSize(0)))
 		load.names = append(load.names, in.name)
 	}
 }

@@ -46,7 +46,7 @@ func testSentinelFailover(t *testing.T, lag time.Duration) {
 			MasterName: s.MasterName, SentinelAddrs: s.SentinelAddrs, ContextTimeoutEnabled: tc.cte,
 		})
 		t.Cleanup(func() { _ = rdb.Close() })
-		load.lims = append(load.lims, newLimiter(t, rdb, haPolicy, prefix, WithTimeout(haTimeout), WithoutDenyCache()))
+		load.lims = append(load.lims, newLimiter(t, rdb, haPolicy, prefix, WithTimeout(haTimeout), WithDenyCacheSize(0)))
 		load.names = append(load.names, tc.name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

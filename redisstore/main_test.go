@@ -93,7 +93,7 @@ func testPrefix() string {
 // testTimeout is the timeout of the limiters newLimiter builds unless a
 // test sets its own: the tests that are not about timeouts must not fail
 // because a loaded CI machine (the race detector, other packages' tests on
-// the same cores) took longer than DefaultTimeout for a round trip.
+// the same cores) took longer than defaultTimeout for a round trip.
 const testTimeout = 10 * time.Second
 
 // newLimiter builds a limiter with a prefix of its own and testTimeout;

@@ -19,7 +19,7 @@ import (
 
 func moveSuite(rdb redis.UniversalClient) coretest.Suite {
 	return coretest.Suite{New: func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
-		return newLimiter(t, rdb, p, withClock(now), WithoutDenyCache())
+		return newLimiter(t, rdb, p, withClock(now), WithDenyCacheSize(0))
 	}}
 }
 
@@ -87,7 +87,7 @@ func TestADenialAfterTheClockSteppedBackCenturiesSaysWhenToRetry(t *testing.T) {
 		} {
 			t.Run(p.Algorithm.String(), func(t *testing.T) {
 				clock := coretest.NewClock(time.Date(2067, 1, 1, 0, 0, 0, 0, time.UTC))
-				lim := newLimiter(t, rdb, p, withClock(clock.Now), WithoutDenyCache())
+				lim := newLimiter(t, rdb, p, withClock(clock.Now), WithDenyCacheSize(0))
 				d, err := lim.AllowN(ctx, "k", 3)
 				require.NoError(t, err)
 				require.True(t, d.Allowed)

@@ -71,9 +71,9 @@ func TestOutageThroughMiddleware(t *testing.T) {
 
 	assert.Equal(t, map[int]int{http.StatusOK: 100, http.StatusTooManyRequests: 100}, codes)
 	assert.Equal(t, int64(200), fromFallback.Load())
-	assert.Equal(t, BreakerOpen, lim.BreakerState())
-	probes := int64(elapsed/DefaultBreakerProbeInterval) + 1
-	assert.LessOrEqual(t, calls.n.Load(), DefaultBreakerFailures+probes)
+	assert.Equal(t, BreakerOpen, lim.br.state())
+	probes := int64(elapsed/defaultBreakerProbeInterval) + 1
+	assert.LessOrEqual(t, calls.n.Load(), defaultBreakerFailures+probes)
 }
 
 // TestRefusedErrorNamesTheCause: WithoutFallback, the error of a call Redis
@@ -81,7 +81,7 @@ func TestOutageThroughMiddleware(t *testing.T) {
 // ErrUnavailable and the cause; the latter ErrBreakerOpen too.
 func TestRefusedErrorNamesTheCause(t *testing.T) {
 	rdb := newClient(t, refusingAddr(t))
-	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), WithTimeout(DefaultTimeout), WithoutFallback(), WithBreakerFailures(1))
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), WithTimeout(defaultTimeout), WithoutFallback(), WithBreakerFailures(1))
 	ctx := context.Background()
 	_, err := lim.Allow(ctx, "k")
 	require.ErrorIs(t, err, ErrUnavailable)
@@ -135,9 +135,9 @@ func TestHungRedisOpensTheBreaker(t *testing.T) {
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.Equal(t, int64(99-i), d.Remaining)
 	}
-	assert.Equal(t, BreakerOpen, lim.BreakerState())
+	assert.Equal(t, BreakerOpen, lim.br.state())
 	// A call given up before the batcher sent it is never handed over.
-	assert.LessOrEqual(t, calls.n.Load(), int64(DefaultBreakerFailures), "only calls before the breaker opened")
+	assert.LessOrEqual(t, calls.n.Load(), int64(defaultBreakerFailures), "only calls before the breaker opened")
 }
 
 // TestPeekAgreesWithAllowN: Peek tells what the next unit AllowN at the
@@ -151,7 +151,7 @@ func TestPeekAgreesWithAllowN(t *testing.T) {
 	s := newBreakerSetup(t, p)
 	agree := func(t *testing.T, state BreakerState, key string) {
 		t.Helper()
-		require.Equal(t, state, s.lim.BreakerState())
+		require.Equal(t, state, s.lim.br.state())
 		peek, err := s.lim.Peek(ctx, key)
 		require.NoError(t, err)
 		d, err := s.lim.Allow(ctx, key)
@@ -220,7 +220,7 @@ func TestCostAboveCapacityWhileRedisIsDown(t *testing.T) {
 	})
 	serve := func(t *testing.T, opts ...Option) (*Limiter, func(cost int) http.Header) {
 		rdb := newClient(t, refusingAddr(t))
-		lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), append([]Option{WithTimeout(DefaultTimeout), WithBreakerFailures(2)}, opts...)...)
+		lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), append([]Option{WithTimeout(defaultTimeout), WithBreakerFailures(2)}, opts...)...)
 		srv := httptest.NewServer(nethttp.Middleware(lim, cost, nethttp.WithHeaderStyle(nethttp.HeadersBoth))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 		t.Cleanup(srv.Close)
 		return lim, func(n int) http.Header {
@@ -249,7 +249,7 @@ func TestCostAboveCapacityWhileRedisIsDown(t *testing.T) {
 		for i := range 3 {
 			assert.Equal(t, known, fields(get(101)), "request %d", i)
 		}
-		assert.Equal(t, BreakerOpen, lim.BreakerState())
+		assert.Equal(t, BreakerOpen, lim.br.state())
 		assert.Equal(t, known, fields(get(101)))
 	})
 	t.Run("with the fallback: the fallback's state", func(t *testing.T) {
@@ -257,7 +257,7 @@ func TestCostAboveCapacityWhileRedisIsDown(t *testing.T) {
 		for range 2 {
 			get(101)
 		}
-		require.Equal(t, BreakerOpen, lim.BreakerState())
+		require.Equal(t, BreakerOpen, lim.br.state())
 		assert.Equal(t, map[string]string{
 			nethttp.HeaderLimit: "100", nethttp.HeaderRemaining: "100", nethttp.HeaderReset: "0",
 			nethttp.HeaderRateLimitPolicy: known[nethttp.HeaderRateLimitPolicy],
@@ -275,22 +275,22 @@ func TestStartWhileRedisIsDown(t *testing.T) {
 	srv.Stop()
 	rdb := newClient(t, srv.Addr)
 	clock := coretest.NewClock(coretest.Epoch)
-	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), withClock(clock.Now), WithTimeout(DefaultTimeout))
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), withClock(clock.Now), WithTimeout(defaultTimeout))
 	ctx := context.Background()
-	for i := range DefaultBreakerFailures + 3 {
+	for i := range defaultBreakerFailures + 3 {
 		d, err := lim.Allow(ctx, "k")
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceFallback, d.Source, "call %d", i)
 	}
-	require.Equal(t, BreakerOpen, lim.BreakerState())
+	require.Equal(t, BreakerOpen, lim.br.state())
 
 	srv.Restart()
 	// go-redis may still answer a probe right after the restart with the
 	// dial error it keeps for a moment; the next probe gets through.
 	deadline := time.Now().Add(15 * time.Second)
-	for lim.BreakerState() != BreakerClosed {
+	for lim.br.state() != BreakerClosed {
 		require.True(t, time.Now().Before(deadline), "no probe got through within 15s of the restart")
-		clock.Advance(DefaultBreakerProbeInterval)
+		clock.Advance(defaultBreakerProbeInterval)
 		_, err := lim.Allow(ctx, "k")
 		require.NoError(t, err)
 	}
@@ -323,7 +323,7 @@ func TestFailClosedSaysWhenTheBreakerProbes(t *testing.T) {
 	resp := get() // refused: opens the breaker
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Empty(t, resp.Header.Values("Retry-After"))
-	assert.Equal(t, BreakerOpen, lim.BreakerState())
+	assert.Equal(t, BreakerOpen, lim.br.state())
 
 	resp = get()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)

@@ -47,11 +47,11 @@ var _ core.PolicyLimiter = (*Limiter)(nil)
 // The error of a call whose own context ended first does not wrap it.
 var ErrUnavailable = errors.New("redisstore: Redis unavailable")
 
-// Defaults of the options.
+// Defaults of the options (each option's doc says its default).
 const (
-	DefaultPrefix        = "ratelimit"
-	DefaultTimeout       = 50 * time.Millisecond
-	DefaultDenyCacheSize = 65536
+	defaultPrefix        = "ratelimit"
+	defaultTimeout       = 50 * time.Millisecond
+	defaultDenyCacheSize = 65536
 )
 
 // Option configures New.
@@ -101,18 +101,13 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
-// WithoutDenyCache switches off the local deny cache (see "Deny cache" in
-// the package docs): every call then asks Redis.
-func WithoutDenyCache() Option {
-	return func(c *config) error { c.denySize = 0; return nil }
-}
-
-// WithDenyCacheSize bounds the local deny cache to about n keys (n > 0).
-// The default is 65536 keys, a few MB.
+// WithDenyCacheSize bounds the local deny cache (see "Deny cache" in the
+// package docs) to about n keys; n = 0 switches it off, and every call then
+// asks Redis. n must be >= 0. The default is 65536 keys, a few MB.
 func WithDenyCacheSize(n int) Option {
 	return func(c *config) error {
-		if n <= 0 {
-			return fmt.Errorf("redisstore: WithDenyCacheSize must be > 0, got %d (use WithoutDenyCache to switch it off)", n)
+		if n < 0 {
+			return fmt.Errorf("redisstore: WithDenyCacheSize must be >= 0 (0 switches the deny cache off), got %d", n)
 		}
 		c.denySize = n
 		return nil
@@ -136,8 +131,8 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	c := config{prefix: DefaultPrefix, timeout: DefaultTimeout, denySize: DefaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights,
-		failures: DefaultBreakerFailures, interval: DefaultBreakerProbeInterval}
+	c := config{prefix: defaultPrefix, timeout: defaultTimeout, denySize: defaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights,
+		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err

@@ -42,7 +42,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"an empty prefix", rdb, p, []Option{WithPrefix("")}, "WithPrefix needs a non-empty prefix"},
 		{"a prefix with a brace", rdb, p, []Option{WithPrefix("a{b")}, "may not contain '{' or '}'"},
 		{"a zero timeout", rdb, p, []Option{WithTimeout(0)}, "WithTimeout must be > 0"},
-		{"a zero deny cache", rdb, p, []Option{WithDenyCacheSize(0)}, "WithDenyCacheSize must be > 0"},
+		{"a negative deny cache size", rdb, p, []Option{WithDenyCacheSize(-1)}, "redisstore: WithDenyCacheSize must be >= 0 (0 switches the deny cache off), got -1"},
 	}
 	for _, tc := range cases {
 		t.Run("rejects "+tc.name, func(t *testing.T) {
@@ -227,7 +227,7 @@ func TestServerClockSteppedBack(t *testing.T) {
 	} {
 		t.Run(p.String(), func(t *testing.T) {
 			clock := coretest.NewClock(coretest.Epoch.Add(59 * time.Second))
-			lim := newLimiter(t, rdb, p, withClock(clock.Now), WithoutDenyCache())
+			lim := newLimiter(t, rdb, p, withClock(clock.Now), WithDenyCacheSize(0))
 			d, err := lim.AllowN(ctx, "k", 3)
 			require.NoError(t, err)
 			require.True(t, d.Allowed)

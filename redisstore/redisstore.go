@@ -28,7 +28,7 @@ type Limiter struct {
 	keys    keyLayout
 	timeout time.Duration
 	deny    *denyCache       // nil when switched off
-	local   func() int64     // the deny cache's clock, ns
+	local   func() int64     // the deny cache's and breaker's clock, ns: sinceStart
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
 	b       *batcher
 	br      *breaker
@@ -156,8 +156,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	case c.clock != nil:
 		l.local = func() int64 { return c.clock().UnixNano() }
 	default:
-		base := time.Now()
-		l.local = func() int64 { return int64(time.Since(base)) } // monotonic
+		l.local = sinceStart
 	}
 	l.br = &breaker{threshold: int32(min(c.failures, 1<<30)), interval: int64(c.interval), hook: c.hook, now: l.local}
 	if !c.noFallback {
@@ -175,6 +174,14 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	l.b = newBatcher(own, s, c.timeout, c.maxBatch, c.maxFlights, c.clock != nil)
 	return l, nil
 }
+
+// start is the origin of the limiter's local clock (the deny cache's and
+// the breaker's): sinceStart reads the monotonic clock as nanoseconds since
+// then. Deadlines handed to context and net are time.Time, which those
+// APIs take, from time.Now (monotonic as well).
+var start = time.Now()
+
+func sinceStart() int64 { return int64(time.Since(start)) }
 
 // testKeyLife is added to the key expiry when a test fixes the clock.
 const testKeyLife = time.Hour

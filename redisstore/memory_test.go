@@ -14,7 +14,7 @@ import (
 
 // TestMemoryPerKey measures what one key costs in Redis (MEMORY USAGE:
 // the value, the key name and the overhead, with a 14-byte user key and
-// the default prefix) and holds it to the figures in the package docs.
+// the default prefix) and holds it to the figures in docs/design.md ("Redis store: memory per key").
 func TestMemoryPerKey(t *testing.T) {
 	rdb := newClient(t, redistest.Addr(t))
 	ctx := context.Background()

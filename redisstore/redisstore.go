@@ -121,7 +121,7 @@ func WithDenyCacheSize(n int) Option {
 // probe gets an answer (see "Outages" in the package docs). It returns an
 // error naming the field when p is invalid (core.Policy.Validate, which
 // also bounds p's Recovery time by core.MaxSpan, the longest span the
-// scripts compute exactly: see "Clock"), or when an option is invalid. It
+// scripts compute exactly: see "Consistency"), or when an option is invalid. It
 // makes a client of its own from rdb's options (see "Timeouts and
 // errors"), which Close closes; closing the limiter does not close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {

@@ -78,9 +78,8 @@
 // nothing, so Redis runs a call's script at most once (a Cluster client
 // still follows MOVED and ASK). The context passed to a call bounds it
 // too: its deadline always, its cancellation while the call waits for its
-// turn or a connection. A refused connection is an error at once, with its
-// cause; once Redis is back, the same Limiter resumes.
-// With [WithoutFallback], a call's error is one of:
+// turn or a connection. A refused connection is an error at once. An error
+// (with [WithoutFallback], and always from Reset, Get and Set) is one of:
 //
 //   - Redis failed (an error reply, a refused or broken connection, no
 //     answer in time) or the circuit breaker kept the call from it: the

@@ -40,69 +40,44 @@ var _ = []func(){
 	snippet8,
 	snippet9,
 	snippet10,
-	snippet11,
-	snippet12,
-	snippet13,
 }
 
 func snippet1() {
-//line README.md:33
-	lim := core.MustNew(core.TokenBucket(100, time.Minute))
-	mux := http.NewServeMux()
+//line README.md:27
+	lim := core.MustNew(core.TokenBucket(100, time.Minute)) // 100 per minute per client address
+
+	mux := http.NewServeMux() // net/http
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
-	log.Fatal(http.ListenAndServe("127.0.0.1:8080", nethttp.Middleware(lim)(mux)))
-//line snippets.go:55
+	handler := nethttp.Middleware(lim)(mux) // http.ListenAndServe("127.0.0.1:8080", handler)
+	r := chi.NewRouter()                    // chi: r.Use for the whole router, r.With for a route
+	r.Use(chimw.Limit(lim))
+	g := gin.New() // gin: keyed on the peer; c.ClientIP() with nethttp.WithKeyFunc(ginmw.ClientIP())
+	g.Use(ginmw.Limit(lim))
+	e := echo.New() // echo: denials go through echo's HTTPErrorHandler
+	e.Use(echomw.Limit(lim))
+//line snippets.go:59
 	_ = lim
 	_ = mux
-}
-
-func snippet2() {
-//line README.md:41
-	lim := core.MustNew(core.TokenBucket(100, time.Minute))
-	r := chi.NewRouter()
-	r.Use(chimw.Limit(lim))
-	r.Get("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
-//line snippets.go:66
-	_ = lim
+	_ = handler
 	_ = r
-}
-
-func snippet3() {
-//line README.md:50
-	lim := core.MustNew(core.TokenBucket(100, time.Minute))
-	r := gin.New()
-	r.Use(ginmw.Limit(lim))
-	r.GET("/", func(c *gin.Context) { c.String(http.StatusOK, "hello") })
-//line snippets.go:77
-	_ = lim
-	_ = r
-}
-
-func snippet4() {
-//line README.md:59
-	lim := core.MustNew(core.TokenBucket(100, time.Minute))
-	e := echo.New()
-	e.Use(echomw.Limit(lim))
-	e.GET("/", func(c echo.Context) error { return c.String(http.StatusOK, "hello") })
-//line snippets.go:88
-	_ = lim
+	_ = g
 	_ = e
 }
 
-func snippet5() {
-//line README.md:70
+func snippet2() {
+//line README.md:43
 	logins := core.MustNew(core.FixedWindow(5, time.Minute))
 	perRouteIP := nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP()))
 	r := chi.NewRouter()
 	r.With(chimw.Limit(logins, perRouteIP)).Post("/login", func(w http.ResponseWriter, r *http.Request) {})
-//line snippets.go:99
+//line snippets.go:74
 	_ = logins
 	_ = perRouteIP
 	_ = r
 }
 
-func snippet6() {
-//line README.md:80
+func snippet3() {
+//line README.md:53
 	perKey := core.MustNew(core.TokenBucket(1000, time.Hour))
 	r := chi.NewRouter()
 	r.Use(chimw.Limit(perKey,
@@ -111,26 +86,26 @@ func snippet6() {
 			w.Header().Set("WWW-Authenticate", `ApiKey header="X-API-Key"`)
 			http.Error(w, "an X-API-Key header is required", http.StatusUnauthorized)
 		})))
-//line snippets.go:115
+//line snippets.go:90
 	_ = perKey
 	_ = r
 }
 
-func snippet7() {
-//line README.md:144
+func snippet4() {
+//line README.md:96
 	lim := core.MustNew(core.TokenBucket(100, time.Minute))
 	logs := sloghook.New(slog.Default()) // sloghook.WithInterval(10*time.Second) to summarise more often
 	mux := http.NewServeMux()
 	http.ListenAndServe("127.0.0.1:8080", nethttp.Middleware(lim, nethttp.WithHook(logs.Handle))(mux))
 	logs.Flush() // at shutdown: the counts not yet logged
-//line snippets.go:127
+//line snippets.go:102
 	_ = lim
 	_ = logs
 	_ = mux
 }
 
-func snippet8() {
-//line README.md:161
+func snippet5() {
+//line README.md:109
 	lim := core.MustNew(core.TokenBucket(100, time.Minute).WithName("per-ip"))
 	m := promhook.New()
 	prometheus.MustRegister(m) // or reg.MustRegister(m) on a registry of your own
@@ -139,42 +114,40 @@ func snippet8() {
 	mux := http.NewServeMux()
 	mux.Handle("/", nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(app))
 	mux.Handle("GET /metrics", promhttp.Handler()) // not limited
-//line snippets.go:143
+//line snippets.go:118
 	_ = lim
 	_ = m
 	_ = app
 	_ = mux
 }
 
-func snippet9() {
-//line README.md:180
+func snippet6() {
+//line README.md:120
 	lim := core.MustNew(core.TokenBucket(100, time.Minute).WithName("per-ip"))
 	m, err := otelhook.New(nil) // nil: otel.GetMeterProvider(); or the SDK's MeterProvider you export from
 	if err != nil {
 		log.Fatal(err)
 	}
 	m.WatchKeys("per-ip", lim) // ratelimit.keys{ratelimit.limiter="per-ip"}
-	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
-	h := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(app)
-//line snippets.go:160
+	mw := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))
+//line snippets.go:134
 	_ = lim
 	_ = m
 	_ = err
-	_ = app
-	_ = h
+	_ = mw
 }
 
-func snippet10() {
-//line README.md:210
+func snippet7() {
+//line README.md:144
 	core.FixedWindow(100, time.Minute)                   // ≤ 100 in each minute on the clock
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
 	core.LeakyBucket(10, time.Second).WithBurst(50)      // served at a steady 10/s, 50 may queue
-//line snippets.go:174
+//line snippets.go:147
 }
 
-func snippet11() {
-//line README.md:243
+func snippet8() {
+//line README.md:164
 	lim, err := core.New(core.TokenBucket(100, time.Minute), core.WithMaxKeys(1_000_000))
 	if err != nil {
 		log.Fatal(err) // an invalid policy is an error that names the field (core.MustNew panics with it)
@@ -187,7 +160,7 @@ func snippet11() {
 	d, err = lim.Peek(ctx, key)      // look without consuming
 	err = lim.Reset(ctx, key)        // forget a key
 	err = lim.Wait(ctx, key, 1)      // block until admitted (clients of other APIs)
-//line snippets.go:191
+//line snippets.go:164
 	_ = lim
 	_ = err
 	_ = ctx
@@ -195,8 +168,8 @@ func snippet11() {
 	_ = d
 }
 
-func snippet12() {
-//line README.md:273
+func snippet9() {
+//line README.md:189
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -204,15 +177,15 @@ func snippet12() {
 	}
 	defer lim.Close()
 	perIP := nethttp.Middleware(lim) // limits locally while Redis is down: see "When Redis fails"
-//line snippets.go:208
+//line snippets.go:181
 	_ = rdb
 	_ = lim
 	_ = err
 	_ = perIP
 }
 
-func snippet13() {
-//line README.md:326
+func snippet10() {
+//line README.md:224
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -227,7 +200,7 @@ func snippet13() {
 		log.Fatal(err)
 	}
 	defer lim.Close()
-//line snippets.go:231
+//line snippets.go:204
 	_ = rdb
 	_ = ctx
 	_ = cancel

@@ -4,7 +4,7 @@
 #   ./test.sh                 # what the README says
 #   ./test.sh -race -count=1  # what .ci/run runs
 #
-# The repository is several modules (see README, "Modules"). In the workspace
+# The repository is several modules (see CONTRIBUTING.md, "Modules"). In the workspace
 # of go.work, `go test ./...` at the root tests only the root module, so this
 # names every module's packages: github.com/go-ratelimit/ratelimit/... matches
 # the packages of all the modules that go.work uses. benchmarks is a

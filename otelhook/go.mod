@@ -12,7 +12,7 @@
 // Published go.mod: no replace here. It requires this repository's other
 // modules at the placeholder v0.0.0-00010101000000-000000000000, which the
 // go.work at the repository root resolves during development; a release
-// requires their tags instead (README, "Modules"). Tidy with
+// requires their tags instead (CONTRIBUTING.md, "Releases"). Tidy with
 // ./scripts/tidy.sh, not `go mod tidy` (which ignores go.work).
 module github.com/go-ratelimit/ratelimit/otelhook
 

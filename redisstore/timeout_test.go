@@ -76,6 +76,7 @@ func silentListener(t *testing.T) string {
 // Before, the lag accounting counted the busy CPUs as time this process was
 // behind and gave it back to the calls: up to 5 s each.
 func TestTimeoutIsTheClock(t *testing.T) {
+	redistest.RequireTimingTests(t) // a wall-clock budget: alone, without -race (.ci/run)
 	const timeout, budget = 50 * time.Millisecond, 300 * time.Millisecond
 	addr := silentListener(t)
 	for _, procs := range []int{1, 2} {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the module layout that README ("Modules") describes; run by .ci/run.
+# Checks the module layout that CONTRIBUTING.md ("Modules") describes; run by .ci/run.
 #
 #  1. The root go.mod requires nothing, and `go mod tidy` outside the
 #     workspace would keep it so: core, keyfunc, nethttp and their tests

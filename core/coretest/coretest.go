@@ -41,7 +41,7 @@
 // (e) Peek agrees with the next unit AllowN. Environment variables:
 //
 //	RATELIMIT_MODEL_DURATION=5m  how long RunModel runs per store (default
-//	                             20s); RunProperties spends half of it
+//	                             5s); RunProperties spends half of it
 //	RATELIMIT_MODEL_SEED=1234    replay one case: the seed a failure printed
 //
 // A failure prints its seed and step, and the history of the key that

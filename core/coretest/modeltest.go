@@ -28,7 +28,7 @@ const (
 
 // DefaultModelDuration is RunModel's budget per store when
 // RATELIMIT_MODEL_DURATION is not set.
-const DefaultModelDuration = 20 * time.Second
+const DefaultModelDuration = 5 * time.Second
 
 // variant is a policy family the random tests draw from: the four
 // algorithms, and the leaky bucket as a meter.
@@ -313,7 +313,7 @@ func closeLimiter(lim core.Limiter) {
 //
 // The first failing case of each algorithm stops it and prints its seed,
 // the step and the history of the failing key. The run takes
-// RATELIMIT_MODEL_DURATION (default 20s) and logs the number of store
+// RATELIMIT_MODEL_DURATION (default 5s) and logs the number of store
 // calls made. A limiter that implements io.Closer is closed when its case
 // ends.
 func (s Suite) RunModel(t *testing.T) {

@@ -47,7 +47,7 @@ import (
 //	    (so that a store with a bound on its keys evicts).
 //
 // The clock only moves forward here (RunModel steps it back). The
-// properties share half of RATELIMIT_MODEL_DURATION (default 20s) equally;
+// properties share half of RATELIMIT_MODEL_DURATION (default 5s) equally;
 // a failure prints the seed that replays it (RATELIMIT_MODEL_SEED).
 func (s Suite) RunProperties(t *testing.T) {
 	props := []property{

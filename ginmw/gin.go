@@ -29,9 +29,18 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
 		panic(errors.New("ginmw: Limit: nil limiter"))
 	}
 	e := nethttp.NewEngine(lim, opts...)
+	passes := e.PassesRequest()
 	return func(c *gin.Context) {
-		r := engineRequest(c)
+		// The copy costs two allocations: made only when a function of
+		// the options, or a denial handler, is to see it.
+		r := c.Request
+		if passes {
+			r = engineRequest(c)
+		}
 		if rej := e.Check(c.Writer, r); rej != nil {
+			if !passes {
+				r = engineRequest(c)
+			}
 			e.Respond(c.Writer, r, rej)
 			c.Abort()
 			return

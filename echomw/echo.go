@@ -36,13 +36,13 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 		nethttp.WithDenyHandler(func(http.ResponseWriter, *http.Request, core.Decision) {}),
 		nethttp.WithKeyErrorHandler(func(http.ResponseWriter, *http.Request, error) {}),
 	}, opts...)...)
-	passes := e.PassesRequest()
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			// The copy costs two allocations: made only when a function
 			// of the options, or a handler option, is to see it.
 			r := c.Request()
-			if passes {
+			copied := e.PassesRequest()
+			if copied {
 				r = engineRequest(c)
 			}
 			w := c.Response()
@@ -51,7 +51,7 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 				return next(c)
 			}
 			if rej.Status == http.StatusTooManyRequests || rej.Status == http.StatusBadRequest {
-				if !passes {
+				if !copied {
 					r = engineRequest(c)
 				}
 				e.Respond(w, r, rej) // a handler option's answer, if there is one

@@ -29,16 +29,16 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
 		panic(errors.New("ginmw: Limit: nil limiter"))
 	}
 	e := nethttp.NewEngine(lim, opts...)
-	passes := e.PassesRequest()
 	return func(c *gin.Context) {
 		// The copy costs two allocations: made only when a function of
 		// the options, or a denial handler, is to see it.
 		r := c.Request
-		if passes {
+		copied := e.PassesRequest()
+		if copied {
 			r = engineRequest(c)
 		}
 		if rej := e.Check(c.Writer, r); rej != nil {
-			if !passes {
+			if !copied {
 				r = engineRequest(c)
 			}
 			e.Respond(c.Writer, r, rej)

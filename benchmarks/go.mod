@@ -13,8 +13,10 @@ replace github.com/go-ratelimit/ratelimit => ..
 require (
 	github.com/didip/tollbooth/v7 v7.0.2
 	github.com/gin-gonic/gin v1.12.0
+	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-chi/httprate v0.16.1
 	github.com/go-ratelimit/ratelimit v0.0.0-00010101000000-000000000000
+	github.com/go-ratelimit/ratelimit/chimw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/echomw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/ginmw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/redisstore v0.0.0-00010101000000-000000000000
@@ -74,6 +76,8 @@ require (
 	google.golang.org/protobuf v1.36.10 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+replace github.com/go-ratelimit/ratelimit/chimw => ../chimw
 
 replace github.com/go-ratelimit/ratelimit/core/coretest => ../core/coretest
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/didip/tollbooth/v7"
 	"github.com/gin-gonic/gin"
+	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/httprate"
 	"github.com/labstack/echo/v4"
 	echomiddleware "github.com/labstack/echo/v4/middleware"
@@ -19,12 +20,12 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Stack is one handler chain of scenario 4: a router (plain net/http, gin or
-// echo), optionally a rate-limit middleware keyed by the client's address,
+// Stack is one handler chain of scenario 4: a router (plain net/http, gin,
+// echo or chi), optionally a rate-limit middleware keyed by the client's address,
 // and a handler that answers 200 with no body. The overhead of a limiter is
 // its stack's time minus the bare stack of the same router, in the same run.
 type Stack struct {
-	Router string // "nethttp", "gin" or "echo"
+	Router string // "nethttp", "gin", "echo" or "chi"
 	Lib    string // "bare" for the router without a limiter
 	// SetsHeaders is true for a middleware that writes rate-limit headers
 	// (X-RateLimit-* or similar) on every response: the ones the issue's
@@ -47,6 +48,7 @@ func Stacks() []Stack {
 		{Router: "gin", Lib: "ulule", SetsHeaders: true, New: ululeGinStack},
 		{Router: "echo", Lib: "bare", New: func(Limit) (http.Handler, error) { return echoStack(), nil }},
 		{Router: "echo", Lib: "echo", SetsHeaders: false, New: echoLimiterStack},
+		{Router: "chi", Lib: "bare", New: func(Limit) (http.Handler, error) { return chiStack(), nil }},
 	}
 	return append(s, oursStacks()...)
 }
@@ -142,4 +144,13 @@ func echoLimiterStack(l Limit) (http.Handler, error) {
 		Rate: rate.Limit(l.perSecond()), Burst: int(l.N), ExpiresIn: defaultTTL,
 	})
 	return echoStack(echomiddleware.RateLimiter(store)), nil
+}
+
+// chiStack is a chi router, one route, the given middlewares in front of it
+// (r.Use: they run before chi has matched the route).
+func chiStack(mws ...func(http.Handler) http.Handler) *chi.Mux {
+	r := chi.NewRouter()
+	r.Use(mws...)
+	r.Get("/", okHandler)
+	return r
 }

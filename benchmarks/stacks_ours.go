@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"net/http"
 
+	"github.com/go-ratelimit/ratelimit/chimw"
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/echomw"
 	"github.com/go-ratelimit/ratelimit/ginmw"
@@ -34,6 +35,13 @@ func oursStacks() []Stack {
 				return nil, err
 			}
 			return echoStack(echomw.Limit(lim)), nil
+		}},
+		{Router: "chi", Lib: "ours", SetsHeaders: true, New: func(l Limit) (http.Handler, error) {
+			lim, err := oursToken(l)
+			if err != nil {
+				return nil, err
+			}
+			return chiStack(chimw.Limit(lim)), nil
 		}},
 	}
 }

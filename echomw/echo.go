@@ -38,13 +38,22 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 	}, opts...)...)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			r := engineRequest(c)
+			// The copy costs two allocations: made only when a function
+			// of the options, or a handler option, is to see it.
+			r := c.Request()
+			copied := e.PassesRequest()
+			if copied {
+				r = engineRequest(c)
+			}
 			w := c.Response()
 			rej := e.Check(w, r)
 			if rej == nil {
 				return next(c)
 			}
 			if rej.Status == http.StatusTooManyRequests || rej.Status == http.StatusBadRequest {
+				if !copied {
+					r = engineRequest(c)
+				}
 				e.Respond(w, r, rej) // a handler option's answer, if there is one
 			}
 			return echo.NewHTTPError(rej.Status, http.StatusText(rej.Status)).SetInternal(&rejectionError{rej})

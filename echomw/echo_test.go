@@ -2,6 +2,7 @@ package echomw_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -183,6 +184,24 @@ func TestRoutes(t *testing.T) {
 		send(e, http.MethodGet, "/users/1")
 		assert.Empty(t, pattern)
 	})
+	for _, hooked := range []bool{false, true} {
+		// Without a hook the request is copied for the denial handler only.
+		t.Run(fmt.Sprintf("gives a denial handler the route, hook=%v", hooked), func(t *testing.T) {
+			var patterns []string
+			opts := []nethttp.Option{nethttp.WithDenyHandler(func(w http.ResponseWriter, r *http.Request, _ core.Decision) {
+				patterns = append(patterns, r.Pattern)
+				w.WriteHeader(http.StatusTooManyRequests)
+			})}
+			if hooked {
+				opts = append(opts, nethttp.WithHook(func(nethttp.Event) {}))
+			}
+			e := echo.New()
+			e.GET("/users/:id", ok, limit(t, newLim(t, 1), opts...))
+			assert.Equal(t, http.StatusOK, send(e, http.MethodGet, "/users/1").Code)
+			assert.Equal(t, http.StatusTooManyRequests, send(e, http.MethodGet, "/users/2").Code)
+			assert.Equal(t, []string{"/users/:id"}, patterns)
+		})
+	}
 }
 
 func TestWithSkipper(t *testing.T) {

@@ -30,8 +30,17 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
 	}
 	e := nethttp.NewEngine(lim, opts...)
 	return func(c *gin.Context) {
-		r := engineRequest(c)
+		// The copy costs two allocations: made only when a function of
+		// the options, or a denial handler, is to see it.
+		r := c.Request
+		copied := e.PassesRequest()
+		if copied {
+			r = engineRequest(c)
+		}
 		if rej := e.Check(c.Writer, r); rej != nil {
+			if !copied {
+				r = engineRequest(c)
+			}
 			e.Respond(c.Writer, r, rej)
 			c.Abort()
 			return

@@ -142,6 +142,24 @@ func TestAbort(t *testing.T) {
 		get(r, "/users/1", "192.0.2.1:1")
 		assert.Empty(t, pattern)
 	})
+	for _, hooked := range []bool{false, true} {
+		// Without a hook the request is copied for the denial handler only.
+		t.Run(fmt.Sprintf("gives a denial handler the route, hook=%v", hooked), func(t *testing.T) {
+			var patterns []string
+			opts := []nethttp.Option{nethttp.WithDenyHandler(func(w http.ResponseWriter, r *http.Request, _ core.Decision) {
+				patterns = append(patterns, r.Pattern)
+				w.WriteHeader(http.StatusTooManyRequests)
+			})}
+			if hooked {
+				opts = append(opts, nethttp.WithHook(func(nethttp.Event) {}))
+			}
+			r := gin.New()
+			r.GET("/users/:id", limit(t, newLim(t, 1), opts...), ok)
+			assert.Equal(t, http.StatusOK, get(r, "/users/1", "192.0.2.1:1").Code)
+			assert.Equal(t, http.StatusTooManyRequests, get(r, "/users/2", "192.0.2.1:1").Code)
+			assert.Equal(t, []string{"/users/:id"}, patterns)
+		})
+	}
 }
 
 func TestClientIP(t *testing.T) {

@@ -44,6 +44,7 @@ type Engine struct {
 	renders  cow.Map[core.Policy, *renderer] // for other policies: see rendererFor
 	deny     func(http.ResponseWriter, *http.Request, core.Decision)
 	keyError func(http.ResponseWriter, *http.Request, error)
+	passes   bool // see PassesRequest
 }
 
 // NewEngine returns the engine of Middleware(lim, opts...). It panics as
@@ -67,6 +68,8 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 		}
 		o(&e.cfg)
 	}
+	c := &e.cfg
+	e.passes = c.key != nil || c.fallback != nil || c.cost != nil || len(c.skip) > 0 || c.policy != nil || len(c.hooks) > 0
 	if e.cfg.key == nil {
 		e.cfg.key = keyfunc.IP()
 	}
@@ -119,7 +122,8 @@ func (e *Engine) wrap(next http.Handler) http.Handler {
 // An adapter passes the request its key functions are to see: for
 // [keyfunc.Route], a shallow copy with the router's route pattern in
 // Request.Pattern (see the Engine example), never the caller's request
-// modified.
+// modified; the request as it came will do when [Engine.PassesRequest] is
+// false.
 func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 	for _, skip := range e.cfg.skip {
 		if skip(r) {
@@ -244,7 +248,16 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 	return rej
 }
 
-// emit calls the hooks with ev.
+// PassesRequest reports whether Check hands its request to a function of
+// the options: a key function ([WithKeyFunc], [WithKeyFallback]), a
+// [WithSkip], [WithCostFunc] or [WithPolicyFunc] function, or a hook
+// ([WithHook], in [Event].Request). When it does not, Check reads of the
+// request only its RemoteAddr (the default key, [keyfunc.IP]) and its
+// context, so an adapter may pass the request as it came instead of the
+// copy it builds for those functions (with the router's route in Pattern),
+// and build the copy only for Respond, whose handlers get the request.
+func (e *Engine) PassesRequest() bool { return e.passes }
+
 // knownBeforeCall is what an Event can say of the limit before the policy
 // is looked up: the limiter's own Limit and Policy, or nothing with
 // WithPolicyFunc, whose policy depends on the key.
@@ -255,6 +268,7 @@ func (e *Engine) knownBeforeCall() core.Decision {
 	return core.Decision{Limit: e.render.policy.Limit, Policy: e.render.policy}
 }
 
+// emit calls the hooks with ev.
 func (e *Engine) emit(ev Event) {
 	for _, h := range e.cfg.hooks {
 		h(ev)

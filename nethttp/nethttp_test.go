@@ -743,3 +743,29 @@ type retryError struct{ after time.Duration }
 
 func (e retryError) Error() string             { return "store down" }
 func (e retryError) RetryAfter() time.Duration { return e.after }
+
+func TestEnginePassesRequest(t *testing.T) {
+	lim := newLimiter(t, core.FixedWindow(10, time.Minute), newClock(t0))
+	key := func(*http.Request) (string, error) { return "k", nil }
+	for _, c := range []struct {
+		name   string
+		opts   []nethttp.Option
+		passes bool
+	}{
+		{"no option", nil, false},
+		{"options that get no request", []nethttp.Option{
+			nethttp.WithFailClosed(), nethttp.WithDryRun(), nethttp.WithHeaderStyle(nethttp.HeadersIETF), nethttp.WithResetAsUnixTime(),
+			// Respond's handlers: an adapter builds the copy for Respond anyway.
+			nethttp.WithDenyHandler(nethttp.ProblemJSON),
+			nethttp.WithKeyErrorHandler(func(http.ResponseWriter, *http.Request, error) {}),
+		}, false},
+		{"WithKeyFunc", []nethttp.Option{nethttp.WithKeyFunc(key)}, true},
+		{"WithKeyFallback", []nethttp.Option{nethttp.WithKeyFallback(key)}, true},
+		{"WithSkip", []nethttp.Option{nethttp.WithSkip(func(*http.Request) bool { return false })}, true},
+		{"WithCostFunc", []nethttp.Option{nethttp.WithCostFunc(func(*http.Request) (int64, error) { return 1, nil })}, true},
+		{"WithPolicyFunc", []nethttp.Option{nethttp.WithPolicyFunc(func(*http.Request, string) (core.Policy, error) { return lim.Policy(), nil })}, true},
+		{"WithHook", []nethttp.Option{nethttp.WithHook(func(nethttp.Event) {})}, true},
+	} {
+		assert.Equal(t, c.passes, nethttp.NewEngine(lim, c.opts...).PassesRequest(), c.name)
+	}
+}

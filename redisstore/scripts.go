@@ -188,13 +188,13 @@ func scriptHead(cross bool, k int) string {
 // the debt below one old interval is multiplied by binary long division,
 // whose partial remainders stay below 2^53.
 const luaGCRA = `
-local interval, tau, ttl, delays = %d, %d, '%d', %d == 1
+local interval, tau, ttl, delays = %d, %d, %d, %d == 1
 local P
 if E > 0 then
   P = {[0] = {interval, tau, ttl, delays}}
   for e = 1, E do
     local x = h + (e - 1) * 4
-    P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), ARGV[x + 3], ARGV[x + 4] == '1'}
+    P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]), ARGV[x + 4] == '1'}
   end
 end
 local tus, tr, tiv, dirty = {}, {}, {}, {} -- per key: the TAT (false: none), its interval, the expiry to write ('del': delete)
@@ -259,7 +259,8 @@ for i = 1, m do
           local carry = math.floor(t / 1000)
           tus[k], tr[k], tiv[k] = cu + carry, t - carry * 1000, interval
           local px = math.ceil(base / 1000000)
-          if px < tonumber(ttl) then dirty[k] = ttl else dirty[k] = string.format('%%d', px) end
+          if px < ttl then px = ttl end
+          dirty[k] = px
         else
           tus[k], dirty[k] = false, nil
         end
@@ -280,7 +281,8 @@ for i = 1, m do
       local carry = math.floor(t / 1000)
       tus[k], tr[k], tiv[k], lu[k] = now_us + carry, t - carry * 1000, interval, false -- written at now exactly
       local px = math.ceil(d / 1000000)
-      if px < tonumber(ttl) then dirty[k] = ttl else dirty[k] = string.format('%%d', px) end
+      if px < ttl then px = ttl end
+      dirty[k] = px
     end
     out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
   else
@@ -447,7 +449,7 @@ for k, p in pairs(px) do
   else
     local cu, cr, l = now_us, now_r, lu[k]
     if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
-    redis.call('SET', k, struct.pack('<dI4ddHI4', win[k], cnt[k], ws[k], cu, cr, wl[k]), 'PX', string.format('%%d', p))
+    redis.call('SET', k, struct.pack('<dI4ddHI4', win[k], cnt[k], ws[k], cu, cr, wl[k]), 'PX', p)
   end
 end
 return out
@@ -628,7 +630,7 @@ for k, p in pairs(px) do
     local len, f = #c - 5, fmt0
     if len ~= ring0 then f = '<dddH' .. string.rep('I4', len) end
     if now_us > c[3] or (now_us == c[3] and now_r > c[4]) then c[3], c[4] = now_us, now_r end
-    redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', string.format('%%d', p))
+    redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', p)
   end
 end
 return out

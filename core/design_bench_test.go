@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// BenchmarkDesign measures the alternatives weighed in the "Design notes"
-// of doc.go, side by side.
+// BenchmarkDesign measures, side by side, the alternatives weighed in
+// docs/design.md, "core: the seed's counter optimisations".
 func BenchmarkDesign(b *testing.B) {
 	const limit = 1 << 62
 	// One word checked and incremented with CompareAndSwap: exact.

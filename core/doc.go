@@ -125,45 +125,14 @@
 // client sending steadily at exactly Limit per Window is never denied (a
 // leaky bucket never overflows), except that a key arriving while a flood
 // of other keys fills WithMaxKeys may start with part of its quota spent;
-// no interval of one Window
-// admits more than Policy.MaxInWindow; a denied client that waits exactly
-// RetryAfter and retries the same cost is admitted, absent other traffic;
-// eviction, Reset and a full limiter never admit more than that bound; and
-// at one instant Peek's Allowed is what the next unit AllowN gets. Package
-// coretest checks each of these against a slow reference model.
+// no interval of one Window admits more than Policy.MaxInWindow; a denied
+// client that waits exactly RetryAfter and retries the same cost is
+// admitted, absent other traffic; eviction, Reset and a full limiter never
+// admit more than that bound; and at one instant Peek's Allowed is what the
+// next unit AllowN gets. Package coretest checks each of these against a
+// slow reference model.
 //
 // Time comes from the process's monotonic clock, or from WithClock in tests.
 // A clock that steps backwards never adds capacity, and a forward jump
 // refills only up to capacity.
-//
-// # Design notes
-//
-// The seed design of this project proposed four counter optimisations. Each
-// was weighed against what an exact, per-key limiter needs; the figures are
-// from BenchmarkAllow and BenchmarkDesign (go test -bench 'Allow|Design'
-// ./core) on the 2-core machine this was written on, compared side by side.
-//
-//   - Striped counters (a LongAdder of 8 cells) make increments cheap under
-//     contention but cannot answer "is the total below Limit?" atomically:
-//     the sum of the cells is stale as soon as it is read, so two callers can
-//     both see room for the last unit. Admission is check-then-increment, and
-//     one CompareAndSwap on one word is the cheapest exact form of it. It is
-//     also the faster one here: a striped check must read all eight cells on
-//     every request (BenchmarkDesign/hotkey: 17-26 ns/op for the CAS, 35-63
-//     for eight cells, two goroutines on one key).
-//   - 64-byte cache lines are given to the shards (one each, so that a
-//     writer of one does not disturb readers of its neighbours), not to the
-//     millions of per-key states, where padding would multiply memory by
-//     eight for no gain: two keys rarely share a cache line and are rarely
-//     hot together.
-//   - Switching windows by bit arithmetic ((now >> 10) & 1) requires windows
-//     that are powers of two of a time unit; policies here say "per minute".
-//     The division it would replace did not measure apart from a shift
-//     (BenchmarkDesign/window: 9-13 ns/op for both, loop included), and a
-//     key's window is found by that one division, not a time comparison.
-//   - A flat atomic array of buckets for the sliding window allows lock-free
-//     increments but not an exact check of two sums over several buckets
-//     while another caller moves the ring to the next bucket; the per-key
-//     mutex costs one uncontended lock (BenchmarkAllow alg=sliding against
-//     alg=token) and keeps the count exact.
 package core

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -104,4 +105,21 @@ func newLimiter(t testing.TB, rdb redis.UniversalClient, p core.Policy, opts ...
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
+}
+
+// awaitDecision polls lim until a restarted Redis decides a call (admitted,
+// on a fresh key "k"), failing t after 15 s. Polling, not a sleep for
+// correctness: how long go-redis takes to reconnect is not this package's.
+func awaitDecision(t *testing.T, lim *Limiter) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		d, err := lim.Allow(context.Background(), "k")
+		if err == nil {
+			assert.True(t, d.Allowed)
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no decision within 15s of the restart: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -163,16 +163,7 @@ func TestStoppedRedis(t *testing.T) {
 		}
 	}
 	srv.Restart()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		d, err := lim.Allow(ctx, "k")
-		if err == nil {
-			assert.True(t, d.Allowed)
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "no decision within 15s of the restart: %v", err)
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitDecision(t, lim)
 }
 
 // checkRefused makes one call and checks that it failed at once with a

@@ -23,10 +23,8 @@ const (
 // normally assigned, and it holds 2^64 addresses to rotate through.
 const defaultIPv6Prefix = 64
 
-// IPOption configures IP. The zero IPOption does nothing.
-type IPOption struct {
-	apply func(*ipConfig)
-}
+// IPOption configures [IP]. A nil IPOption does nothing.
+type IPOption func(*ipConfig)
 
 // ipConfig is what IP resolves a request with. It is immutable once built.
 type ipConfig struct {
@@ -87,9 +85,9 @@ func parseTrustedProxies(fn string, cidrs []string) (IPOption, error) {
 		prefixes = append(prefixes, p)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return IPOption{}, err
+		return nil, err
 	}
-	return IPOption{func(c *ipConfig) { c.trusted = append(c.trusted, prefixes...) }}, nil
+	return func(c *ipConfig) { c.trusted = append(c.trusted, prefixes...) }, nil
 }
 
 func parseTrusted(s string) (netip.Prefix, error) {
@@ -121,7 +119,7 @@ func IPv6Prefix(bits int) IPOption {
 	if bits < 1 || bits > 128 {
 		panic(fmt.Errorf("keyfunc: IPv6Prefix(%d): bits must be between 1 and 128", bits))
 	}
-	return IPOption{func(c *ipConfig) { c.ipv6Bits = bits }}
+	return func(c *ipConfig) { c.ipv6Bits = bits }
 }
 
 // FromHeaders replaces the forwarding headers read from trusted proxies and
@@ -146,7 +144,7 @@ func FromHeaders(names ...string) IPOption {
 		}
 		headers = append(headers, n)
 	}
-	return IPOption{func(c *ipConfig) { c.headers, c.setHeaders = headers, true }}
+	return func(c *ipConfig) { c.headers, c.setHeaders = headers, true }
 }
 
 // IP returns a Func whose key is the client's IP address, in the canonical
@@ -162,8 +160,8 @@ func IP(opts ...IPOption) Func {
 		headers:  []string{headerXForwardedFor, headerForwarded, headerXRealIP},
 	}
 	for _, o := range opts {
-		if o.apply != nil {
-			o.apply(c)
+		if o != nil {
+			o(c)
 		}
 	}
 	if c.setHeaders && len(c.trusted) == 0 {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -170,8 +169,8 @@ func TestParseTrustedProxies(t *testing.T) {
 
 	t.Run("returns the error TrustProxies panics with, naming every bad entry", func(t *testing.T) {
 		opt, err := keyfunc.ParseTrustedProxies("10.0.0.0/8", "nope", "fd00::/129")
-		if !reflect.DeepEqual(opt, keyfunc.IPOption{}) {
-			t.Errorf("got a non-zero IPOption with the error %v", err)
+		if opt != nil {
+			t.Errorf("got a non-nil IPOption with the error %v", err)
 		}
 		const want = "keyfunc: ParseTrustedProxies: \"nope\" is not a CIDR prefix or IP address\n" +
 			"keyfunc: ParseTrustedProxies: \"fd00::/129\" is not a CIDR prefix or IP address"
@@ -210,8 +209,8 @@ func TestIPOptionsThatAreValid(t *testing.T) {
 		ip := keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/8"), keyfunc.TrustProxies("192.168.0.0/16"))
 		wantKey(t, ip, request("192.168.1.1:1", "X-Forwarded-For", client+", 10.0.0.9"), client)
 	})
-	t.Run("ignores a zero IPOption", func(t *testing.T) {
-		ip := keyfunc.IP(keyfunc.IPOption{})
+	t.Run("ignores a nil IPOption", func(t *testing.T) {
+		ip := keyfunc.IP(nil)
 		wantKey(t, ip, request("192.0.2.1:1"), "192.0.2.1")
 	})
 	t.Run("trusts nobody with an empty TrustProxies", func(t *testing.T) {

@@ -160,42 +160,38 @@ func TestSpoofedHeadersBehindATrustedProxyYieldTheRealClient(t *testing.T) {
 		return netip.AddrFrom4([4]byte{203, 0, 113, byte(s.rng.IntN(256))})
 	}
 
-	t.Run("one proxy appending to X-Forwarded-For", func(t *testing.T) {
-		for i := range 10_000 {
-			real := realClient()
-			b := s.request(proxyPeer)
+	fwd := keyfunc.IP(trustedProxies, keyfunc.FromHeaders("Forwarded"))
+	for _, tt := range []struct {
+		name  string
+		ip    keyfunc.Func
+		peer  string
+		proxy func(b *requestBuilder, real netip.Addr) // what the proxies add
+	}{
+		{"one proxy appending to X-Forwarded-For", ip, proxyPeer, func(b *requestBuilder, real netip.Addr) {
 			b.appendTo("X-Forwarded-For", real.String())
-			if got, want := mustKey(t, ip, request(b.remote, b.header...)), canonicalKey(real); got != want {
-				t.Fatalf("request %d %q: got %q, want %q", i, b.header, got, want)
-			}
-		}
-	})
-	t.Run("two proxies, the outer one adding its own X-Forwarded-For line", func(t *testing.T) {
-		for i := range 10_000 {
-			real := realClient()
-			b := s.request("[fd00::1]:443")
+		}},
+		{"two proxies, the outer one adding its own X-Forwarded-For line", ip, "[fd00::1]:443", func(b *requestBuilder, real netip.Addr) {
 			b.add("X-Forwarded-For", real.String())   // HAProxy-style: a new line
 			b.appendTo("X-Forwarded-For", "10.0.0.2") // the inner proxy, nginx-style
-			if got, want := mustKey(t, ip, request(b.remote, b.header...)), canonicalKey(real); got != want {
-				t.Fatalf("request %d %q: got %q, want %q", i, b.header, got, want)
-			}
-		}
-	})
-	t.Run("a proxy adding a Forwarded line, with FromHeaders(\"Forwarded\")", func(t *testing.T) {
-		fwd := keyfunc.IP(trustedProxies, keyfunc.FromHeaders("Forwarded"))
-		for i := range 10_000 {
-			real := realClient()
-			b := s.request(proxyPeer)
+		}},
+		{"a proxy adding a Forwarded line, with FromHeaders(\"Forwarded\")", fwd, proxyPeer, func(b *requestBuilder, real netip.Addr) {
 			b.add("Forwarded", `for="`+netip.AddrPortFrom(real, 4711).String()+`";proto=https`)
-			if got, want := mustKey(t, fwd, request(b.remote, b.header...)), canonicalKey(real); got != want {
-				t.Fatalf("request %d %q: got %q, want %q", i, b.header, got, want)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range 10_000 {
+				real := realClient()
+				b := s.request(tt.peer)
+				tt.proxy(b, real)
+				if got, want := mustKey(t, tt.ip, request(b.remote, b.header...)), canonicalKey(real); got != want {
+					t.Fatalf("request %d %q: got %q, want %q", i, b.header, got, want)
+				}
 			}
-		}
-	})
+		})
+	}
 	t.Run("a proxy appending to the client's Forwarded line never yields a spoofed address", func(t *testing.T) {
 		// A client's unterminated quote can swallow the element the proxy
 		// appends to the same line; the walk then fails closed to the peer.
-		fwd := keyfunc.IP(trustedProxies, keyfunc.FromHeaders("Forwarded"))
 		counts := map[string]int{}
 		for i := range 10_000 {
 			real := realClient()

@@ -2,38 +2,34 @@ package keyfunc_test
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
-// requireCanonical checks that key is an IP key in canonical form: the dotted
+// checkCanonical checks that key is an IP key in canonical form: the dotted
 // quad of an IPv4 address, or a masked IPv6 /64, and that feeding the key's
 // address back in as the peer gives the same key.
-func requireCanonical(t *testing.T, key string) {
+func checkCanonical(t *testing.T, key string) {
 	t.Helper()
 	var a netip.Addr
 	if p, err := netip.ParsePrefix(key); err == nil {
 		a = p.Addr()
-		require.True(t, a.Is6() && !a.Is4In6(), "key %q: only IPv6 keys are prefixes", key)
-		require.Equal(t, keyfunc.DefaultIPv6Prefix, p.Bits(), "key %q", key)
-		require.Equal(t, p.Masked(), p, "key %q is not masked", key)
-	} else {
-		a, err = netip.ParseAddr(key)
-		require.NoError(t, err, "key %q is neither an address nor a prefix", key)
-		require.True(t, a.Is4(), "key %q: an address key must be IPv4", key)
+		if !a.Is6() || a.Is4In6() || p.Bits() != keyfunc.DefaultIPv6Prefix || p.Masked() != p {
+			t.Fatalf("key %q: a prefix key must be a masked IPv6 /%d", key, keyfunc.DefaultIPv6Prefix)
+		}
+	} else if a, err = netip.ParseAddr(key); err != nil || !a.Is4() {
+		t.Fatalf("key %q is neither an IPv4 address nor an IPv6 prefix", key)
 	}
-	require.Empty(t, a.Zone(), "key %q", key)
-	again, err := keyfunc.IP()(request(netip.AddrPortFrom(a, 1).String()))
-	require.NoError(t, err)
-	require.Equal(t, key, again, "key %q does not map to itself", key)
+	if a.Zone() != "" {
+		t.Fatalf("key %q has a zone", key)
+	}
+	if again := mustKey(t, keyfunc.IP(), request(netip.AddrPortFrom(a, 1).String())); again != key {
+		t.Fatalf("key %q: its address as the peer gives %q", key, again)
+	}
 }
 
 var fuzzSeeds = []string{
@@ -58,19 +54,24 @@ func FuzzXForwardedFor(f *testing.F) {
 	f.Add("", "")
 	f.Add("@", client)
 	f.Add("[::ffff:10.0.0.1]:80", "1.1.1.1")
-	ip := newIP(f, trustedProxies)
+	ip := keyfunc.IP(trustedProxies)
 	f.Fuzz(func(t *testing.T, remote, xff string) {
 		key, err := ip(request(remote, "X-Forwarded-For", xff))
 		peer, perr := netip.ParseAddrPort(remote)
 		if err != nil {
-			require.ErrorIs(t, err, keyfunc.ErrNoKey)
-			_, aerr := netip.ParseAddr(remote)
-			require.True(t, perr != nil && aerr != nil, "RemoteAddr %q is an address but gave %v", remote, err)
+			if !errors.Is(err, keyfunc.ErrNoKey) {
+				t.Fatalf("RemoteAddr %q: got %v, want an error wrapping ErrNoKey", remote, err)
+			}
+			if _, aerr := netip.ParseAddr(remote); perr == nil || aerr == nil {
+				t.Fatalf("RemoteAddr %q is an address but gave %v", remote, err)
+			}
 			return
 		}
-		requireCanonical(t, key)
+		checkCanonical(t, key)
 		if perr == nil && !isTrustedProxy(peer.Addr()) {
-			require.Equal(t, canonicalKey(peer.Addr()), key, "an untrusted peer's headers must be ignored")
+			if want := canonicalKey(peer.Addr()); key != want {
+				t.Fatalf("untrusted peer %q: got %q, want %q: its headers must be ignored", remote, key, want)
+			}
 		}
 
 		// A trusted proxy appended the real client, on a line of its own or
@@ -83,7 +84,7 @@ func FuzzXForwardedFor(f *testing.F) {
 		} {
 			r := request(proxyPeer)
 			r.Header["X-Forwarded-For"] = lines
-			require.Equal(t, client, mustKey(t, ip, r), "lines %q", lines)
+			wantKey(t, ip, r, client)
 		}
 	})
 }
@@ -97,9 +98,9 @@ func FuzzForwarded(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
 	}
-	ip := newIP(f, trustedProxies, keyfunc.FromHeaders("Forwarded"))
+	ip := keyfunc.IP(trustedProxies, keyfunc.FromHeaders("Forwarded"))
 	f.Fuzz(func(t *testing.T, fwd string) {
-		requireCanonical(t, mustKey(t, ip, request(proxyPeer, "Forwarded", fwd)))
+		checkCanonical(t, mustKey(t, ip, request(proxyPeer, "Forwarded", fwd)))
 
 		for _, lines := range [][]string{
 			{fwd, "for=" + client},
@@ -107,12 +108,14 @@ func FuzzForwarded(f *testing.F) {
 		} {
 			r := request(proxyPeer)
 			r.Header["Forwarded"] = lines
-			require.Equal(t, client, mustKey(t, ip, r), "lines %q", lines)
+			wantKey(t, ip, r, client)
 		}
 
 		r := request(proxyPeer)
 		r.Header["Forwarded"] = []string{fwd + ", for=" + client}
-		require.Contains(t, []string{client, proxyKey}, mustKey(t, ip, r), "line %q", r.Header["Forwarded"][0])
+		if key := mustKey(t, ip, r); key != client && key != proxyKey {
+			t.Fatalf("line %q: got %q, want %s or the peer", r.Header["Forwarded"][0], key, client)
+		}
 	})
 }
 
@@ -217,8 +220,8 @@ func FuzzChain(f *testing.F) {
 	f.Add([]byte{2, 10, 18, 26, 6, 14}, uint8(0b101))
 	f.Add([]byte{7, 15, 23, 31, 39, 47, 0}, uint8(0b11))
 	f.Add([]byte{}, uint8(0))
-	xff := newIP(f, trustedProxies)
-	fwd := newIP(f, trustedProxies, keyfunc.FromHeaders("Forwarded"))
+	xff := keyfunc.IP(trustedProxies)
+	fwd := keyfunc.IP(trustedProxies, keyfunc.FromHeaders("Forwarded"))
 	f.Fuzz(func(t *testing.T, data []byte, shape uint8) {
 		forwarded := shape&1 == 1
 		hops := chainFrom(data, forwarded)
@@ -242,7 +245,7 @@ func FuzzChain(f *testing.F) {
 			r.Header[name] = lines
 		}
 		want := expectedKey(hops, netip.MustParseAddrPort(proxyPeer).Addr())
-		require.Equal(t, want, mustKey(t, ip, r), "%s: %q", name, lines)
+		wantKey(t, ip, r, want)
 	})
 }
 
@@ -258,18 +261,28 @@ func FuzzJoin(f *testing.F) {
 		r := request(client + ":1")
 		ab := mustKey(t, keyfunc.Join(keyfunc.Static(a), keyfunc.Static(b)), r)
 		cd := mustKey(t, keyfunc.Join(keyfunc.Static(c), keyfunc.Static(d)), r)
-		assert.Equal(t, a == c && b == d, ab == cd, "Join(%q, %q) = %q, Join(%q, %q) = %q", a, b, ab, c, d, cd)
-		assert.LessOrEqual(t, len(ab), keyfunc.MaxKeyLen)
+		if (a == c && b == d) != (ab == cd) {
+			t.Errorf("Join(%q, %q) = %q, Join(%q, %q) = %q", a, b, ab, c, d, cd)
+		}
+		if len(ab) > keyfunc.MaxKeyLen {
+			t.Errorf("Join(%q, %q) = %q: longer than %d bytes", a, b, ab, keyfunc.MaxKeyLen)
+		}
 
 		apiKey := keyfunc.Header("X-API-Key")
-		key, err := apiKey(request(client+":1", "X-API-Key", a))
-		if v := strings.Trim(a, " \t"); v == "" {
-			assert.True(t, errors.Is(err, keyfunc.ErrNoKey))
-		} else {
-			require.NoError(t, err)
-			assert.LessOrEqual(t, len(key), keyfunc.MaxKeyLen)
-			raw := len(v) <= keyfunc.MaxKeyLen && !strings.HasPrefix(v, keyfunc.HashedKeyPrefix)
-			assert.Equal(t, raw, key == v, fmt.Sprintf("value %q, key %q", v, key))
+		r = request(client+":1", "X-API-Key", a)
+		v := strings.Trim(a, " \t")
+		if v == "" {
+			key, err := apiKey(r)
+			wantNoKey(t, key, err)
+			return
+		}
+		key := mustKey(t, apiKey, r)
+		if len(key) > keyfunc.MaxKeyLen {
+			t.Errorf("value %q: key %q longer than %d bytes", v, key, keyfunc.MaxKeyLen)
+		}
+		raw := len(v) <= keyfunc.MaxKeyLen && !strings.HasPrefix(v, keyfunc.HashedKeyPrefix)
+		if raw != (key == v) {
+			t.Errorf("value %q: got the key %q, want it as it is only if short and not starting %s", v, key, keyfunc.HashedKeyPrefix)
 		}
 	})
 }

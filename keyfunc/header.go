@@ -8,18 +8,12 @@ import (
 )
 
 // Header returns a Func whose key is the value of the named request header,
-// typically an API key: Header("X-API-Key").
-//
-// The key is the first line of the header with surrounding spaces and tabs
-// removed (the line net/http's Header.Get returns, so it matches what an
-// authentication middleware reads), hashed when longer than 256 bytes. A
-// missing or blank header gives an error wrapping ErrNoKey, so the adapter
-// applies its key-error policy instead of counting all such requests under
-// one empty key.
-//
-// It panics for an empty or invalid header name. The value is used as sent:
-// Header does not check that it is a valid API key, so authenticate before
-// counting, or expect one bucket per made-up key.
+// typically an API key: Header("X-API-Key"). The key is the first line of
+// the header (the one http.Header.Get returns) with surrounding spaces and
+// tabs removed. A missing or blank header gives an error wrapping [ErrNoKey],
+// never one key shared by all such requests. The value is used as sent:
+// authenticate before counting, or expect one bucket per made-up key. Header
+// panics for an empty or invalid header name.
 func Header(name string) Func {
 	if name == "" {
 		panic(errors.New("keyfunc: Header: empty header name"))

@@ -1,11 +1,10 @@
 package keyfunc_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
@@ -21,30 +20,51 @@ func request(remote string, header ...string) *http.Request {
 	return r
 }
 
-// mustKey calls f and requires it to succeed.
+// mustKey calls f and stops the test if it fails.
 func mustKey(t testing.TB, f keyfunc.Func, r *http.Request) string {
 	t.Helper()
 	key, err := f(r)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("key of %s %q: %v", r.RemoteAddr, r.Header, err)
+	}
 	return key
 }
 
-// newIP builds an IP Func; invalid options panic.
-func newIP(_ testing.TB, opts ...keyfunc.IPOption) keyfunc.Func {
-	return keyfunc.IP(opts...)
+// wantKey checks that f keys r as want.
+func wantKey(t testing.TB, f keyfunc.Func, r *http.Request, want string) {
+	t.Helper()
+	if got := mustKey(t, f, r); got != want {
+		t.Errorf("key of %s %q: got %q, want %q", r.RemoteAddr, r.Header, got, want)
+	}
 }
 
-// panicError calls f, requires it to panic with an error, and returns that
-// error: configuration mistakes panic at construction.
+// wantNoKey checks that a Func's answer is no key: an empty key and an
+// error wrapping ErrNoKey.
+func wantNoKey(t testing.TB, key string, err error) {
+	t.Helper()
+	if !errors.Is(err, keyfunc.ErrNoKey) {
+		t.Errorf("error: got %v, want one wrapping ErrNoKey", err)
+	}
+	if key != "" {
+		t.Errorf("key: got %q, want none", key)
+	}
+}
+
+// panicError calls f and returns the error it panics with: configuration
+// mistakes panic at construction. It stops the test if f does not panic
+// with an error.
 func panicError(t testing.TB, f func()) (err error) {
 	t.Helper()
 	defer func() {
 		t.Helper()
 		v := recover()
-		require.NotNil(t, v, "no panic")
+		if v == nil {
+			t.Fatal("no panic")
+		}
 		var ok bool
-		err, ok = v.(error)
-		require.True(t, ok, "panicked with %T %v, not an error", v, v)
+		if err, ok = v.(error); !ok {
+			t.Fatalf("panicked with %T %v, not an error", v, v)
+		}
 	}()
 	f()
 	return nil

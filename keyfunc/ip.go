@@ -23,10 +23,8 @@ const (
 // normally assigned, and it holds 2^64 addresses to rotate through.
 const defaultIPv6Prefix = 64
 
-// IPOption configures IP. The zero IPOption does nothing.
-type IPOption struct {
-	apply func(*ipConfig)
-}
+// IPOption configures [IP]. A nil IPOption does nothing.
+type IPOption func(*ipConfig)
 
 // ipConfig is what IP resolves a request with. It is immutable once built.
 type ipConfig struct {
@@ -36,19 +34,15 @@ type ipConfig struct {
 	setHeaders bool
 }
 
-// TrustProxies names the proxies whose forwarding headers are believed, as
+// TrustProxies names the proxies whose forwarding headers [IP] believes, as
 // CIDR prefixes ("10.0.0.0/8", "2001:db8::/32") or single addresses
-// ("192.0.2.7"). Only when the TCP peer is inside one of them does IP read the
-// headers, and then it walks them from the right, past addresses inside
-// these prefixes, to the first one outside (see the package documentation).
-// Trust only prefixes that hold nothing but your own proxies.
+// ("192.0.2.7"); the package documentation says how the headers are walked.
+// Trust only prefixes that hold nothing but your own proxies. Several
+// TrustProxies options add up; without any, the key is always the peer.
 //
 // TrustProxies is for prefixes written in the program: it panics, naming
-// every entry that is neither a prefix nor an address. Parse prefixes read
-// from configuration with [ParseTrustedProxies], which returns that error
-// instead. IPv4-mapped IPv6 prefixes (::ffff:10.0.0.0/104) are folded to
-// IPv4, like the addresses they are matched against. Several TrustProxies
-// options add up. The default trusts nothing: the key is always the peer.
+// every entry that is neither a prefix nor an address. Prefixes read from
+// configuration go through [ParseTrustedProxies], which returns that error.
 func TrustProxies(cidrs ...string) IPOption {
 	opt, err := parseTrustedProxies("TrustProxies", cidrs)
 	if err != nil {
@@ -91,9 +85,9 @@ func parseTrustedProxies(fn string, cidrs []string) (IPOption, error) {
 		prefixes = append(prefixes, p)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return IPOption{}, err
+		return nil, err
 	}
-	return IPOption{func(c *ipConfig) { c.trusted = append(c.trusted, prefixes...) }}, nil
+	return func(c *ipConfig) { c.trusted = append(c.trusted, prefixes...) }, nil
 }
 
 func parseTrusted(s string) (netip.Prefix, error) {
@@ -118,29 +112,23 @@ func parseTrusted(s string) (netip.Prefix, error) {
 }
 
 // IPv6Prefix sets how many leading bits of an IPv6 client address form its
-// key, so that one host rotating through the addresses of its prefix is still
-// one client. The default is 64. IPv4 addresses are never masked: two IPv4
-// clients never share a key. It panics unless bits is between 1 and 128.
+// key (default 64), so that one host rotating through the addresses of its
+// prefix is still one client. IPv4 addresses are never masked. It panics
+// unless bits is between 1 and 128.
 func IPv6Prefix(bits int) IPOption {
 	if bits < 1 || bits > 128 {
 		panic(fmt.Errorf("keyfunc: IPv6Prefix(%d): bits must be between 1 and 128", bits))
 	}
-	return IPOption{func(c *ipConfig) { c.ipv6Bits = bits }}
+	return func(c *ipConfig) { c.ipv6Bits = bits }
 }
 
 // FromHeaders replaces the forwarding headers read from trusted proxies and
-// their precedence (default: X-Forwarded-For, Forwarded, X-Real-IP). Use it
-// when your proxy maintains a header other than X-Forwarded-For, so that a
-// client cannot win with an X-Forwarded-For of its own making that the proxy
-// passes through: FromHeaders("X-Real-IP") behind nginx's realip setup,
-// FromHeaders("CF-Connecting-IP") behind Cloudflare (with Cloudflare's
-// ranges in TrustProxies).
-//
-// "Forwarded" is parsed as RFC 7239; any other header as a comma-separated
-// list of addresses, like X-Forwarded-For. It panics when no name is given,
-// a name is not a valid header name, or a name repeats. IP panics when
-// FromHeaders comes without TrustProxies: headers are only ever read from
-// trusted peers.
+// their precedence (default: X-Forwarded-For, Forwarded, X-Real-IP), for a
+// proxy that maintains another header: FromHeaders("X-Real-IP") behind
+// nginx's realip setup, FromHeaders("CF-Connecting-IP") behind Cloudflare
+// (with Cloudflare's ranges in [TrustProxies]). "Forwarded" is parsed as
+// RFC 7239, any other header like X-Forwarded-For. It panics when no name is
+// given, a name is not a valid header name, or a name repeats.
 func FromHeaders(names ...string) IPOption {
 	if len(names) == 0 {
 		panic(errors.New("keyfunc: FromHeaders: no header names"))
@@ -156,33 +144,24 @@ func FromHeaders(names ...string) IPOption {
 		}
 		headers = append(headers, n)
 	}
-	return IPOption{func(c *ipConfig) { c.headers, c.setHeaders = headers, true }}
+	return func(c *ipConfig) { c.headers, c.setHeaders = headers, true }
 }
 
-// IP returns a Func whose key is the client's IP address.
-//
-// By default the client is the TCP peer (http.Request.RemoteAddr) and every
-// header is ignored. With [TrustProxies], forwarding headers are read from
-// peers inside the trusted prefixes only; see the package documentation for
-// the walk, the header precedence and what happens to malformed headers.
-//
-// Keys are canonical: IPv4 as dotted quad ("192.0.2.1", also for the
-// IPv4-mapped ::ffff:192.0.2.1), IPv6 as the client's masked prefix
-// ("2001:db8:1:2::/64"), zones removed. A RemoteAddr that is not an IP
-// address (empty, or "@" for a Unix socket) gives an error wrapping ErrNoKey.
-//
-// IP panics when [FromHeaders] is given without [TrustProxies]; the options
-// themselves panic on invalid values. The returned Func allocates at most
-// once, for the key string, and not at all for a plain IPv4 peer, whose key
-// is part of RemoteAddr.
+// IP returns a Func whose key is the client's IP address, in the canonical
+// form the package documentation describes. The client is the TCP peer,
+// http.Request.RemoteAddr, unless the peer is inside a prefix given to
+// [TrustProxies]; then it is found in the forwarding headers, as the package
+// documentation describes. A RemoteAddr that is not an IP address gives an
+// error wrapping [ErrNoKey]. IP panics when [FromHeaders] is given without
+// TrustProxies: headers are only ever read from trusted peers.
 func IP(opts ...IPOption) Func {
 	c := &ipConfig{
 		ipv6Bits: defaultIPv6Prefix,
 		headers:  []string{headerXForwardedFor, headerForwarded, headerXRealIP},
 	}
 	for _, o := range opts {
-		if o.apply != nil {
-			o.apply(c)
+		if o != nil {
+			o(c)
 		}
 	}
 	if c.setHeaders && len(c.trusted) == 0 {
@@ -191,17 +170,11 @@ func IP(opts ...IPOption) Func {
 	return c.key
 }
 
-// CanonicalIP returns the key [IP] gives a client at address ip, for
-// adapters whose framework has already found the client (gin's
-// c.ClientIP(), echo's c.RealIP()): IPv4 as a dotted quad, IPv4-mapped IPv6
-// folded to IPv4, zones removed, IPv6 masked to its /64. So a framework's
-// answer is keyed exactly as keyfunc's own, and no request is rebuilt
-// around it. An ip that is not an IP address (an empty string, a host
-// name, an address with a port) gives an error wrapping ErrNoKey. It
-// allocates nothing for an IPv4 address, whose key is ip itself.
-//
-// Which address the framework reports, and so whom it trusts to say, is the
-// framework's business: see the adapter's documentation.
+// CanonicalIP returns the key IP() gives a client at address ip (IPv6 masked
+// to its /64), for adapters whose framework has already found the client
+// (gin's c.ClientIP(), echo's c.RealIP()): whom the framework trusts to say
+// is the framework's business. An ip that is not an IP address (empty, a host
+// name, an address with a port) gives an error wrapping [ErrNoKey].
 func CanonicalIP(ip string) (string, error) {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {

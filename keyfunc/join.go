@@ -13,9 +13,8 @@ import (
 //
 // Each part is written as its length in decimal, a colon, then the part
 // ("11:/users/{id}9:192.0.2.1"), so no two different lists of parts give the
-// same key, whatever bytes the parts contain. A key longer than 256 bytes is
-// hashed. The first error from fs is returned as it is. Join panics when fs
-// is empty (for one limit shared by every request, use [Static]) or holds a
+// same key. The first error from fs is returned as it is. Join panics when fs
+// is empty (for one key shared by every request, use [Static]) or holds a
 // nil function.
 func Join(fs ...Func) Func {
 	if len(fs) == 0 {

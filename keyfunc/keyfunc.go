@@ -8,17 +8,15 @@ import (
 	"strings"
 )
 
-// Func turns a request into the key it is counted under.
-//
-// A Func returns an error wrapping ErrNoKey when the request carries nothing
-// to count it under (no API key, no matched route, no IP peer); the adapter
-// then applies its key-error policy. Every Func of this package is safe for
-// simultaneous use by multiple goroutines and never modifies the request.
+// Func turns a request into the key it is counted under, or an error
+// wrapping [ErrNoKey] when the request carries nothing to count it under.
+// Every Func of this package is safe for simultaneous use by multiple
+// goroutines and never modifies the request.
 type Func func(*http.Request) (string, error)
 
 // ErrNoKey is wrapped by the errors a Func returns when the request has no
 // key: a missing API-key header, no matched route, a peer that is not an IP
-// address. Test for it with errors.Is.
+// address.
 var ErrNoKey = errors.New("keyfunc: no key in request")
 
 // maxKeyLen is the longest key returned as it is. Longer keys (from Header
@@ -33,8 +31,8 @@ const maxKeyLen = 256
 const hashedKeyPrefix = "sha256:"
 
 // Static returns a Func that counts every request under key: one limit
-// shared by all clients, or a namespace for Join (Join(Static("login"),
-// IP())). A key longer than 256 bytes is hashed once, here.
+// shared by all clients, or a namespace for [Join]: Join(Static("login"),
+// IP()).
 func Static(key string) Func {
 	key = boundKey(key)
 	return func(*http.Request) (string, error) { return key, nil }

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
@@ -139,21 +136,23 @@ func TestSpoofedHeadersFromAnUntrustedPeerLandInOneBucket(t *testing.T) {
 		{"with proxies trusted, from an IPv6 peer outside them", []keyfunc.IPOption{trustedProxies}, "[2001:db8:9::1]:40000"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ip := newIP(t, tt.opts...)
+			ip := keyfunc.IP(tt.opts...)
 			keys := map[string]int{}
 			for range 10_000 {
 				b := s.request(tt.peer)
 				keys[mustKey(t, ip, request(b.remote, b.header...))]++
 			}
-			peer := netip.MustParseAddrPort(tt.peer).Addr()
-			assert.Equal(t, map[string]int{canonicalKey(peer): 10_000}, keys)
+			want := canonicalKey(netip.MustParseAddrPort(tt.peer).Addr())
+			if len(keys) != 1 || keys[want] != 10_000 {
+				t.Errorf("got the keys %v, want %s for all 10000 requests", keys, want)
+			}
 		})
 	}
 }
 
 func TestSpoofedHeadersBehindATrustedProxyYieldTheRealClient(t *testing.T) {
 	s := spoofer{rand.New(rand.NewPCG(4, 1))}
-	ip := newIP(t, trustedProxies)
+	ip := keyfunc.IP(trustedProxies)
 	realClient := func() netip.Addr {
 		if s.rng.IntN(3) == 0 {
 			return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0xaa, byte(s.rng.IntN(256)), 15: byte(s.rng.IntN(256))})
@@ -161,36 +160,38 @@ func TestSpoofedHeadersBehindATrustedProxyYieldTheRealClient(t *testing.T) {
 		return netip.AddrFrom4([4]byte{203, 0, 113, byte(s.rng.IntN(256))})
 	}
 
-	t.Run("one proxy appending to X-Forwarded-For", func(t *testing.T) {
-		for i := range 10_000 {
-			real := realClient()
-			b := s.request(proxyPeer)
+	fwd := keyfunc.IP(trustedProxies, keyfunc.FromHeaders("Forwarded"))
+	for _, tt := range []struct {
+		name  string
+		ip    keyfunc.Func
+		peer  string
+		proxy func(b *requestBuilder, real netip.Addr) // what the proxies add
+	}{
+		{"one proxy appending to X-Forwarded-For", ip, proxyPeer, func(b *requestBuilder, real netip.Addr) {
 			b.appendTo("X-Forwarded-For", real.String())
-			require.Equal(t, canonicalKey(real), mustKey(t, ip, request(b.remote, b.header...)), "request %d: %q", i, b.header)
-		}
-	})
-	t.Run("two proxies, the outer one adding its own X-Forwarded-For line", func(t *testing.T) {
-		for i := range 10_000 {
-			real := realClient()
-			b := s.request("[fd00::1]:443")
+		}},
+		{"two proxies, the outer one adding its own X-Forwarded-For line", ip, "[fd00::1]:443", func(b *requestBuilder, real netip.Addr) {
 			b.add("X-Forwarded-For", real.String())   // HAProxy-style: a new line
 			b.appendTo("X-Forwarded-For", "10.0.0.2") // the inner proxy, nginx-style
-			require.Equal(t, canonicalKey(real), mustKey(t, ip, request(b.remote, b.header...)), "request %d: %q", i, b.header)
-		}
-	})
-	t.Run("a proxy adding a Forwarded line, with FromHeaders(\"Forwarded\")", func(t *testing.T) {
-		fwd := newIP(t, trustedProxies, keyfunc.FromHeaders("Forwarded"))
-		for i := range 10_000 {
-			real := realClient()
-			b := s.request(proxyPeer)
+		}},
+		{"a proxy adding a Forwarded line, with FromHeaders(\"Forwarded\")", fwd, proxyPeer, func(b *requestBuilder, real netip.Addr) {
 			b.add("Forwarded", `for="`+netip.AddrPortFrom(real, 4711).String()+`";proto=https`)
-			require.Equal(t, canonicalKey(real), mustKey(t, fwd, request(b.remote, b.header...)), "request %d: %q", i, b.header)
-		}
-	})
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range 10_000 {
+				real := realClient()
+				b := s.request(tt.peer)
+				tt.proxy(b, real)
+				if got, want := mustKey(t, tt.ip, request(b.remote, b.header...)), canonicalKey(real); got != want {
+					t.Fatalf("request %d %q: got %q, want %q", i, b.header, got, want)
+				}
+			}
+		})
+	}
 	t.Run("a proxy appending to the client's Forwarded line never yields a spoofed address", func(t *testing.T) {
 		// A client's unterminated quote can swallow the element the proxy
 		// appends to the same line; the walk then fails closed to the peer.
-		fwd := newIP(t, trustedProxies, keyfunc.FromHeaders("Forwarded"))
 		counts := map[string]int{}
 		for i := range 10_000 {
 			real := realClient()
@@ -203,10 +204,13 @@ func TestSpoofedHeadersBehindATrustedProxyYieldTheRealClient(t *testing.T) {
 				continue
 			}
 			counts["client"]++
-			require.Equal(t, canonicalKey(real), key, "request %d: %q", i, r.Header["Forwarded"])
+			if want := canonicalKey(real); key != want {
+				t.Fatalf("request %d %q: got %q, want %q or the peer", i, r.Header["Forwarded"], key, want)
+			}
 		}
-		assert.Equal(t, 10_000, counts["peer"]+counts["client"])
-		assert.Positive(t, counts["client"])
+		if counts["client"] == 0 {
+			t.Errorf("got %v: no request keyed on its client", counts)
+		}
 	})
 }
 
@@ -227,19 +231,21 @@ func TestAdvisory_GHSA_3fxj_6jh8_hvhx(t *testing.T) {
 	const spoofed = "127.0.0.1"
 	t.Run("a direct client's leftmost X-Forwarded-For is ignored", func(t *testing.T) {
 		r := request(client+":5555", "X-Forwarded-For", spoofed)
-		assert.Equal(t, client, mustKey(t, newIP(t), r))
-		assert.Equal(t, client, mustKey(t, newIP(t, trustedProxies), r))
-		assert.Equal(t, client+":5555", r.RemoteAddr, "RemoteAddr is left alone")
+		wantKey(t, keyfunc.IP(), r, client)
+		wantKey(t, keyfunc.IP(trustedProxies), r, client)
+		if r.RemoteAddr != client+":5555" {
+			t.Errorf("RemoteAddr: got %q, want it left alone", r.RemoteAddr)
+		}
 	})
 	t.Run("behind a trusted proxy the leftmost entry does not win", func(t *testing.T) {
 		r := request(proxyPeer, "X-Forwarded-For", spoofed+", "+client)
-		assert.Equal(t, client, mustKey(t, newIP(t, trustedProxies), r))
+		wantKey(t, keyfunc.IP(trustedProxies), r, client)
 	})
 	t.Run("rotating the leftmost entry does not rotate the bucket", func(t *testing.T) {
-		ip := newIP(t, trustedProxies)
+		ip := keyfunc.IP(trustedProxies)
 		for i := range 256 {
 			r := request(proxyPeer, "X-Forwarded-For", fmt.Sprintf("192.0.2.%d, %s", i, client))
-			require.Equal(t, client, mustKey(t, ip, r))
+			wantKey(t, ip, r, client)
 		}
 	})
 }
@@ -253,18 +259,18 @@ func TestAdvisory_GHSA_3fxj_6jh8_hvhx(t *testing.T) {
 // TrustProxies, and True-Client-IP is never read (FromHeaders can name it
 // explicitly for a CDN that sets it).
 func TestAdvisory_GHSA_rjr7_jggh_pgcp(t *testing.T) {
-	ip := newIP(t, trustedProxies)
+	ip := keyfunc.IP(trustedProxies)
 	for _, h := range []string{"True-Client-IP", "X-Real-IP", "X-Forwarded-For", "Forwarded"} {
 		t.Run(h+" from a peer that is not a trusted proxy is ignored", func(t *testing.T) {
 			v := "192.0.2.66"
 			if h == "Forwarded" {
 				v = "for=" + v
 			}
-			assert.Equal(t, client, mustKey(t, ip, request(client+":5555", h, v)))
+			wantKey(t, ip, request(client+":5555", h, v), client)
 		})
 	}
 	t.Run("True-Client-IP is ignored even from a trusted proxy", func(t *testing.T) {
-		assert.Equal(t, proxyKey, mustKey(t, ip, request(proxyPeer, "True-Client-IP", "192.0.2.66")))
+		wantKey(t, ip, request(proxyPeer, "True-Client-IP", "192.0.2.66"), proxyKey)
 	})
 }
 
@@ -277,9 +283,9 @@ func TestAdvisory_GHSA_rjr7_jggh_pgcp(t *testing.T) {
 // Here the entry the trusted proxy appended, the rightmost, is read first,
 // and it is outside the trusted prefixes, so it is the answer.
 func TestAdvisory_GHSA_9g5q_2w5x_hmxf(t *testing.T) {
-	ip := newIP(t, trustedProxies)
+	ip := keyfunc.IP(trustedProxies)
 	r := request(proxyPeer, "X-Forwarded-For", "192.0.2.2, 192.0.2.1")
-	assert.Equal(t, "192.0.2.1", mustKey(t, ip, r))
+	wantKey(t, ip, r, "192.0.2.1")
 }
 
 // CVE-2020-28483 (gin-gonic/gin before 1.7.0): Context.ClientIP read
@@ -296,19 +302,19 @@ func TestAdvisory_GHSA_9g5q_2w5x_hmxf(t *testing.T) {
 func TestAdvisory_CVE_2020_28483(t *testing.T) {
 	t.Run("the default ignores X-Forwarded-For from a directly connected client", func(t *testing.T) {
 		r := request(client+":5555", "X-Forwarded-For", "192.0.2.66", "X-Real-IP", "192.0.2.67")
-		assert.Equal(t, client, mustKey(t, newIP(t), r))
+		wantKey(t, keyfunc.IP(), r, client)
 	})
 	t.Run("a trusted peer does not make the client's own entries trusted", func(t *testing.T) {
-		ip := newIP(t, keyfunc.TrustProxies("10.0.0.1"))
+		ip := keyfunc.IP(keyfunc.TrustProxies("10.0.0.1"))
 		r := request("10.0.0.1:443", "X-Forwarded-For", "192.0.2.66, "+client)
-		assert.Equal(t, client, mustKey(t, ip, r))
+		wantKey(t, ip, r, client)
 	})
 	t.Run("a client cannot pass as a trusted hop in the middle of the chain", func(t *testing.T) {
-		ip := newIP(t, keyfunc.TrustProxies("10.0.0.1", "10.0.0.2"))
+		ip := keyfunc.IP(keyfunc.TrustProxies("10.0.0.1", "10.0.0.2"))
 		// The client wrote "192.0.2.66, 10.0.0.2"; the proxy appended the
 		// client's real address. The claimed 10.0.0.2 is left of an
 		// untrusted hop, so it is never reached.
 		r := request("10.0.0.1:443", "X-Forwarded-For", "192.0.2.66, 10.0.0.2, "+client)
-		assert.Equal(t, client, mustKey(t, ip, r))
+		wantKey(t, ip, r, client)
 	})
 }

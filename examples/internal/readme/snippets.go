@@ -138,7 +138,7 @@ func snippet6() {
 }
 
 func snippet7() {
-//line README.md:144
+//line README.md:145
 	core.FixedWindow(100, time.Minute)                   // ≤ 100 in each minute on the clock
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
@@ -147,7 +147,7 @@ func snippet7() {
 }
 
 func snippet8() {
-//line README.md:164
+//line README.md:165
 	lim, err := core.New(core.TokenBucket(100, time.Minute), core.WithMaxKeys(1_000_000))
 	if err != nil {
 		log.Fatal(err) // an invalid policy is an error that names the field (core.MustNew panics with it)
@@ -169,7 +169,7 @@ func snippet8() {
 }
 
 func snippet9() {
-//line README.md:189
+//line README.md:190
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -185,7 +185,7 @@ func snippet9() {
 }
 
 func snippet10() {
-//line README.md:224
+//line README.md:225
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	if err := rdb.Ping(ctx).Err(); err != nil {

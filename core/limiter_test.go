@@ -309,7 +309,7 @@ func TestErrorsNameTheValues(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 	if !errors.Is(err, core.ErrCostExceedsCapacity) {
-		t.Errorf("errors.Is(err, core.ErrCostExceedsCapacity) is false")
+		t.Errorf("got %v, want %v", err, core.ErrCostExceedsCapacity)
 	}
 	if want := (core.Decision{Limit: 5, Remaining: 5, Policy: core.FixedWindow(5, time.Minute)}); d != want {
 		t.Errorf("d = %+v, want %+v", d, want)

@@ -58,9 +58,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
@@ -252,17 +249,23 @@ func (s Suite) sequences(t *testing.T) {
 		t.Run(name(tc.policy), func(t *testing.T) {
 			clock := NewClock(Epoch)
 			lim := s.New(t, tc.policy, clock.Now)
-			assert.Equal(t, tc.policy, lim.Policy())
+			if got := lim.Policy(); got != tc.policy {
+				t.Errorf("lim.Policy() = %+v, want %+v", got, tc.policy)
+			}
 			k := key(t, "k")
 			for i, st := range tc.steps {
 				clock.Advance(Epoch.Add(st.at).Sub(clock.Now()))
 				d, err := call(lim, k, st.n)
-				require.NoError(t, err, "step %d", i)
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
 				want := core.Decision{
 					Allowed: st.allowed, Limit: tc.policy.Limit, Remaining: st.remaining,
 					ResetAfter: st.reset, RetryAfter: st.retry, Delay: st.delay, Policy: tc.policy,
 				}
-				assert.Equal(t, want, d, "step %d: at +%v cost %d", i, st.at, st.n)
+				if d != want {
+					t.Errorf("step %d: at +%v cost %d: d = %+v, want %+v", i, st.at, st.n, d, want)
+				}
 			}
 		})
 	}
@@ -292,29 +295,45 @@ func (s Suite) retryAfterHonest(t *testing.T) {
 				clock.Advance(time.Duration(rng.Int64N(int64(p.Window/ms)/4+1)) * ms)
 				n := 1 + rng.Int64N(p.Capacity())
 				d, err := lim.AllowN(context.Background(), k, n)
-				require.NoError(t, err)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if d.Allowed {
-					assert.Zero(t, d.RetryAfter)
+					if d.RetryAfter != 0 {
+						t.Errorf("d.RetryAfter = %+v, want 0", d.RetryAfter)
+					}
 					continue
 				}
-				require.Positive(t, d.RetryAfter, "a denial must say when to retry")
+				if d.RetryAfter <= 0 {
+					t.Fatalf("a denial must say when to retry: d.RetryAfter = %+v, want > 0", d.RetryAfter)
+				}
 				checked++
 				if d.RetryAfter > ms {
 					clock.Advance(d.RetryAfter - ms)
 					early, err := lim.Peek(context.Background(), k)
-					require.NoError(t, err)
+					if err != nil {
+						t.Fatal(err)
+					}
 					if n == 1 {
-						assert.False(t, early.Allowed, "1ms before RetryAfter %v", d.RetryAfter)
+						if early.Allowed {
+							t.Errorf("1ms before RetryAfter %v: allowed, want denied: %+v", d.RetryAfter, early)
+						}
 					}
 					clock.Advance(ms)
 				} else {
 					clock.Advance(d.RetryAfter)
 				}
 				again, err := lim.AllowN(context.Background(), k, n)
-				require.NoError(t, err)
-				assert.True(t, again.Allowed, "waited RetryAfter %v for cost %d", d.RetryAfter, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !again.Allowed {
+					t.Errorf("waited RetryAfter %v for cost %d: denied, want allowed: %+v", d.RetryAfter, n, again)
+				}
 			}
-			assert.Greater(t, checked, 5, "the schedule must produce denials to check")
+			if checked <= 5 {
+				t.Errorf("the schedule must produce denials to check: checked = %+v, want > 5", checked)
+			}
 		})
 	}
 }
@@ -328,27 +347,51 @@ func (s Suite) costValidation(t *testing.T) {
 			ctx := context.Background()
 			for _, n := range []int64{0, -1, -1 << 62} {
 				_, err := lim.AllowN(ctx, k, n)
-				assert.ErrorIs(t, err, core.ErrInvalidCost, "cost %d", n)
+				if !errors.Is(err, core.ErrInvalidCost) {
+					t.Errorf("cost %d: got %v, want %v", n, err, core.ErrInvalidCost)
+				}
 			}
 			d, err := lim.AllowN(ctx, k, p.Capacity()+1)
-			require.ErrorIs(t, err, core.ErrCostExceedsCapacity)
-			assert.False(t, d.Allowed)
-			assert.Zero(t, d.RetryAfter, "waiting cannot help a cost above capacity")
-			assert.Equal(t, p.Capacity(), d.Remaining, "a refused cost consumes nothing")
-			assert.Equal(t, p.Limit, d.Limit)
+			if !errors.Is(err, core.ErrCostExceedsCapacity) {
+				t.Fatalf("got %v, want %v", err, core.ErrCostExceedsCapacity)
+			}
+			if d.Allowed {
+				t.Errorf("allowed, want denied: %+v", d)
+			}
+			if d.RetryAfter != 0 {
+				t.Errorf("waiting cannot help a cost above capacity: d.RetryAfter = %+v, want 0", d.RetryAfter)
+			}
+			if d.Remaining != p.Capacity() {
+				t.Errorf("a refused cost consumes nothing: d.Remaining = %+v, want %+v", d.Remaining, p.Capacity())
+			}
+			if d.Limit != p.Limit {
+				t.Errorf("d.Limit = %+v, want %+v", d.Limit, p.Limit)
+			}
 
 			// Use everything, then show that invalid costs minted nothing.
 			d, err = lim.AllowN(ctx, k, p.Capacity())
-			require.NoError(t, err)
-			require.True(t, d.Allowed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				t.Fatalf("denied, want allowed: %+v", d)
+			}
 			for _, n := range []int64{-5, 0} {
 				_, err = lim.AllowN(ctx, k, n)
-				require.ErrorIs(t, err, core.ErrInvalidCost)
+				if !errors.Is(err, core.ErrInvalidCost) {
+					t.Fatalf("got %v, want %v", err, core.ErrInvalidCost)
+				}
 			}
 			d, err = lim.AllowN(ctx, k, 1)
-			require.NoError(t, err)
-			assert.False(t, d.Allowed, "a negative cost must not add capacity")
-			assert.Zero(t, d.Remaining)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				t.Errorf("a negative cost must not add capacity: allowed, want denied: %+v", d)
+			}
+			if d.Remaining != 0 {
+				t.Errorf("d.Remaining = %+v, want 0", d.Remaining)
+			}
 		})
 	}
 }
@@ -362,21 +405,41 @@ func (s Suite) peek(t *testing.T) {
 			ctx := context.Background()
 			for range 5 {
 				d, err := lim.Peek(ctx, k)
-				require.NoError(t, err)
-				assert.True(t, d.Allowed)
-				assert.Equal(t, p.Capacity(), d.Remaining)
-				assert.Zero(t, d.ResetAfter)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !d.Allowed {
+					t.Errorf("denied, want allowed: %+v", d)
+				}
+				if d.Remaining != p.Capacity() {
+					t.Errorf("d.Remaining = %+v, want %+v", d.Remaining, p.Capacity())
+				}
+				if d.ResetAfter != 0 {
+					t.Errorf("d.ResetAfter = %+v, want 0", d.ResetAfter)
+				}
 			}
 			for i := range p.Capacity() {
 				d, err := lim.AllowN(ctx, k, 1)
-				require.NoError(t, err)
-				require.True(t, d.Allowed, "request %d", i+1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !d.Allowed {
+					t.Fatalf("request %d: denied, want allowed: %+v", i+1, d)
+				}
 			}
 			d, err := lim.Peek(ctx, k)
-			require.NoError(t, err)
-			assert.False(t, d.Allowed)
-			assert.Zero(t, d.Remaining)
-			assert.Positive(t, d.RetryAfter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				t.Errorf("allowed, want denied: %+v", d)
+			}
+			if d.Remaining != 0 {
+				t.Errorf("d.Remaining = %+v, want 0", d.Remaining)
+			}
+			if d.RetryAfter <= 0 {
+				t.Errorf("d.RetryAfter = %+v, want > 0", d.RetryAfter)
+			}
 		})
 	}
 }
@@ -389,18 +452,36 @@ func (s Suite) reset(t *testing.T) {
 			k, other := key(t, "k"), key(t, "other")
 			ctx := context.Background()
 			_, err := lim.AllowN(ctx, k, p.Capacity())
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			_, err = lim.AllowN(ctx, other, p.Capacity())
-			require.NoError(t, err)
-			require.NoError(t, lim.Reset(ctx, k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lim.Reset(ctx, k); err != nil {
+				t.Fatalf("lim.Reset(ctx, k): %v", err)
+			}
 			d, err := lim.AllowN(ctx, k, 1)
-			require.NoError(t, err)
-			assert.True(t, d.Allowed, "reset key starts afresh")
-			assert.Equal(t, p.Capacity()-1, d.Remaining)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				t.Errorf("reset key starts afresh: denied, want allowed: %+v", d)
+			}
+			if d.Remaining != p.Capacity()-1 {
+				t.Errorf("d.Remaining = %+v, want %+v", d.Remaining, p.Capacity()-1)
+			}
 			d, err = lim.AllowN(ctx, other, 1)
-			require.NoError(t, err)
-			assert.False(t, d.Allowed, "other keys keep their state")
-			require.NoError(t, lim.Reset(ctx, key(t, "never-seen")), "resetting an unknown key is not an error")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				t.Errorf("other keys keep their state: allowed, want denied: %+v", d)
+			}
+			if err := lim.Reset(ctx, key(t, "never-seen")); err != nil {
+				t.Fatalf("resetting an unknown key is not an error: lim.Reset(ctx, key(t, \"never-seen\")): %v", err)
+			}
 		})
 	}
 }
@@ -413,18 +494,30 @@ func (s Suite) clockJumps(t *testing.T) {
 			k := key(t, "k")
 			ctx := context.Background()
 			_, err := lim.AllowN(ctx, k, p.Capacity())
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 
 			clock.Advance(-time.Hour)
 			d, err := lim.AllowN(ctx, k, 1)
-			require.NoError(t, err)
-			assert.False(t, d.Allowed, "a backward step must not mint capacity")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				t.Errorf("a backward step must not mint capacity: allowed, want denied: %+v", d)
+			}
 
 			clock.Advance(time.Hour + 100*365*24*time.Hour)
 			d, err = lim.AllowN(ctx, k, 1)
-			require.NoError(t, err)
-			assert.True(t, d.Allowed, "100 years idle: full again")
-			assert.Equal(t, p.Capacity()-1, d.Remaining, "a forward jump refills only up to capacity")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				t.Errorf("100 years idle: full again: denied, want allowed: %+v", d)
+			}
+			if d.Remaining != p.Capacity()-1 {
+				t.Errorf("a forward jump refills only up to capacity: d.Remaining = %+v, want %+v", d.Remaining, p.Capacity()-1)
+			}
 		})
 	}
 }
@@ -443,13 +536,17 @@ func (s Suite) boundaries(t *testing.T) {
 			clock.Advance(d)
 			for range 150 {
 				got, err := lim.AllowN(context.Background(), k, 1)
-				require.NoError(t, err)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if got.Allowed {
 					admitted++
 				}
 			}
 		}
-		assert.Equal(t, 200, admitted, "100 in the last ms of a window, 100 in the first of the next")
+		if admitted != 200 {
+			t.Errorf("100 in the last ms of a window, 100 in the first of the next: admitted = %+v, want 200", admitted)
+		}
 	})
 	t.Run("sliding window stays within limit*(1+1/buckets)", func(t *testing.T) {
 		p := core.SlidingWindow(20, time.Second).WithBuckets(5)
@@ -470,14 +567,20 @@ func (s Suite) boundaries(t *testing.T) {
 				at += gap
 				clock.Advance(gap)
 				d, err := lim.AllowN(context.Background(), k, 1)
-				require.NoError(t, err)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if d.Allowed {
 					admittedAt = append(admittedAt, at)
 				}
 			}
 			most := maxInWindow(admittedAt, p.Window)
-			assert.LessOrEqual(t, float64(most), bound, "seed %d", seed)
-			assert.GreaterOrEqual(t, most, int(p.Limit), "seed %d: the schedule should reach the limit", seed)
+			if got := float64(most); got > bound {
+				t.Errorf("seed %d: float64(most) = %+v, want <= bound (%+v)", seed, got, bound)
+			}
+			if most < int(p.Limit) {
+				t.Errorf("seed %d: the schedule should reach the limit: most = %+v, want >= int(p.Limit) (%+v)", seed, most, int(p.Limit))
+			}
 		}
 	})
 }
@@ -509,7 +612,9 @@ func (s Suite) concurrency(t *testing.T) {
 			lim := s.New(t, base, clock.Now)
 			k := key(t, "k")
 			admitted := release(t, s.Goroutines, func(int) string { return k }, lim)
-			assert.Equal(t, int64(100), admitted)
+			if admitted != 100 {
+				t.Errorf("admitted = %+v, want 100", admitted)
+			}
 		})
 		t.Run(name(base)+"/many keys", func(t *testing.T) {
 			p := base
@@ -522,7 +627,9 @@ func (s Suite) concurrency(t *testing.T) {
 				names[i] = key(t, fmt.Sprint(i))
 			}
 			admitted := release(t, s.Goroutines, func(i int) string { return names[i%keys] }, lim)
-			assert.Equal(t, int64(5*keys), admitted)
+			if admitted != int64(5*keys) {
+				t.Errorf("admitted = %+v, want %+v", admitted, int64(5*keys))
+			}
 		})
 	}
 }
@@ -553,7 +660,9 @@ func release(t *testing.T, n int, keyOf func(int) string, lim core.Limiter) int6
 	}
 	close(start)
 	wg.Wait()
-	require.Zero(t, failures.Load(), "calls failed under concurrency")
+	if got := failures.Load(); got != 0 {
+		t.Fatalf("calls failed under concurrency: failures.Load() = %+v, want 0", got)
+	}
 	return admitted.Load()
 }
 
@@ -566,7 +675,9 @@ func (s Suite) reference(t *testing.T) {
 			clock := NewClock(Epoch)
 			lim := s.New(t, p, clock.Now)
 			ref, err := core.New(p, core.WithClock(clock.Now))
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { _ = ref.Close() })
 			keys := []string{key(t, "a"), key(t, "b")}
 			for i := range s.Steps {
@@ -575,9 +686,13 @@ func (s Suite) reference(t *testing.T) {
 				n := rng.Int64N(p.Capacity() + 2) // 0 is a Peek; Capacity()+1 is refused
 				got, gotErr := call(lim, k, n)
 				want, wantErr := call(ref, k, n)
-				require.Equal(t, errors.Is(wantErr, core.ErrCostExceedsCapacity), errors.Is(gotErr, core.ErrCostExceedsCapacity), "step %d: error %v, want %v", i, gotErr, wantErr)
-				require.Equal(t, wantErr == nil, gotErr == nil, "step %d: error %v, want %v", i, gotErr, wantErr)
-				require.Equal(t, want, got, "step %d: cost %d at +%v", i, n, clock.Now().Sub(Epoch))
+				if (gotErr == nil) != (wantErr == nil) ||
+					errors.Is(gotErr, core.ErrCostExceedsCapacity) != errors.Is(wantErr, core.ErrCostExceedsCapacity) {
+					t.Fatalf("step %d: error %v, want %v", i, gotErr, wantErr)
+				}
+				if got != want {
+					t.Fatalf("step %d: cost %d at +%v: got %+v, want %+v", i, n, clock.Now().Sub(Epoch), got, want)
+				}
 			}
 		})
 	}

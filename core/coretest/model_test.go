@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
@@ -82,7 +79,9 @@ func TestModelByHand(t *testing.T) {
 	} {
 		t.Run(tc.p.String(), func(t *testing.T) {
 			m, err := NewModel(tc.p)
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for i, st := range tc.steps {
 				now := Epoch.Add(st.at)
 				var d core.Decision
@@ -90,13 +89,17 @@ func TestModelByHand(t *testing.T) {
 					d = m.Peek("k", now)
 				} else {
 					d, err = m.AllowN("k", now, st.n)
-					require.NoError(t, err, "step %d", i)
+					if err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
 				}
 				want := core.Decision{
 					Allowed: st.allowed, Limit: tc.p.Limit, Remaining: st.remaining,
 					ResetAfter: st.reset, RetryAfter: st.retry, Delay: st.delay, Policy: tc.p,
 				}
-				assert.Equal(t, want, d, "step %d: at +%v cost %d", i, st.at, st.n)
+				if d != want {
+					t.Errorf("step %d: at +%v cost %d: d = %+v, want %+v", i, st.at, st.n, d, want)
+				}
 			}
 		})
 	}
@@ -112,18 +115,30 @@ func TestModelSteadyClient(t *testing.T) {
 		core.SlidingWindow(15, 1500*ms),
 	} {
 		m, err := NewModel(p)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		every := p.Window / time.Duration(p.Limit)
 		for i := range 10 * p.Limit {
 			d, err := m.AllowN("k", Epoch.Add(time.Duration(i)*every+7*ms), 1)
-			require.NoError(t, err)
-			require.True(t, d.Allowed, "%v: request %d", p, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				t.Fatalf("%v: request %d: denied, want allowed: %+v", p, i, d)
+			}
 		}
 		_, err = m.AllowN("k", Epoch, 0)
-		assert.True(t, errors.Is(err, core.ErrInvalidCost))
+		if !errors.Is(err, core.ErrInvalidCost) {
+			t.Errorf("got %v, want %v", err, core.ErrInvalidCost)
+		}
 		d, err := m.AllowN("other", Epoch, p.Limit+1)
-		assert.True(t, errors.Is(err, core.ErrCostExceedsCapacity))
-		assert.Equal(t, core.Decision{Limit: p.Limit, Remaining: p.Limit, Policy: p}, d)
+		if !errors.Is(err, core.ErrCostExceedsCapacity) {
+			t.Errorf("got %v, want %v", err, core.ErrCostExceedsCapacity)
+		}
+		if want := (core.Decision{Limit: p.Limit, Remaining: p.Limit, Policy: p}); d != want {
+			t.Errorf("d = %+v, want %+v", d, want)
+		}
 	}
 }
 
@@ -148,7 +163,9 @@ func TestModelPolicyTables(t *testing.T) {
 	for _, tc := range policyTables() {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := NewModel(tc.policies[0])
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			runPolicyTable(t, tc, &modelTarget{m: m})
 		})
 	}
@@ -217,7 +234,9 @@ func modelSuite() Suite {
 	return Suite{
 		New: func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
 			m, err := NewModel(p)
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			return &modelLimiter{m: m, now: now}
 		},
 		MonotonicClock: true,

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
@@ -38,7 +35,9 @@ func (f moveFixture) admitted(t *testing.T, p core.Policy, at time.Duration, n i
 	got := 0
 	for range n {
 		d, err := f.lim.AllowPolicy(context.Background(), p, "k", 1)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if d.Allowed {
 			got++
 		}
@@ -56,9 +55,15 @@ func (s Suite) SlidingWindowMovedToFewerBuckets(t *testing.T, w time.Duration) {
 	a := core.SlidingWindow(10, w).WithName("A")
 	b := a.WithBuckets(5).WithName("B")
 	f := s.moveFixture(t, a)
-	assert.Equal(t, 10, f.admitted(t, a, w/20, 10), "under A")
-	assert.Equal(t, 2, f.admitted(t, b, w, 10), "under B, one Window later")
-	assert.Equal(t, b.MaxInWindow(), int64(12))
+	if got := f.admitted(t, a, w/20, 10); got != 10 {
+		t.Errorf("under A: f.admitted(t, a, w/20, 10) = %+v, want 10", got)
+	}
+	if got := f.admitted(t, b, w, 10); got != 2 {
+		t.Errorf("under B, one Window later: f.admitted(t, b, w, 10) = %+v, want 2", got)
+	}
+	if got := b.MaxInWindow(); got != 12 {
+		t.Errorf("B's MaxInWindow() = %d, want 12", got)
+	}
 }
 
 // FixedWindowMovedToAShorterWindow is case 2: A = FixedWindow(10, 3s), B
@@ -70,13 +75,23 @@ func (s Suite) FixedWindowMovedToAShorterWindow(t *testing.T) {
 	a := core.FixedWindow(10, 3*time.Second).WithName("A")
 	b := core.FixedWindow(10, 2*time.Second).WithName("B")
 	f := s.moveFixture(t, a)
-	assert.Equal(t, 10, f.admitted(t, a, 2990*time.Millisecond, 10), "under A at 2.99s")
-	assert.Equal(t, 0, f.admitted(t, b, 3*time.Second, 10), "under B at 3s: A's ten lie in B's window [2s, 4s)")
+	if got := f.admitted(t, a, 2990*time.Millisecond, 10); got != 10 {
+		t.Errorf("under A at 2.99s: f.admitted(t, a, 2990*time.Millisecond, 10) = %+v, want 10", got)
+	}
+	if got := f.admitted(t, b, 3*time.Second, 10); got != 0 {
+		t.Errorf("under B at 3s: A's ten lie in B's window [2s, 4s): f.admitted(t, b, 3*time.Second, 10) = %+v, want 0", got)
+	}
 	f.clock.Set(Epoch.Add(3 * time.Second))
 	d, err := f.lim.AllowPolicy(context.Background(), b, "k", 1)
-	require.NoError(t, err)
-	assert.Equal(t, core.Decision{Limit: 10, ResetAfter: time.Second, RetryAfter: time.Second, Policy: b}, d)
-	assert.Equal(t, 10, f.admitted(t, b, 4*time.Second, 10), "under B at 4s, its next window")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (core.Decision{Limit: 10, ResetAfter: time.Second, RetryAfter: time.Second, Policy: b}); d != want {
+		t.Errorf("d = %+v, want %+v", d, want)
+	}
+	if got := f.admitted(t, b, 4*time.Second, 10); got != 10 {
+		t.Errorf("under B at 4s, its next window: f.admitted(t, b, 4*time.Second, 10) = %+v, want 10", got)
+	}
 }
 
 // TokenBucketMovedToAVerySlowPlan is case 3: bulk = TokenBucket(100_000,
@@ -93,28 +108,48 @@ func (s Suite) TokenBucketMovedToAVerySlowPlan(t *testing.T) {
 	daily := core.TokenBucket(1, 24*time.Hour).WithBurst(25_000).WithName("daily")
 	f := s.moveFixture(t, bulk)
 	d, err := f.lim.AllowPolicy(ctx, bulk, "k", 100_000)
-	require.NoError(t, err)
-	require.True(t, d.Allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed {
+		t.Fatalf("denied, want allowed: %+v", d)
+	}
 	for range 3 {
 		_, err := f.lim.AllowPolicy(ctx, daily, "k", 21_000)
-		if assert.Error(t, err, "the daily plan takes 25,000 days to refill") {
-			assert.True(t, strings.Contains(err.Error(), "burst 25000"), "the error names the burst: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "burst 25000") {
+			t.Errorf("the daily plan takes 25,000 days to refill: got %v, want an error naming its burst 25000", err)
 		}
 	}
 	slow := daily.WithBurst(50).WithName("slow")
-	require.NoError(t, slow.Validate())
+	if err := slow.Validate(); err != nil {
+		t.Fatalf("slow.Validate(): %v", err)
+	}
 	for range 3 {
 		d, err := f.lim.AllowPolicy(ctx, slow, "k", 21)
-		require.NoError(t, err)
-		assert.False(t, d.Allowed)
-		assert.Equal(t, int64(0), d.Remaining)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			t.Errorf("allowed, want denied: %+v", d)
+		}
+		if d.Remaining != 0 {
+			t.Errorf("d.Remaining = %+v, want 0", d.Remaining)
+		}
 		// 52 days owed (MaxSpan), 21 days more to take, 50 days allowed.
-		assert.Equal(t, core.MaxSpan-29*24*time.Hour, d.RetryAfter)
-		assert.Equal(t, core.MaxSpan, d.ResetAfter)
+		if d.RetryAfter != core.MaxSpan-29*24*time.Hour {
+			t.Errorf("d.RetryAfter = %+v, want %+v", d.RetryAfter, core.MaxSpan-29*24*time.Hour)
+		}
+		if d.ResetAfter != core.MaxSpan {
+			t.Errorf("d.ResetAfter = %+v, want %+v", d.ResetAfter, core.MaxSpan)
+		}
 	}
 	u, err := f.lim.Get(ctx, slow, "k")
-	require.NoError(t, err)
-	assert.Equal(t, core.Usage{Used: 53, Remaining: 0, ResetAfter: core.MaxSpan, Policy: slow}, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (core.Usage{Used: 53, Remaining: 0, ResetAfter: core.MaxSpan, Policy: slow}); u != want {
+		t.Errorf("u = %+v, want %+v", u, want)
+	}
 }
 
 // LeakyBucketMovedToAFasterPlan is case 4: five requests under
@@ -133,9 +168,15 @@ func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
 	var served []time.Duration
 	for i := range 5 {
 		d, err := f.lim.AllowPolicy(ctx, a, "k", 1)
-		require.NoError(t, err)
-		require.True(t, d.Allowed)
-		assert.Equal(t, time.Duration(i)*time.Second, d.Delay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed {
+			t.Fatalf("denied, want allowed: %+v", d)
+		}
+		if d.Delay != time.Duration(i)*time.Second {
+			t.Errorf("d.Delay = %+v, want %+v", d.Delay, time.Duration(i)*time.Second)
+		}
 		served = append(served, d.Delay)
 	}
 	admitted := 0
@@ -143,19 +184,29 @@ func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
 		at := time.Duration(i) * 100 * time.Millisecond
 		f.clock.Set(Epoch.Add(at))
 		d, err := f.lim.AllowPolicy(ctx, b, "k", 1)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !d.Allowed {
-			assert.True(t, at < 4100*time.Millisecond, "denied at %v", at)
+			if at >= 4100*time.Millisecond {
+				t.Errorf("denied at %v, want allowed from 4.1s", at)
+			}
 			continue
 		}
 		if admitted == 0 {
-			assert.Equal(t, 4100*time.Millisecond, at, "the first admitted under B")
-			assert.Equal(t, 900*time.Millisecond, d.Delay)
+			if at != 4100*time.Millisecond {
+				t.Errorf("the first admitted under B: at = %+v, want %+v", at, 4100*time.Millisecond)
+			}
+			if d.Delay != 900*time.Millisecond {
+				t.Errorf("d.Delay = %+v, want %+v", d.Delay, 900*time.Millisecond)
+			}
 		}
 		admitted++
 		served = append(served, at+d.Delay)
 	}
-	assert.Equal(t, 20, admitted)
+	if admitted != 20 {
+		t.Errorf("admitted = %+v, want 20", admitted)
+	}
 	most := 0
 	for i := range served {
 		if i > 0 {
@@ -164,7 +215,9 @@ func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
 			if i < 5 {
 				want = time.Second // A's
 			}
-			assert.True(t, gap >= want, "served at %v, %v after the one before", served[i], gap)
+			if gap < want {
+				t.Errorf("served at %v, %v after the one before, want at least %v", served[i], gap, want)
+			}
 		}
 		n := 0
 		for _, x := range served {
@@ -174,5 +227,7 @@ func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
 		}
 		most = max(most, n)
 	}
-	assert.Equal(t, 10, most, "the most served in one second")
+	if most != 10 {
+		t.Errorf("the most served in one second: most = %+v, want 10", most)
+	}
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
@@ -112,6 +110,13 @@ type propCase struct {
 	deadline time.Time
 }
 
+// fail reports that the case's property does not hold, and returns false.
+func (c *propCase) fail(format string, args ...any) bool {
+	c.t.Helper()
+	c.t.Errorf(format, args...)
+	return false
+}
+
 func (c *propCase) late() bool {
 	return c.calls >= 300 && !c.deadline.IsZero() && time.Now().After(c.deadline)
 }
@@ -133,14 +138,18 @@ func (c *propCase) set(ns int64) {
 func (c *propCase) allow(key string, n int64) core.Decision {
 	c.calls++
 	d, err := c.lim.AllowN(context.Background(), key, n)
-	assert.NoError(c.t, err, "AllowN(%s, %d)", key, n)
+	if err != nil {
+		c.t.Errorf("AllowN(%s, %d): %v", key, n, err)
+	}
 	return d
 }
 
 func (c *propCase) peek(key string) core.Decision {
 	c.calls++
 	d, err := c.lim.Peek(context.Background(), key)
-	assert.NoError(c.t, err, "Peek(%s)", key)
+	if err != nil {
+		c.t.Errorf("Peek(%s): %v", key, err)
+	}
 	return d
 }
 
@@ -181,9 +190,9 @@ func propSteady(c *propCase) bool {
 		at, _ := bits.Div64(hi, lo, uint64(l))
 		c.set(t0 + int64(at))
 		d := c.allow("steady", 1)
-		if !assert.True(c.t, d.Allowed, "request %d at t0+%v (t0 = Unix %d ns) of a client sending at exactly %d per %v was denied: %s",
-			i, time.Duration(at), t0, l, c.p.Window, showDecision(d)) {
-			return false
+		if !d.Allowed {
+			return c.fail("request %d at t0+%v (t0 = Unix %d ns) of a client sending at exactly %d per %v was denied: %s",
+				i, time.Duration(at), t0, l, c.p.Window, showDecision(d))
 		}
 	}
 	return true
@@ -221,7 +230,10 @@ func propBound(c *propCase) bool {
 		c.set(c.now + c.gap())
 	}
 	most, at := maxClosed(adm, int64(c.p.Window))
-	return assert.LessOrEqual(c.t, most, c.p.MaxInWindow(), "%d admitted in [Unix %d, +%v] ns, more than MaxInWindow", most, at, c.p.Window)
+	if bound := c.p.MaxInWindow(); most > bound {
+		return c.fail("%d admitted in [Unix %d, +%v] ns, more than MaxInWindow (%d)", most, at, c.p.Window, bound)
+	}
+	return true
 }
 
 // propRetry is (c).
@@ -237,21 +249,21 @@ func propRetry(c *propCase) bool {
 			continue
 		}
 		denials++
-		if !assert.Positive(c.t, d.RetryAfter, "a denial of cost %d must say when to retry: %s", n, showDecision(d)) {
-			return false
+		if d.RetryAfter <= 0 {
+			return c.fail("a denial of cost %d must say when to retry: %s", n, showDecision(d))
 		}
 		at := c.now + int64(d.RetryAfter)
 		if n == 1 && d.RetryAfter > 1 {
 			c.set(at - 1)
 			early := c.peek("k")
-			if !assert.False(c.t, early.Allowed, "denied with RetryAfter %v, yet a unit request passes 1ns earlier: %s", d.RetryAfter, showDecision(early)) {
-				return false
+			if early.Allowed {
+				return c.fail("denied with RetryAfter %v, yet a unit request passes 1ns earlier: %s", d.RetryAfter, showDecision(early))
 			}
 		}
 		c.set(at)
 		again := c.allow("k", n)
-		if !assert.True(c.t, again.Allowed, "denied cost %d with RetryAfter %v (%s); after waiting exactly that, denied again: %s", n, d.RetryAfter, showDecision(d), showDecision(again)) {
-			return false
+		if !again.Allowed {
+			return c.fail("denied cost %d with RetryAfter %v (%s); after waiting exactly that, denied again: %s", n, d.RetryAfter, showDecision(d), showDecision(again))
 		}
 	}
 	return true
@@ -287,7 +299,10 @@ func (tr *traffic) request(key string, n int64) bool {
 	for _, a := range adm {
 		sum += a.n
 	}
-	return assert.LessOrEqual(c.t, sum, c.p.MaxInWindow(), "key %s admitted %d in [Unix %d, +%v] ns since its last Reset, more than MaxInWindow", key, sum, c.now-w, c.p.Window)
+	if bound := c.p.MaxInWindow(); sum > bound {
+		return c.fail("key %s admitted %d in [Unix %d, +%v] ns since its last Reset, more than MaxInWindow (%d)", key, sum, c.now-w, c.p.Window, bound)
+	}
+	return true
 }
 
 // move makes one random move other than the property's own check.
@@ -299,8 +314,8 @@ func (tr *traffic) move() bool {
 	case r < 55:
 		k := tr.key()
 		c.calls++
-		if !assert.NoError(c.t, c.lim.Reset(context.Background(), k)) {
-			return false
+		if err := c.lim.Reset(context.Background(), k); err != nil {
+			return c.fail("Reset(%s): %v", k, err)
 		}
 		delete(tr.admitted, k)
 	case r < 65:
@@ -371,18 +386,21 @@ func propPeek(c *propCase) bool {
 		}
 		p := c.peek(k)
 		d := c.allow(k, 1)
-		if !assert.Equal(c.t, p.Allowed, d.Allowed, "%s: Peek says %s, the next unit AllowN at the same instant gets %s", k, showDecision(p), showDecision(d)) {
-			return false
+		if d.Allowed != p.Allowed {
+			return c.fail("%s: Peek says %s, the next unit AllowN at the same instant gets %s", k, showDecision(p), showDecision(d))
 		}
 		p.Source = d.Source // a cache of denials may answer the AllowN
-		if !d.Allowed && !assert.Equal(c.t, p, d, "%s: a denied Peek and the denied unit AllowN after it differ", k) {
-			return false
+		if !d.Allowed && d != p {
+			return c.fail("%s: a denied Peek and the denied unit AllowN after it differ: Peek %+v, AllowN %+v", k, p, d)
 		}
-		if d.Allowed && !assert.Equal(c.t, p.Remaining-1, d.Remaining, "%s: Peek says %s, the unit AllowN after it %s: Remaining must drop by one", k, showDecision(p), showDecision(d)) {
-			return false
+		if d.Allowed && d.Remaining != p.Remaining-1 {
+			return c.fail("%s: Peek says %s, the unit AllowN after it %s: Remaining must drop by one", k, showDecision(p), showDecision(d))
 		}
 	}
-	return assert.Positive(c.t, checked, "no check made")
+	if checked == 0 {
+		return c.fail("no check made")
+	}
+	return true
 }
 
 // costFor is a cost for p: 1 or up to its capacity.
@@ -415,8 +433,13 @@ func propIsolation(c *propCase) bool {
 	others := []string{"o0", "o1", "o2", "o3"}
 	same := func(what string, got, want core.Decision, gotErr, wantErr error) bool {
 		got.Source, want.Source = core.SourceStore, core.SourceStore
-		return assert.NoError(c.t, gotErr, what) && assert.NoError(c.t, wantErr, what) &&
-			assert.Equal(c.t, want, got, "%s under %v at Unix %d ns: the key's Decision differs from that of a limiter that has only this key", what, pol, c.now)
+		switch {
+		case gotErr != nil || wantErr != nil:
+			return c.fail("%s: errors %v and, on a limiter that has only this key, %v", what, gotErr, wantErr)
+		case got != want:
+			return c.fail("%s under %v at Unix %d ns: the key's Decision differs from that of a limiter that has only this key: got %+v, want %+v", what, pol, c.now, got, want)
+		}
+		return true
 	}
 	checked := 0
 	for c.calls < 2000 && (checked == 0 || !c.late()) {
@@ -450,9 +473,11 @@ func propIsolation(c *propCase) bool {
 			p := plans[c.rng.IntN(len(plans))]
 			got, gotErr := pl.Get(ctx, p, k)
 			want, wantErr := solo.Get(ctx, p, k)
-			if !assert.NoError(c.t, gotErr) || !assert.NoError(c.t, wantErr) ||
-				!assert.Equal(c.t, want, got, "Get(%s) of a key under %v at Unix %d ns differs from that of a limiter that has only this key", showPolicy(p), pol, c.now) {
-				return false
+			if gotErr != nil || wantErr != nil {
+				return c.fail("Get(%s): errors %v and, on a limiter that has only this key, %v", showPolicy(p), gotErr, wantErr)
+			}
+			if got != want {
+				return c.fail("Get(%s) of a key under %v at Unix %d ns differs from that of a limiter that has only this key: got %+v, want %+v", showPolicy(p), pol, c.now, got, want)
 			}
 		case r < 80:
 			o := others[c.rng.IntN(len(others))]
@@ -471,14 +496,17 @@ func propIsolation(c *propCase) bool {
 				c.calls++
 				err = pl.Reset(ctx, o)
 			}
-			if !assert.NoError(c.t, err, "a call on another key") {
-				return false
+			if err != nil {
+				return c.fail("a call on another key: %v", err)
 			}
 		default:
 			c.set(c.now + c.gap())
 		}
 	}
-	return assert.Positive(c.t, checked, "no check made")
+	if checked == 0 {
+		return c.fail("no check made")
+	}
+	return true
 }
 
 // propHistory is (g).
@@ -512,8 +540,8 @@ func propHistory(c *propCase) bool {
 		k := of(name)
 		d, err := c.decide(pl, p, name, n)
 		note(k, "AllowPolicy(%s, %d) -> %s", showPolicy(p), n, showDecision(d))
-		if !assert.NoError(c.t, err) {
-			return false
+		if err != nil {
+			return c.fail("key %s: %v", name, err)
 		}
 		k.h.take(p, c.now)
 		if !d.Allowed {
@@ -521,7 +549,10 @@ func propHistory(c *propCase) bool {
 		}
 		admitted++
 		msg := k.h.admit(p, c.now, int64(d.Delay), n, show)
-		return assert.True(c.t, msg == "", "key %s: %s\nlatest calls on it:\n  %s", name, msg, strings.Join(k.log, "\n  "))
+		if msg != "" {
+			return c.fail("key %s: %s\nlatest calls on it:\n  %s", name, msg, strings.Join(k.log, "\n  "))
+		}
+		return true
 	}
 	names := []string{"k0", "k1", "k2"}
 	for c.calls < 3000 && (admitted == 0 || !c.late()) {
@@ -546,16 +577,16 @@ func propHistory(c *propCase) bool {
 			p := plans[c.rng.IntN(len(plans))]
 			used := c.rng.Int64N(p.Capacity() + 1)
 			note(k, "Set(%s, %d)", showPolicy(p), used)
-			if !assert.NoError(c.t, pl.Set(ctx, p, name, used)) {
-				return false
+			if err := pl.Set(ctx, p, name, used); err != nil {
+				return c.fail("Set(%s, %s, %d): %v", showPolicy(p), name, used, err)
 			}
 			k.h.set(p, c.now, used)
 			k.plan = p
 		case r < 67:
 			c.calls++
 			note(k, "Reset")
-			if !assert.NoError(c.t, pl.Reset(ctx, name)) {
-				return false
+			if err := pl.Reset(ctx, name); err != nil {
+				return c.fail("Reset(%s): %v", name, err)
 			}
 			k.h.reset()
 		case r < 72:
@@ -588,5 +619,8 @@ func propHistory(c *propCase) bool {
 		// within the case: the promise held, there was nothing to check.
 		return true
 	}
-	return assert.Positive(c.t, admitted, "nothing admitted")
+	if admitted == 0 {
+		return c.fail("nothing admitted")
+	}
+	return true
 }

@@ -21,7 +21,7 @@
 // or their total carried), a plan's limit raised and lowered mid-window,
 // AllowN converting back, Get changing nothing, Set, a denied call moving
 // the key too, and the errors (ErrAlgorithmMismatch, ErrInvalidUsage, an
-// invalid policy) changing nothing. RunModel then mixes the plans of Plans
+// invalid policy) changing nothing. RunModel then mixes the plans of plansFor
 // with Get and Set in its traffic, and RunProperties adds two properties.
 // RunModel, RunProperties and RunPlanScenarios check every admission of a
 // key that changed policy on its history of admitted requests, as
@@ -33,7 +33,7 @@
 // nanosecond resolution. RunModel drives the store with seeded random
 // traffic (a few hot keys and many cold ones, floods of new keys, random and
 // invalid costs, Peek, Reset, clock steps forward and back, forced sweeps)
-// and compares every Decision with Model, the slow reference model of each
+// and compares every Decision with refModel, the slow reference model of each
 // algorithm. RunProperties checks the promises about admission one by one:
 // (a) a client at exactly Limit per Window is never denied, (b) no interval
 // of one Window admits more than Policy.MaxInWindow, (c) waiting RetryAfter

@@ -11,7 +11,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// TestModelByHand holds Model to sequences worked out by hand from the
+// TestModelByHand holds refModel to sequences worked out by hand from the
 // definitions (the same as the conformance suite's), so that the model is
 // checked against something other than the stores it judges.
 func TestModelByHand(t *testing.T) {
@@ -78,7 +78,7 @@ func TestModelByHand(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.p.String(), func(t *testing.T) {
-			m, err := NewModel(tc.p)
+			m, err := newRefModel(tc.p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestModelSteadyClient(t *testing.T) {
 		core.SlidingWindow(5, time.Second),
 		core.SlidingWindow(15, 1500*ms),
 	} {
-		m, err := NewModel(p)
+		m, err := newRefModel(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,9 +142,9 @@ func TestModelSteadyClient(t *testing.T) {
 	}
 }
 
-// modelTarget runs a policy table on the Model.
+// modelTarget runs a policy table on the refModel.
 type modelTarget struct {
-	m   *Model
+	m   *refModel
 	now time.Time
 }
 
@@ -157,12 +157,12 @@ func (m *modelTarget) peek() (core.Decision, error)          { return m.m.Peek("
 func (m *modelTarget) get(p core.Policy) (core.Usage, error) { return m.m.Get(p, "k", m.now) }
 func (m *modelTarget) set(p core.Policy, used int64) error   { return m.m.Set(p, "k", m.now, used) }
 
-// TestModelPolicyTables holds the Model to the conformance suite's tables
+// TestModelPolicyTables holds the refModel to the conformance suite's tables
 // of policies per call, worked out by hand from the docs.
 func TestModelPolicyTables(t *testing.T) {
 	for _, tc := range policyTables() {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := NewModel(tc.policies[0])
+			m, err := newRefModel(tc.policies[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,13 +171,13 @@ func TestModelPolicyTables(t *testing.T) {
 	}
 }
 
-// modelLimiter is a core.PolicyLimiter that answers with the Model, its
+// modelLimiter is a core.PolicyLimiter that answers with the refModel, its
 // clock made monotonic: correct by definition, it shows that the suite's
 // own bookkeeping (RunModel's tracking of keys across policies, the
 // properties) raises no false alarm.
 type modelLimiter struct {
 	mu   sync.Mutex
-	m    *Model
+	m    *refModel
 	now  func() time.Time
 	high time.Time
 }
@@ -233,7 +233,7 @@ func (l *modelLimiter) Set(_ context.Context, p core.Policy, key string, used in
 func modelSuite() Suite {
 	return Suite{
 		New: func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
-			m, err := NewModel(p)
+			m, err := newRefModel(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,13 +244,13 @@ func modelSuite() Suite {
 }
 
 // TestModelLimiter runs the suite's policy cases, RunModel and the
-// properties of policies per call on the Model itself.
+// properties of policies per call on the refModel itself.
 func TestModelLimiter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs RunModel")
 	}
-	if os.Getenv(EnvModelDuration) == "" {
-		t.Setenv(EnvModelDuration, "4s")
+	if os.Getenv(envModelDuration) == "" {
+		t.Setenv(envModelDuration, "4s")
 	}
 	s := modelSuite()
 	t.Run("policies per call", s.policies)

@@ -18,17 +18,17 @@ import (
 
 // Environment variables read by RunModel and RunProperties.
 const (
-	// EnvModelDuration is how long RunModel runs per store, as a
+	// envModelDuration is how long RunModel runs per store, as a
 	// time.ParseDuration string; RunProperties spends half of it.
-	EnvModelDuration = "RATELIMIT_MODEL_DURATION"
-	// EnvModelSeed replays the one case with that seed, as printed by a
+	envModelDuration = "RATELIMIT_MODEL_DURATION"
+	// envModelSeed replays the one case with that seed, as printed by a
 	// failure.
-	EnvModelSeed = "RATELIMIT_MODEL_SEED"
+	envModelSeed = "RATELIMIT_MODEL_SEED"
 )
 
-// DefaultModelDuration is RunModel's budget per store when
+// defaultModelDuration is RunModel's budget per store when
 // RATELIMIT_MODEL_DURATION is not set.
-const DefaultModelDuration = 5 * time.Second
+const defaultModelDuration = 5 * time.Second
 
 // variant is a policy family the random tests draw from: the four
 // algorithms, and the leaky bucket as a meter.
@@ -52,33 +52,33 @@ func seedOf(rng *rand.Rand, v int) uint64 {
 }
 
 func modelDuration(t *testing.T) time.Duration {
-	s := os.Getenv(EnvModelDuration)
+	s := os.Getenv(envModelDuration)
 	if s == "" {
-		return DefaultModelDuration
+		return defaultModelDuration
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		t.Fatalf("coretest: %s=%q is not a positive duration", EnvModelDuration, s)
+		t.Fatalf("coretest: %s=%q is not a positive duration", envModelDuration, s)
 	}
 	return d
 }
 
 // replaySeed returns the seed of RATELIMIT_MODEL_SEED, if set.
 func replaySeed(t *testing.T) (uint64, bool) {
-	s := os.Getenv(EnvModelSeed)
+	s := os.Getenv(envModelSeed)
 	if s == "" {
 		return 0, false
 	}
 	seed, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		t.Fatalf("coretest: %s=%q is not a seed", EnvModelSeed, s)
+		t.Fatalf("coretest: %s=%q is not a seed", envModelSeed, s)
 	}
 	return seed, true
 }
 
 // replayCommand is how to rerun the failing case of t.
 func replayCommand(t *testing.T, seed uint64) string {
-	return fmt.Sprintf("%s=%d go test -run '^%s$'", EnvModelSeed, seed, strings.ReplaceAll(t.Name(), "/", "$/^"))
+	return fmt.Sprintf("%s=%d go test -run '^%s$'", envModelSeed, seed, strings.ReplaceAll(t.Name(), "/", "$/^"))
 }
 
 // forEachSeed runs, for each variant in a subtest, f on fresh seeds until
@@ -115,7 +115,7 @@ func forEachSeed(t *testing.T, budget time.Duration, f func(t *testing.T, seed u
 	return calls
 }
 
-// RandomPolicy returns a valid policy of the family that seed names (see
+// randomPolicy returns a valid policy of the family that seed names (see
 // RATELIMIT_MODEL_SEED), with a random Limit, Window, Burst or Buckets:
 // mostly Windows from 1ms to a few hours at nanosecond resolution, token
 // and leaky intervals from 100ns to 10s, Limit and Burst up to a few
@@ -123,7 +123,7 @@ func forEachSeed(t *testing.T, budget time.Duration, f func(t *testing.T, seed u
 // to core.MaxWindowLimit, intervals down to 1ns, Bursts up to 2^52
 // intervals). Window and Recovery stay within 2^52 ns (52 days), which
 // every store of this module accepts.
-func RandomPolicy(rng *rand.Rand, seed uint64) core.Policy {
+func randomPolicy(rng *rand.Rand, seed uint64) core.Policy {
 	if rng.IntN(10) == 0 {
 		return extremePolicy(rng, variants[seed%uint64(len(variants))])
 	}
@@ -192,7 +192,7 @@ func RandomPolicy(rng *rand.Rand, seed uint64) core.Policy {
 	}
 }
 
-// maxTestSpan bounds the Window and Recovery of RandomPolicy.
+// maxTestSpan bounds the Window and Recovery of randomPolicy.
 const maxTestSpan = int64(1) << 52
 
 func extremePolicy(rng *rand.Rand, v variant) core.Policy {
@@ -252,8 +252,8 @@ func closeLimiter(lim core.Limiter) {
 }
 
 // RunModel drives limiters of random policies with seeded random traffic
-// and compares every Decision and error with Model. Each case (one seed)
-// builds a limiter for a RandomPolicy and makes modelSteps calls: AllowN on
+// and compares every Decision and error with refModel. Each case (one seed)
+// builds a limiter for a randomPolicy and makes modelSteps calls: AllowN on
 // three hot keys, a pool of cold keys and floods of new keys, with costs
 // that are mostly 1, up to the capacity, above it (a denial and
 // core.ErrCostExceedsCapacity) and <= 0 (core.ErrInvalidCost); Peek; Reset;
@@ -290,7 +290,7 @@ func closeLimiter(lim core.Limiter) {
 // Window admits more than Policy.MaxInWindow.
 //
 // When the limiter is a core.PolicyLimiter, the traffic also mixes the
-// plans of Plans (p and two other policies of its algorithm): each key
+// plans of plansFor (p and two other policies of its algorithm): each key
 // mostly uses one plan, moves to another now and then, and makes one-off
 // calls under others (AllowPolicy, or AllowN for p), with Get and Set
 // (valid and out of range) and calls under a policy of another algorithm
@@ -359,7 +359,7 @@ func (s *modelStats) String() string {
 type tracked struct {
 	h history // what it admitted, and the policy in force (see history)
 	// km models the key while it stays on one policy, kp, since it was new
-	// (km and kp zero), Reset or Set: the single-policy Model. Once it
+	// (km and kp zero), Reset or Set: the single-policy refModel. Once it
 	// changes policy it is mixed, km nil, until Reset or Set.
 	km       keyModel
 	kp       core.Policy
@@ -441,7 +441,7 @@ type modelCase struct {
 	clock    *Clock
 	lim      core.Limiter
 	pl       core.PolicyLimiter // lim, when it is one: traffic then mixes plans
-	plans    []core.Policy      // p and other policies of its algorithm (Plans)
+	plans    []core.Policy      // p and other policies of its algorithm (plansFor)
 	rec      int64              // the longest a key's state can take to recover under any plan
 	start    int64              // the clock's first instant
 	now      int64              // the clock's instant
@@ -459,7 +459,7 @@ type modelCase struct {
 func (s Suite) modelCase(t *testing.T, seed uint64, deadline time.Time, stats *modelStats) (int, bool) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	p := RandomPolicy(rng, seed)
+	p := randomPolicy(rng, seed)
 	start := Epoch.UnixNano() + rng.Int64N(int64(24*time.Hour))
 	c := &modelCase{
 		t: t, s: s, p: p, seed: seed, rng: rng, clock: NewClock(time.Unix(0, start)),
@@ -470,7 +470,7 @@ func (s Suite) modelCase(t *testing.T, seed uint64, deadline time.Time, stats *m
 	defer closeLimiter(c.lim)
 	c.plans, c.rec = []core.Policy{p}, int64(p.Recovery())
 	if pl, ok := c.lim.(core.PolicyLimiter); ok {
-		c.pl, c.plans = pl, Plans(rng, p)
+		c.pl, c.plans = pl, plansFor(rng, p)
 		c.rec = recoveryBound(c.plans)
 	}
 	// The first instant is read by a valid call too (see next).

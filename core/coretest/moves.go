@@ -9,11 +9,25 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// The four ways around "a change never adds capacity" that issue 17
-// reported, each a scenario a store's tests run by name (see "Policies
-// per call" in the package docs of core). Each counts exactly what the
-// store admits; the clock starts at Epoch, a multiple of every window
-// below.
+// RunMoves moves one key to another policy in four ways and counts exactly
+// what the store admits, as "Policies per call" in the package docs of core
+// promises: a sliding window moved to fewer buckets (on a 1s and a 10s
+// Window), a fixed window to a shorter window, a token bucket to a plan too
+// slow to be valid and to the slowest valid one, and a leaky bucket to a
+// faster plan. The Suite's New must build a core.PolicyLimiter, or the
+// scenarios are skipped.
+func (s Suite) RunMoves(t *testing.T) {
+	for _, w := range []time.Duration{time.Second, 10 * time.Second} {
+		t.Run("SlidingWindowFewerBuckets/"+w.String(), func(t *testing.T) { s.slidingWindowMovedToFewerBuckets(t, w) })
+	}
+	t.Run("FixedWindowShorterWindow", s.fixedWindowMovedToAShorterWindow)
+	t.Run("TokenBucketToSlowPlan", s.tokenBucketMovedToAVerySlowPlan)
+	t.Run("LeakyBucketFasterPlan", s.leakyBucketMovedToAFasterPlan)
+}
+
+// The four scenarios are the ways around "a change never adds capacity"
+// that issue 17 reported. The clock starts at Epoch, a multiple of every
+// window below.
 
 // moveFixture is a PolicyLimiter of the suite on a clock at Epoch.
 type moveFixture struct {
@@ -45,13 +59,13 @@ func (f moveFixture) admitted(t *testing.T, p core.Policy, at time.Duration, n i
 	return got
 }
 
-// SlidingWindowMovedToFewerBuckets is case 1: A = SlidingWindow(10, w) in
+// slidingWindowMovedToFewerBuckets is case 1: A = SlidingWindow(10, w) in
 // 10 buckets, B the same in 5. Ten requests under A in its first bucket,
 // then ten under B at w: B's oldest bucket still holds A's ten, so B
 // admits the 2 its bound on B+1 buckets leaves, 12 in all
 // (B.MaxInWindow), where a conversion that dropped A's oldest bucket
 // admitted all ten, 20 within one Window.
-func (s Suite) SlidingWindowMovedToFewerBuckets(t *testing.T, w time.Duration) {
+func (s Suite) slidingWindowMovedToFewerBuckets(t *testing.T, w time.Duration) {
 	a := core.SlidingWindow(10, w).WithName("A")
 	b := a.WithBuckets(5).WithName("B")
 	f := s.moveFixture(t, a)
@@ -66,12 +80,12 @@ func (s Suite) SlidingWindowMovedToFewerBuckets(t *testing.T, w time.Duration) {
 	}
 }
 
-// FixedWindowMovedToAShorterWindow is case 2: A = FixedWindow(10, 3s), B
+// fixedWindowMovedToAShorterWindow is case 2: A = FixedWindow(10, 3s), B
 // = FixedWindow(10, 2s). Ten under A at 2.99s fill A's window [0, 3s),
 // which has ended at 3s but lies in B's window [2s, 4s): B admits nothing
 // then, and ten at 4s, in its next window. 20 in all, B.MaxInWindow;
 // carrying nothing from an ended window admitted 30 within about 1s.
-func (s Suite) FixedWindowMovedToAShorterWindow(t *testing.T) {
+func (s Suite) fixedWindowMovedToAShorterWindow(t *testing.T) {
 	a := core.FixedWindow(10, 3*time.Second).WithName("A")
 	b := core.FixedWindow(10, 2*time.Second).WithName("B")
 	f := s.moveFixture(t, a)
@@ -94,7 +108,7 @@ func (s Suite) FixedWindowMovedToAShorterWindow(t *testing.T) {
 	}
 }
 
-// TokenBucketMovedToAVerySlowPlan is case 3: bulk = TokenBucket(100_000,
+// tokenBucketMovedToAVerySlowPlan is case 3: bulk = TokenBucket(100_000,
 // 1s); daily = TokenBucket(1, 24h).WithBurst(25_000) takes 25,000 days to
 // refill, beyond core.MaxSpan, and every store rejects it with an error
 // naming the burst. The slowest plan of that kind that is valid, a burst
@@ -102,7 +116,7 @@ func (s Suite) FixedWindowMovedToAShorterWindow(t *testing.T) {
 // kept at MaxSpan (52 days): every request is denied, Get says Remaining
 // 0, and nothing wraps around (the rescaled debt once wrapped, and the
 // daily plan admitted 42,000 with Remaining -81963).
-func (s Suite) TokenBucketMovedToAVerySlowPlan(t *testing.T) {
+func (s Suite) tokenBucketMovedToAVerySlowPlan(t *testing.T) {
 	ctx := context.Background()
 	bulk := core.TokenBucket(100_000, time.Second).WithName("bulk")
 	daily := core.TokenBucket(1, 24*time.Hour).WithBurst(25_000).WithName("daily")
@@ -152,7 +166,7 @@ func (s Suite) TokenBucketMovedToAVerySlowPlan(t *testing.T) {
 	}
 }
 
-// LeakyBucketMovedToAFasterPlan is case 4: five requests under
+// leakyBucketMovedToAFasterPlan is case 4: five requests under
 // LeakyBucket(1, 1s).WithBurst(5) are served at 0, 1, 2, 3 and 4s; the
 // key then moves to LeakyBucket(10, 1s), a request every 100ms from
 // 100ms to 6s. The five stay at their instants and B's requests are
@@ -160,7 +174,7 @@ func (s Suite) TokenBucketMovedToAVerySlowPlan(t *testing.T) {
 // 5s, and then every one, 20 in all. No two are served at one instant and
 // no second serves more than 10 (a conversion that moved the queue
 // served two at once and 13 in one second).
-func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
+func (s Suite) leakyBucketMovedToAFasterPlan(t *testing.T) {
 	ctx := context.Background()
 	a := core.LeakyBucket(1, time.Second).WithBurst(5).WithName("A")
 	b := core.LeakyBucket(10, time.Second).WithName("B")

@@ -14,7 +14,7 @@ import (
 // The conformance cases of core.PolicyLimiter ("Policies per call" in the
 // package docs of core), run by Suite.Run when the limiter under test
 // implements it. Each table is worked out by hand from the docs; the
-// package's own tests hold the reference Model to the same tables.
+// package's own tests hold the reference refModel to the same tables.
 
 // pop is what one step of a policy table does.
 type pop uint8
@@ -56,7 +56,7 @@ type policyTable struct {
 }
 
 // policyTarget is what a table runs against: a store at an instant, or
-// the Model.
+// the refModel.
 type policyTarget interface {
 	at(d time.Duration)
 	allowPolicy(p core.Policy, n int64) (core.Decision, error)

@@ -14,7 +14,7 @@ import (
 )
 
 // RunProperties checks the promises the package docs make about admission,
-// each as a property of limiters of random policies (RandomPolicy) at random
+// each as a property of limiters of random policies (randomPolicy) at random
 // phases, for the four algorithms and the metering leaky bucket:
 //
 //	(a) a client sending at exactly Limit per Window (request i at
@@ -31,7 +31,7 @@ import (
 //	    the AllowN's Remaining is one less.
 //
 // When the limiter is a core.PolicyLimiter, two more, on the policies of
-// Plans:
+// plansFor:
 //
 //	(f) a key that stays on one policy is unaffected by other keys'
 //	    policies: its every Decision and Usage equal those of a limiter of
@@ -123,7 +123,7 @@ func (c *propCase) late() bool {
 
 func (s Suite) newPropCase(t *testing.T, seed uint64) *propCase {
 	rng := rand.New(rand.NewPCG(seed, 0xa11))
-	p := RandomPolicy(rng, seed)
+	p := randomPolicy(rng, seed)
 	now := Epoch.UnixNano() + rng.Int64N(int64(24*time.Hour)) // any phase
 	c := &propCase{t: t, s: s, rng: rng, p: p, clock: NewClock(time.Unix(0, now)), now: now}
 	c.lim = s.New(t, p, c.clock.Now)
@@ -426,7 +426,7 @@ func propIsolation(c *propCase) bool {
 	pl := c.lim.(core.PolicyLimiter)
 	solo := c.s.New(c.t, c.p, c.clock.Now).(core.PolicyLimiter)
 	defer closeLimiter(solo)
-	plans := Plans(c.rng, c.p)
+	plans := plansFor(c.rng, c.p)
 	pol := plans[c.rng.IntN(len(plans))]
 	ctx := context.Background()
 	const k = "k"
@@ -512,7 +512,7 @@ func propIsolation(c *propCase) bool {
 // propHistory is (g).
 func propHistory(c *propCase) bool {
 	pl := c.lim.(core.PolicyLimiter)
-	plans := Plans(c.rng, c.p)
+	plans := plansFor(c.rng, c.p)
 	ctx := context.Background()
 	type key struct {
 		h    history

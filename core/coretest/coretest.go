@@ -1,51 +1,43 @@
-// Package coretest is the conformance suite of the core.Limiter contract.
-// Every store runs it: the in-memory limiter of package core and the Redis
-// store alike, so that they give the same Decision for the same schedule of
-// requests.
+// Package coretest is the conformance suite of the [core.Limiter] contract,
+// for the authors of stores: a store that passes it gives the same
+// [core.Decision] as the in-memory limiter of package core for the same
+// requests at the same instants. The in-memory limiter and the Redis store
+// of this repository run it.
 //
-// A store hands the suite a constructor that builds a limiter for a policy
-// and reads time from the clock the suite passes in; the suite moves that
-// clock, never sleeps, and checks admit/deny sequences, Remaining,
-// ResetAfter, RetryAfter honesty, Delay, cost validation, Peek, Reset, clock
-// jumps, exactness under concurrency, and equality with the in-memory
-// reference on random schedules.
+// A store's tests hand the suite a [NewLimiter], which builds a limiter for a
+// policy reading time from the clock the suite passes in (the suite moves
+// that clock and never sleeps):
 //
-// Policies and steps in the suite are whole milliseconds and divide evenly,
-// so a store computing in microseconds (Redis) agrees exactly.
+//	func TestConformance(t *testing.T) {
+//		coretest.Run(t, func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
+//			lim, err := mystore.New(p, mystore.WithClock(now))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { lim.Close() })
+//			return lim
+//		})
+//	}
 //
-// When the limiter New builds is a core.PolicyLimiter, Run also checks
-// policies given per call ("Policies per call" in the package docs of
-// core), on tables worked out by hand for each algorithm: a key moved to
-// another policy keeps what it used (token and leaky debt rescaled
-// exactly, a fixed window's count carried, a sliding window's buckets kept
-// or their total carried), a plan's limit raised and lowered mid-window,
-// AllowN converting back, Get changing nothing, Set, a denied call moving
-// the key too, and the errors (ErrAlgorithmMismatch, ErrInvalidUsage, an
-// invalid policy) changing nothing. RunModel then mixes the plans of plansFor
-// with Get and Set in its traffic, and RunProperties adds two properties.
-// RunModel, RunProperties and RunPlanScenarios check every admission of a
-// key that changed policy on its history of admitted requests, as
-// "Policies per call" in the package docs of core states the promise, never
-// on a conversion rule. Nothing more is asked of the store: the same
-// Suite, the same New.
+// [Run] checks the contract on tables worked out by hand, and policies given
+// per call when the limiter is a [core.PolicyLimiter]. Its policies and steps
+// are whole milliseconds, so a store computing in microseconds agrees
+// exactly. A [Suite] configures the run and goes further:
+// [Suite.RunModel] compares every Decision with a reference model of each
+// algorithm under seeded random traffic on random policies at nanosecond
+// resolution, [Suite.RunProperties] checks the promises about admission one
+// by one, and [Suite.RunPlanScenarios] and [Suite.RunMoves] move keys between
+// policies.
 //
-// Suite.RunModel and Suite.RunProperties go further, on random policies at
-// nanosecond resolution. RunModel drives the store with seeded random
-// traffic (a few hot keys and many cold ones, floods of new keys, random and
-// invalid costs, Peek, Reset, clock steps forward and back, forced sweeps)
-// and compares every Decision with refModel, the slow reference model of each
-// algorithm. RunProperties checks the promises about admission one by one:
-// (a) a client at exactly Limit per Window is never denied, (b) no interval
-// of one Window admits more than Policy.MaxInWindow, (c) waiting RetryAfter
-// admits, (d) eviction, Reset and a full store never admit more than (b),
-// (e) Peek agrees with the next unit AllowN. Environment variables:
+// Two environment variables control the random runs:
 //
-//	RATELIMIT_MODEL_DURATION=5m  how long RunModel runs per store (default
-//	                             5s); RunProperties spends half of it
-//	RATELIMIT_MODEL_SEED=1234    replay one case: the seed a failure printed
+//	RATELIMIT_MODEL_DURATION=5m  how long RunModel runs per store, as a
+//	                             time.ParseDuration string (default 5s);
+//	                             RunProperties spends half of it
+//	RATELIMIT_MODEL_SEED=1234    run only the case of this seed
 //
-// A failure prints its seed and step, and the history of the key that
-// failed, so that it replays.
+// A failure prints its seed, the step and the history of the key that
+// failed, so that RATELIMIT_MODEL_SEED replays it.
 package coretest
 
 import (
@@ -112,10 +104,9 @@ type Suite struct {
 
 	// MonotonicClock says that the store treats a clock that steps back as
 	// standing still at the latest instant it has seen (core.MemoryLimiter
-	// does). RunModel then models every decision at that instant. Without
-	// it, a decision is modelled at the instant the clock gives, which must
-	// be no earlier than the key's latest admission; see RunModel for what
-	// is checked when it is earlier.
+	// does): RunModel then models every decision at that instant. Without
+	// it, a decision at an instant earlier than its key's latest admission
+	// must be no more generous than standing still at that admission.
 	MonotonicClock bool
 	// Sweep, when set, makes the store evict what it considers idle now
 	// (core.MemoryLimiter's janitor, run on demand). RunModel and
@@ -130,10 +121,11 @@ type Suite struct {
 	Inexact bool
 }
 
-// Run runs the whole suite against newLimiter with the defaults.
+// Run runs Suite.Run against newLimiter with the defaults.
 func Run(t *testing.T, newLimiter NewLimiter) { Suite{New: newLimiter}.Run(t) }
 
-// Run runs the whole suite.
+// Run runs the conformance tables; RunModel, RunProperties,
+// RunPlanScenarios and RunMoves are run on their own.
 func (s Suite) Run(t *testing.T) {
 	if s.Goroutines == 0 {
 		s.Goroutines = 1000

@@ -252,71 +252,78 @@ func closeLimiter(lim core.Limiter) {
 }
 
 // RunModel drives limiters of random policies with seeded random traffic
-// and compares every Decision and error with refModel. Each case (one seed)
-// builds a limiter for a randomPolicy and makes modelSteps calls: AllowN on
-// three hot keys, a pool of cold keys and floods of new keys, with costs
-// that are mostly 1, up to the capacity, above it (a denial and
-// core.ErrCostExceedsCapacity) and <= 0 (core.ErrInvalidCost); Peek; Reset;
-// Sweep, when the suite has it; and clock moves: small and larger steps,
-// steps to the exact instant a previous answer named (ResetAfter,
-// RetryAfter, Delay, a window or bucket boundary, one nanosecond either
-// side), jumps beyond the policy's Recovery and, rarely, leaps of 2^31 to
-// 2^33 windows (up to 40 years), nanosecond jitter, and steps back.
-//
-// What a decision is compared with:
-//
-//   - By default every field of the Decision must equal the model's at the
-//     instant it is made: for a store with MonotonicClock the latest instant
-//     the clock has shown, otherwise the clock's instant.
-//   - Without MonotonicClock, a call at an instant earlier than its key's
-//     latest admission is not modelled (the model's time does not go back).
-//     Such a decision must be no more generous than standing still: what
-//     it admits, the model admits at that latest admission, and its
-//     Remaining is no larger. If it admits, the key's state leaves the
-//     model; until the key is Reset, or the clock reaches the policy's
-//     Recovery time after the latest instant it admitted at (by when any
-//     store's state is new again, and from which on the key is modelled
-//     afresh, calls before that instant counting as calls before its latest
-//     admission), its decisions are checked only for their shape.
-//   - With Inexact, the model is fed the requests the store admitted, and
-//     nothing the store admits (nor a Peek it allows) may be denied by the
-//     model: a store may limit early, never late.
-//
-// In every case the Decision has the shape every Decision has (Limit and
-// Policy set, Remaining within [0, capacity], RetryAfter > 0 exactly on a
-// denial that waiting can cure, Delay only for an admitted leaky-bucket
-// request, durations within Recovery, Remaining at capacity exactly when
-// ResetAfter is 0), and for each key between its Resets no interval of one
-// Window admits more than Policy.MaxInWindow.
-//
-// When the limiter is a core.PolicyLimiter, the traffic also mixes the
-// plans of plansFor (p and two other policies of its algorithm): each key
-// mostly uses one plan, moves to another now and then, and makes one-off
-// calls under others (AllowPolicy, or AllowN for p), with Get and Set
-// (valid and out of range) and calls under a policy of another algorithm
-// or an invalid one. Every admission is checked on the key's history of
-// admitted requests, across its changes of policy, as "Policies per call"
-// in the package docs of core states the promise (see history). A key that
-// has stayed on one policy since it was new, Reset or Set is compared
-// field by field as above, and MaxInWindow is checked per key since its
-// policy last changed. Once a key changed policy, its state depends on a
-// conversion the docs leave to the store (any that keeps the promise), so
-// until it is Reset or Set its decisions and usages are checked only for
-// what the docs promise whatever the conversion: the history, the shape
-// above (but no bound on durations), and at one instant a Peek or Get
-// agreeing with the next unit request under its policy (admitted exactly
-// when Remaining >= 1, then one less; denied with the same Remaining,
-// ResetAfter and, for a Peek, RetryAfter). So are a Peek, or a Get under
-// another policy, of a key on one policy, since they convert. Calls that
-// return an error (invalid cost, cost above capacity) are made only under
-// the policy in force for the key: whether they move a key is not said.
-//
-// The first failing case of each algorithm stops it and prints its seed,
-// the step and the history of the failing key. The run takes
-// RATELIMIT_MODEL_DURATION (default 5s) and logs the number of store
-// calls made. A limiter that implements io.Closer is closed when its case
-// ends.
+// (hot, cold and new keys, costs valid and not, Peek, Reset, Sweep, clock
+// steps forward and back, and on a core.PolicyLimiter calls under other
+// policies, Get and Set) and compares every Decision and error with a
+// reference model of each algorithm, computed slowly from the definitions
+// in the package docs of core. The first failing case of each algorithm
+// stops it and prints its seed. A limiter that implements io.Closer is
+// closed when its case ends.
 func (s Suite) RunModel(t *testing.T) {
+	// Each case (one seed) builds a limiter for a randomPolicy, compares
+	// every Decision and error with refModel, and makes modelSteps calls:
+	// AllowN on three hot keys, a pool of cold keys and floods of new keys, with costs
+	// that are mostly 1, up to the capacity, above it (a denial and
+	// core.ErrCostExceedsCapacity) and <= 0 (core.ErrInvalidCost); Peek; Reset;
+	// Sweep, when the suite has it; and clock moves: small and larger steps,
+	// steps to the exact instant a previous answer named (ResetAfter,
+	// RetryAfter, Delay, a window or bucket boundary, one nanosecond either
+	// side), jumps beyond the policy's Recovery and, rarely, leaps of 2^31 to
+	// 2^33 windows (up to 40 years), nanosecond jitter, and steps back.
+	//
+	// What a decision is compared with:
+	//
+	//   - By default every field of the Decision must equal the model's at the
+	//     instant it is made: for a store with MonotonicClock the latest instant
+	//     the clock has shown, otherwise the clock's instant.
+	//   - Without MonotonicClock, a call at an instant earlier than its key's
+	//     latest admission is not modelled (the model's time does not go back).
+	//     Such a decision must be no more generous than standing still: what
+	//     it admits, the model admits at that latest admission, and its
+	//     Remaining is no larger. If it admits, the key's state leaves the
+	//     model; until the key is Reset, or the clock reaches the policy's
+	//     Recovery time after the latest instant it admitted at (by when any
+	//     store's state is new again, and from which on the key is modelled
+	//     afresh, calls before that instant counting as calls before its latest
+	//     admission), its decisions are checked only for their shape.
+	//   - With Inexact, the model is fed the requests the store admitted, and
+	//     nothing the store admits (nor a Peek it allows) may be denied by the
+	//     model: a store may limit early, never late.
+	//
+	// In every case the Decision has the shape every Decision has (Limit and
+	// Policy set, Remaining within [0, capacity], RetryAfter > 0 exactly on a
+	// denial that waiting can cure, Delay only for an admitted leaky-bucket
+	// request, durations within Recovery, Remaining at capacity exactly when
+	// ResetAfter is 0), and for each key between its Resets no interval of one
+	// Window admits more than Policy.MaxInWindow.
+	//
+	// When the limiter is a core.PolicyLimiter, the traffic also mixes the
+	// plans of plansFor (p and two other policies of its algorithm): each key
+	// mostly uses one plan, moves to another now and then, and makes one-off
+	// calls under others (AllowPolicy, or AllowN for p), with Get and Set
+	// (valid and out of range) and calls under a policy of another algorithm
+	// or an invalid one. Every admission is checked on the key's history of
+	// admitted requests, across its changes of policy, as "Policies per call"
+	// in the package docs of core states the promise (see history). A key that
+	// has stayed on one policy since it was new, Reset or Set is compared
+	// field by field as above, and MaxInWindow is checked per key since its
+	// policy last changed. Once a key changed policy, its state depends on a
+	// conversion the docs leave to the store (any that keeps the promise), so
+	// until it is Reset or Set its decisions and usages are checked only for
+	// what the docs promise whatever the conversion: the history, the shape
+	// above (but no bound on durations), and at one instant a Peek or Get
+	// agreeing with the next unit request under its policy (admitted exactly
+	// when Remaining >= 1, then one less; denied with the same Remaining,
+	// ResetAfter and, for a Peek, RetryAfter). So are a Peek, or a Get under
+	// another policy, of a key on one policy, since they convert. Calls that
+	// return an error (invalid cost, cost above capacity) are made only under
+	// the policy in force for the key: whether they move a key is not said.
+	//
+	// The first failing case of each algorithm stops it and prints its seed,
+	// the step and the history of the failing key. The run takes
+	// RATELIMIT_MODEL_DURATION (default 5s) and logs the number of store
+	// calls made. A limiter that implements io.Closer is closed when its case
+	// ends.
 	stats := map[string]*modelStats{}
 	for _, v := range variants {
 		stats[v.name] = &modelStats{}

@@ -13,41 +13,48 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// RunProperties checks the promises the package docs make about admission,
-// each as a property of limiters of random policies (randomPolicy) at random
-// phases, for the four algorithms and the metering leaky bucket:
-//
-//	(a) a client sending at exactly Limit per Window (request i at
-//	    t0 + floor(i*Window/Limit)) is never denied;
-//	(b) no interval of one Window, ends included, admits more than
-//	    Policy.MaxInWindow, whatever the traffic;
-//	(c) a denied client that waits exactly RetryAfter and retries the same
-//	    cost is admitted (and, for a unit cost, one nanosecond earlier is
-//	    still denied);
-//	(d) floods of keys, forced sweeps, Reset and a full store never let a
-//	    key admit more than (b) allows between its Resets;
-//	(e) at one instant, Peek(key).Allowed is what the next unit AllowN(key)
-//	    gets; when denied, the two Decisions are equal, and when admitted,
-//	    the AllowN's Remaining is one less.
-//
-// When the limiter is a core.PolicyLimiter, two more, on the policies of
-// plansFor:
-//
-//	(f) a key that stays on one policy is unaffected by other keys'
-//	    policies: its every Decision and Usage equal those of a limiter of
-//	    its own (built by the same Suite.New) that sees only that key,
-//	    while other keys move between policies, are Set, Get and Reset;
-//	(g) every admission keeps the promise of "Policies per call" in the
-//	    package docs of core, checked on the key's history of admitted
-//	    requests across its changes of policy, Sets and Resets (see
-//	    history), while keys move between policies, make one-off calls
-//	    under others, and floods of keys under every policy come and go
-//	    (so that a store with a bound on its keys evicts).
-//
-// The clock only moves forward here (RunModel steps it back). The
-// properties share half of RATELIMIT_MODEL_DURATION (default 5s) equally;
-// a failure prints the seed that replays it (RATELIMIT_MODEL_SEED).
+// RunProperties checks the promises about admission in the package docs of
+// core, each as a property of limiters of random policies at random phases:
+// (a) a client at exactly Limit per Window is never denied; (b) no interval
+// of one Window admits more than Policy.MaxInWindow; (c) waiting RetryAfter
+// admits; (d) floods of keys, sweeps, Reset and a full store never let a key
+// admit more than (b) allows; (e) Peek agrees with the next unit AllowN; and
+// on a core.PolicyLimiter, (f) a key on one policy is unaffected by other
+// keys' policies and (g) every admission keeps the promise of "Policies per
+// call". The properties share half of RATELIMIT_MODEL_DURATION.
 func (s Suite) RunProperties(t *testing.T) {
+	// In detail:
+	//
+	//	(a) a client sending at exactly Limit per Window (request i at
+	//	    t0 + floor(i*Window/Limit)) is never denied;
+	//	(b) no interval of one Window, ends included, admits more than
+	//	    Policy.MaxInWindow, whatever the traffic;
+	//	(c) a denied client that waits exactly RetryAfter and retries the same
+	//	    cost is admitted (and, for a unit cost, one nanosecond earlier is
+	//	    still denied);
+	//	(d) floods of keys, forced sweeps, Reset and a full store never let a
+	//	    key admit more than (b) allows between its Resets;
+	//	(e) at one instant, Peek(key).Allowed is what the next unit AllowN(key)
+	//	    gets; when denied, the two Decisions are equal, and when admitted,
+	//	    the AllowN's Remaining is one less.
+	//
+	// When the limiter is a core.PolicyLimiter, two more, on the policies of
+	// plansFor:
+	//
+	//	(f) a key that stays on one policy is unaffected by other keys'
+	//	    policies: its every Decision and Usage equal those of a limiter of
+	//	    its own (built by the same Suite.New) that sees only that key,
+	//	    while other keys move between policies, are Set, Get and Reset;
+	//	(g) every admission keeps the promise of "Policies per call" in the
+	//	    package docs of core, checked on the key's history of admitted
+	//	    requests across its changes of policy, Sets and Resets (see
+	//	    history), while keys move between policies, make one-off calls
+	//	    under others, and floods of keys under every policy come and go
+	//	    (so that a store with a bound on its keys evicts).
+	//
+	// The clock only moves forward here (RunModel steps it back). The
+	// properties share half of RATELIMIT_MODEL_DURATION (default 5s) equally;
+	// a failure prints the seed that replays it (RATELIMIT_MODEL_SEED).
 	props := []property{
 		{"a: a client at exactly Limit per Window is never denied", propSteady},
 		{"b: no Window admits more than MaxInWindow", propBound},

@@ -80,14 +80,6 @@ func (s *keyState) decide(p core.Policy, now, n int64) verdict {
 	return s.m.decide(now, n, true)
 }
 
-// last is the latest instant the key's state was written at.
-func (s *keyState) last() int64 {
-	if s.m == nil {
-		return math.MinInt64
-	}
-	return s.m.lastAdmitted()
-}
-
 // usageOf is what Get reports for a key whose model under p at now is m.
 func usageOf(m keyModel, p core.Policy, now int64) core.Usage {
 	v := m.decide(now, 1, false)

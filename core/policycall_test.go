@@ -53,7 +53,7 @@ func TestKeyMovedToAnotherPlanKeepsWhatItUsed(t *testing.T) {
 				t.Errorf("u.Remaining = %+v, want 9_920", u.Remaining)
 			}
 			if u.Policy.Name != "pro" {
-				t.Errorf("u.Policy.Name = %+v, want %+v", u.Policy.Name, "pro")
+				t.Errorf("u.Policy.Name = %q, want pro", u.Policy.Name)
 			}
 
 			d, err := lim.AllowPolicy(ctx, pro, "k", 1)
@@ -70,7 +70,7 @@ func TestKeyMovedToAnotherPlanKeepsWhatItUsed(t *testing.T) {
 				t.Errorf("d.Limit = %+v, want 10_000", d.Limit)
 			}
 			if d.Policy.Name != "pro" {
-				t.Errorf("d.Policy.Name = %+v, want %+v", d.Policy.Name, "pro")
+				t.Errorf("d.Policy.Name = %q, want pro", d.Policy.Name)
 			}
 
 			// Back under the limiter's own policy: 81 used of 100.
@@ -258,7 +258,7 @@ func TestPolicyCallErrors(t *testing.T) {
 		t.Errorf("d.RetryAfter = %+v, want 0", d.RetryAfter)
 	}
 	if d.Policy.Name != "x" {
-		t.Errorf("d.Policy.Name = %+v, want %+v", d.Policy.Name, "x")
+		t.Errorf("d.Policy.Name = %q, want x", d.Policy.Name)
 	}
 	for _, used := range []int64{-1, 11} {
 		err = lim.Set(ctx, core.TokenBucket(10, time.Second), "k", used)

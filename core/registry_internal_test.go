@@ -17,6 +17,17 @@ import (
 
 var epoch = time.Date(2027, time.January, 15, 0, 0, 0, 0, time.UTC)
 
+// allow is l.AllowN(key, n), failing the test on an error: the calls here
+// have valid costs on an open limiter.
+func allow(t *testing.T, l *MemoryLimiter, key string, n int64) Decision {
+	t.Helper()
+	d, err := l.AllowN(context.Background(), key, n)
+	if err != nil {
+		t.Fatalf("AllowN(%q, %d): %v", key, n, err)
+	}
+	return d
+}
+
 type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time          { return c.t }
@@ -104,25 +115,18 @@ func TestKeyFloodIsBounded(t *testing.T) {
 	p := TokenBucket(10, time.Minute)
 	before := heapInUse()
 	l := newTestLimiter(t, p, clock, WithMaxKeys(100_000))
-	ctx := context.Background()
 
 	abusers := make([]string, 100)
 	for i := range abusers {
 		abusers[i] = "abuser-" + strconv.Itoa(i)
-		d, err := l.AllowN(ctx, abusers[i], 10)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := allow(t, l, abusers[i], 10)
 		if !d.Allowed {
 			t.Fatalf("denied, want allowed: %+v", d)
 		}
 	}
 	for i := range flood {
 		clock.advance(time.Millisecond)
-		d, err := l.Allow(ctx, "flood-"+strconv.Itoa(i))
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := allow(t, l, "flood-"+strconv.Itoa(i), 1)
 		if !d.Allowed {
 			t.Fatalf("a flood of fresh keys is still admitted (key %d): denied, want allowed: %+v", i, d)
 		}
@@ -130,10 +134,7 @@ func TestKeyFloodIsBounded(t *testing.T) {
 			// The abusers keep hammering through the flood (a request a
 			// second each, six times their rate).
 			for _, k := range abusers {
-				_, err := l.Allow(ctx, k)
-				if err != nil {
-					t.Fatal(err)
-				}
+				allow(t, l, k, 1)
 			}
 		}
 	}
@@ -142,18 +143,12 @@ func TestKeyFloodIsBounded(t *testing.T) {
 	if got := l.Len(); got > 100_000 {
 		t.Errorf("l.Len() = %+v, want <= 100_000", got)
 	}
-	if grown >= int64(32<<20) {
-		t.Errorf("heap increase: grown = %+v, want < int64(32<<20) (%+v)", grown, int64(32<<20))
+	if grown >= 32<<20 {
+		t.Errorf("heap grew by %d bytes, want less than 32 MiB", grown)
 	}
 	for _, k := range abusers {
-		_, err := l.Allow(ctx, k) // takes the token that may have come back since the last round
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := l.Allow(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		allow(t, l, k, 1) // takes the token that may have come back since the last round
+		d := allow(t, l, k, 1)
 		if d.Allowed {
 			t.Errorf("limited key %s must survive the flood: allowed, want denied: %+v", k, d)
 		}
@@ -176,12 +171,8 @@ func TestFullRegistryOfLimitedKeys(t *testing.T) {
 	clock := &fakeClock{t: epoch}
 	p := TokenBucket(2, time.Minute)
 	l := newTestLimiter(t, p, clock, WithMaxKeys(64))
-	ctx := context.Background()
 	for i := range 64 {
-		d, err := l.AllowN(ctx, "held-"+strconv.Itoa(i), 2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := allow(t, l, "held-"+strconv.Itoa(i), 2)
 		if !d.Allowed {
 			t.Fatalf("denied, want allowed: %+v", d)
 		}
@@ -192,10 +183,7 @@ func TestFullRegistryOfLimitedKeys(t *testing.T) {
 
 	var got []bool
 	for _, k := range []string{"new-a", "new-a", "new-b", "new-c"} {
-		d, err := l.Allow(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := allow(t, l, k, 1)
 		got = append(got, d.Allowed)
 	}
 	if want := []bool{true, true, false, false}; !slices.Equal(got, want) {
@@ -204,10 +192,7 @@ func TestFullRegistryOfLimitedKeys(t *testing.T) {
 	if got := l.Len(); got != 64 {
 		t.Errorf("no limited key was evicted: l.Len() = %+v, want 64", got)
 	}
-	d, err := l.Allow(ctx, "held-7")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := allow(t, l, "held-7", 1)
 	if d.Allowed {
 		t.Errorf("allowed, want denied: %+v", d)
 	}
@@ -219,10 +204,7 @@ func TestFullRegistryOfLimitedKeys(t *testing.T) {
 	if got := l.Len(); got != 0 {
 		t.Errorf("l.Len() = %+v, want 0", got)
 	}
-	d, err = l.Allow(ctx, "new-b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = allow(t, l, "new-b", 1)
 	if !d.Allowed {
 		t.Errorf("denied, want allowed: %+v", d)
 	}
@@ -240,23 +222,14 @@ func TestFullRegistryEvictsTheLeastUsedUnlimitedKey(t *testing.T) {
 	l := newTestLimiter(t, p, clock, WithMaxKeys(32))
 	ctx := context.Background()
 	for i := range 31 {
-		_, err := l.AllowN(ctx, "limited-"+strconv.Itoa(i), 10)
-		if err != nil {
-			t.Fatal(err)
-		}
+		allow(t, l, "limited-"+strconv.Itoa(i), 10)
 	}
-	_, err := l.AllowN(ctx, "light", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	allow(t, l, "light", 1)
 	if got := l.Len(); got != 32 {
 		t.Fatalf("l.Len() = %+v, want 32", got)
 	}
 
-	d, err := l.Allow(ctx, "newcomer")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := allow(t, l, "newcomer", 1)
 	if !d.Allowed {
 		t.Errorf("denied, want allowed: %+v", d)
 	}
@@ -277,10 +250,7 @@ func TestFullRegistryEvictsTheLeastUsedUnlimitedKey(t *testing.T) {
 	}
 	admitted := 1 // light's first request
 	for range 20 {
-		d, err := l.Allow(ctx, "light")
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := allow(t, l, "light", 1)
 		if d.Allowed {
 			admitted++
 		}
@@ -298,18 +268,9 @@ func TestEvictedKeyIsNotAdmittedBeyondItsLimit(t *testing.T) {
 		clock := &fakeClock{t: epoch}
 		l := newTestLimiter(t, FixedWindow(10, time.Minute), clock, WithMaxKeys(2))
 		ctx := context.Background()
-		_, err := l.AllowN(ctx, "heavy", 9)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = l.AllowN(ctx, "light", 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := l.Allow(ctx, "newcomer-"+strconv.Itoa(trial))
-		if err != nil {
-			t.Fatal(err)
-		}
+		allow(t, l, "heavy", 9)
+		allow(t, l, "light", 1)
+		d := allow(t, l, "newcomer-"+strconv.Itoa(trial), 1)
 		if !d.Allowed {
 			t.Fatalf("denied, want allowed: %+v", d)
 		}
@@ -322,10 +283,7 @@ func TestEvictedKeyIsNotAdmittedBeyondItsLimit(t *testing.T) {
 		}
 		admitted := int64(9)
 		for range 20 {
-			d, err := l.Allow(ctx, "heavy")
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := allow(t, l, "heavy", 1)
 			if d.Allowed {
 				admitted++
 			}
@@ -336,10 +294,7 @@ func TestEvictedKeyIsNotAdmittedBeyondItsLimit(t *testing.T) {
 		clock.advance(time.Second)
 		admitted = 1
 		for range 20 {
-			d, err := l.Allow(ctx, "light")
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := allow(t, l, "light", 1)
 			if d.Allowed {
 				admitted++
 			}
@@ -360,10 +315,7 @@ func TestOverflowKeysPeekAndReset(t *testing.T) {
 			l := newTestLimiter(t, p, clock, WithMaxKeys(4))
 			ctx := context.Background()
 			for i := range 4 {
-				d, err := l.AllowN(ctx, "held-"+strconv.Itoa(i), p.Capacity())
-				if err != nil {
-					t.Fatal(err)
-				}
+				d := allow(t, l, "held-"+strconv.Itoa(i), p.Capacity())
 				if !d.Allowed {
 					t.Fatalf("denied, want allowed: %+v", d)
 				}
@@ -374,10 +326,7 @@ func TestOverflowKeysPeekAndReset(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, err := l.Allow(ctx, key)
-				if err != nil {
-					t.Fatal(err)
-				}
+				d := allow(t, l, key, 1)
 				if d.Allowed != peek.Allowed {
 					t.Fatalf("request %d: Peek agrees with the next Allow: d.Allowed = %+v, want %+v", i, d.Allowed, peek.Allowed)
 				}
@@ -387,10 +336,7 @@ func TestOverflowKeysPeekAndReset(t *testing.T) {
 					}
 				}
 			}
-			d, err := l.Allow(ctx, "new-1")
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := allow(t, l, "new-1", 1)
 			if d.Allowed {
 				t.Fatalf("the newcomers share one used-up state: allowed, want denied: %+v", d)
 			}
@@ -407,17 +353,11 @@ func TestOverflowKeysPeekAndReset(t *testing.T) {
 			if peek.Remaining != p.Capacity() {
 				t.Errorf("Peek after Reset: a full quota: peek.Remaining = %+v, want %+v", peek.Remaining, p.Capacity())
 			}
-			d, err = l.Allow(ctx, "new-1")
-			if err != nil {
-				t.Fatal(err)
-			}
+			d = allow(t, l, "new-1", 1)
 			if !d.Allowed {
 				t.Errorf("Reset gives an overflowed key its first request back: denied, want allowed: %+v", d)
 			}
-			d, err = l.Allow(ctx, "new-2")
-			if err != nil {
-				t.Fatal(err)
-			}
+			d = allow(t, l, "new-2", 1)
 			if d.Allowed {
 				t.Errorf("the others stay limited: allowed, want denied: %+v", d)
 			}
@@ -449,10 +389,7 @@ func TestEvictionRacingAnOlderClockReading(t *testing.T) {
 				return clock.t
 			}))
 			ctx := context.Background()
-			d, err := l.AllowN(ctx, "k", 10)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := allow(t, l, "k", 10)
 			if !d.Allowed {
 				t.Fatalf("denied, want allowed: %+v", d)
 			}
@@ -507,20 +444,13 @@ func TestEvictionRacingAnOlderClockReading(t *testing.T) {
 func TestFixedWindowKeyUnsweptForBillionsOfWindows(t *testing.T) {
 	clock := &fakeClock{t: epoch}
 	l := newTestLimiter(t, FixedWindow(100, time.Millisecond), clock)
-	ctx := context.Background()
-	d, err := l.AllowN(ctx, "k", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := allow(t, l, "k", 100)
 	if !d.Allowed {
 		t.Fatalf("denied, want allowed: %+v", d)
 	}
 	for _, leap := range []int64{1 << 31, 1<<31 + 1, 1 << 32, 1<<33 + 7} {
 		clock.advance(time.Duration(leap) * time.Millisecond)
-		d, err := l.AllowN(ctx, "k", 100)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := allow(t, l, "k", 100)
 		if !d.Allowed {
 			t.Errorf("%d windows later the key has its full quota: denied, want allowed: %+v", leap, d)
 		}
@@ -674,7 +604,7 @@ func TestDefaultMaxKeysStaysWellUnderAGigabyte(t *testing.T) {
 			perKey = 160 + 4*int(p.Buckets+1)
 		}
 		if got := n * perKey; got >= 300<<20 {
-			t.Errorf("%v: %d keys: n*perKey = %+v, want < 300<<20 (%+v)", p, n, got, 300<<20)
+			t.Errorf("%v: %d keys of %d bytes take %d bytes, want less than 300 MiB", p, n, perKey, got)
 		}
 		if n < 1000 {
 			t.Errorf("%v: n = %+v, want >= 1000", p, n)
@@ -703,12 +633,8 @@ func TestSweepReturnsMapMemory(t *testing.T) {
 	p := TokenBucket(10, time.Second)
 	base := heapInUse()
 	l := newTestLimiter(t, p, clock)
-	ctx := context.Background()
 	for i := range 200_000 {
-		_, err := l.Allow(ctx, fmt.Sprintf("key-%d", i))
-		if err != nil {
-			t.Fatal(err)
-		}
+		allow(t, l, fmt.Sprintf("key-%d", i), 1)
 	}
 	full := heapInUse() - base
 	clock.advance(p.Recovery())
@@ -719,7 +645,7 @@ func TestSweepReturnsMapMemory(t *testing.T) {
 		t.Errorf("l.Len() = %+v, want 0", got)
 	}
 	if left >= full/10 {
-		t.Errorf("at least 90%% returned: left = %+v, want < full/10 (%+v)", left, full/10)
+		t.Errorf("%d of %d left, want at least 90%% returned", left, full)
 	}
 	runtime.KeepAlive(l)
 }
@@ -734,32 +660,20 @@ func TestMakeRoomRetriesALostCompareAndSwap(t *testing.T) {
 			clock := &fakeClock{t: epoch}
 			l := newTestLimiter(t, p, clock, WithMaxKeys(2))
 			ctx := context.Background()
-			_, err := l.AllowN(ctx, "light", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = l.AllowN(ctx, "heavy", 5)
-			if err != nil {
-				t.Fatal(err)
-			}
+			allow(t, l, "light", 1)
+			allow(t, l, "heavy", 5)
 
 			var raced atomic.Bool
 			testBeforeRetire = func() {
 				if raced.CompareAndSwap(false, true) {
-					d, err := l.Allow(ctx, "light") // lock-free: the victim's word changes
-					if err != nil {
-						t.Fatal(err)
-					}
+					d := allow(t, l, "light", 1) // lock-free: the victim's word changes
 					if !d.Allowed {
 						t.Fatalf("denied, want allowed: %+v", d)
 					}
 				}
 			}
 			t.Cleanup(func() { testBeforeRetire = nil })
-			d, err := l.Allow(ctx, "newcomer")
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := allow(t, l, "newcomer", 1)
 			if !raced.Load() {
 				t.Fatalf("the race was staged: raced.Load() is false")
 			}

@@ -158,6 +158,16 @@ type step struct {
 
 const ms = time.Millisecond
 
+// allowN is lim.AllowN(key, n), failing t on an error.
+func allowN(t *testing.T, lim core.Limiter, key string, n int64) core.Decision {
+	t.Helper()
+	d, err := lim.AllowN(context.Background(), key, n)
+	if err != nil {
+		t.Fatalf("AllowN(%s, %d): %v", key, n, err)
+	}
+	return d
+}
+
 // key returns a key unique to this test run, so that a store kept between
 // runs (a shared Redis) starts every test from nothing.
 func key(t *testing.T, suffix string) string {
@@ -286,10 +296,7 @@ func (s Suite) retryAfterHonest(t *testing.T) {
 			for range 60 {
 				clock.Advance(time.Duration(rng.Int64N(int64(p.Window/ms)/4+1)) * ms)
 				n := 1 + rng.Int64N(p.Capacity())
-				d, err := lim.AllowN(context.Background(), k, n)
-				if err != nil {
-					t.Fatal(err)
-				}
+				d := allowN(t, lim, k, n)
 				if d.Allowed {
 					if d.RetryAfter != 0 {
 						t.Errorf("d.RetryAfter = %+v, want 0", d.RetryAfter)
@@ -315,10 +322,7 @@ func (s Suite) retryAfterHonest(t *testing.T) {
 				} else {
 					clock.Advance(d.RetryAfter)
 				}
-				again, err := lim.AllowN(context.Background(), k, n)
-				if err != nil {
-					t.Fatal(err)
-				}
+				again := allowN(t, lim, k, n)
 				if !again.Allowed {
 					t.Errorf("waited RetryAfter %v for cost %d: denied, want allowed: %+v", d.RetryAfter, n, again)
 				}
@@ -361,10 +365,7 @@ func (s Suite) costValidation(t *testing.T) {
 			}
 
 			// Use everything, then show that invalid costs minted nothing.
-			d, err = lim.AllowN(ctx, k, p.Capacity())
-			if err != nil {
-				t.Fatal(err)
-			}
+			d = allowN(t, lim, k, p.Capacity())
 			if !d.Allowed {
 				t.Fatalf("denied, want allowed: %+v", d)
 			}
@@ -374,10 +375,7 @@ func (s Suite) costValidation(t *testing.T) {
 					t.Fatalf("got %v, want %v", err, core.ErrInvalidCost)
 				}
 			}
-			d, err = lim.AllowN(ctx, k, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d = allowN(t, lim, k, 1)
 			if d.Allowed {
 				t.Errorf("a negative cost must not add capacity: allowed, want denied: %+v", d)
 			}
@@ -411,10 +409,7 @@ func (s Suite) peek(t *testing.T) {
 				}
 			}
 			for i := range p.Capacity() {
-				d, err := lim.AllowN(ctx, k, 1)
-				if err != nil {
-					t.Fatal(err)
-				}
+				d := allowN(t, lim, k, 1)
 				if !d.Allowed {
 					t.Fatalf("request %d: denied, want allowed: %+v", i+1, d)
 				}
@@ -443,31 +438,19 @@ func (s Suite) reset(t *testing.T) {
 			lim := s.New(t, p, clock.Now)
 			k, other := key(t, "k"), key(t, "other")
 			ctx := context.Background()
-			_, err := lim.AllowN(ctx, k, p.Capacity())
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = lim.AllowN(ctx, other, p.Capacity())
-			if err != nil {
-				t.Fatal(err)
-			}
+			allowN(t, lim, k, p.Capacity())
+			allowN(t, lim, other, p.Capacity())
 			if err := lim.Reset(ctx, k); err != nil {
 				t.Fatalf("lim.Reset(ctx, k): %v", err)
 			}
-			d, err := lim.AllowN(ctx, k, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := allowN(t, lim, k, 1)
 			if !d.Allowed {
 				t.Errorf("reset key starts afresh: denied, want allowed: %+v", d)
 			}
 			if d.Remaining != p.Capacity()-1 {
 				t.Errorf("d.Remaining = %+v, want %+v", d.Remaining, p.Capacity()-1)
 			}
-			d, err = lim.AllowN(ctx, other, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d = allowN(t, lim, other, 1)
 			if d.Allowed {
 				t.Errorf("other keys keep their state: allowed, want denied: %+v", d)
 			}
@@ -484,26 +467,16 @@ func (s Suite) clockJumps(t *testing.T) {
 			clock := NewClock(Epoch.Add(30 * time.Second))
 			lim := s.New(t, p, clock.Now)
 			k := key(t, "k")
-			ctx := context.Background()
-			_, err := lim.AllowN(ctx, k, p.Capacity())
-			if err != nil {
-				t.Fatal(err)
-			}
+			allowN(t, lim, k, p.Capacity())
 
 			clock.Advance(-time.Hour)
-			d, err := lim.AllowN(ctx, k, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := allowN(t, lim, k, 1)
 			if d.Allowed {
 				t.Errorf("a backward step must not mint capacity: allowed, want denied: %+v", d)
 			}
 
 			clock.Advance(time.Hour + 100*365*24*time.Hour)
-			d, err = lim.AllowN(ctx, k, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d = allowN(t, lim, k, 1)
 			if !d.Allowed {
 				t.Errorf("100 years idle: full again: denied, want allowed: %+v", d)
 			}
@@ -527,10 +500,7 @@ func (s Suite) boundaries(t *testing.T) {
 		for _, d := range []time.Duration{0, 2 * ms} {
 			clock.Advance(d)
 			for range 150 {
-				got, err := lim.AllowN(context.Background(), k, 1)
-				if err != nil {
-					t.Fatal(err)
-				}
+				got := allowN(t, lim, k, 1)
 				if got.Allowed {
 					admitted++
 				}
@@ -558,10 +528,7 @@ func (s Suite) boundaries(t *testing.T) {
 				}
 				at += gap
 				clock.Advance(gap)
-				d, err := lim.AllowN(context.Background(), k, 1)
-				if err != nil {
-					t.Fatal(err)
-				}
+				d := allowN(t, lim, k, 1)
 				if d.Allowed {
 					admittedAt = append(admittedAt, at)
 				}

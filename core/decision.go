@@ -8,8 +8,7 @@ import (
 
 // Decision is the answer to one request: whether it may pass and what the
 // client should be told. Every algorithm and every store fills it in the same
-// way, so that the HTTP adapters render any of them alike. It is returned by
-// value: a Decision never allocates.
+// way.
 type Decision struct {
 	// Allowed reports whether the request was admitted (and its cost
 	// consumed).
@@ -85,8 +84,8 @@ var (
 	// admit at once (above Burst, or above Limit per window). The returned
 	// Decision is a denial with RetryAfter 0, because waiting cannot help,
 	// marked StateUnknown when a failing store could not tell the key's
-	// state.
-	// Adapters must deny such a request, never treat it as a store failure.
+	// state. Adapters must deny such a request, never treat it as a store
+	// failure.
 	ErrCostExceedsCapacity = errors.New("core: cost exceeds what the policy can ever admit")
 	// ErrAlgorithmMismatch: a policy given with a call (PolicyLimiter) uses
 	// another algorithm than the limiter's own policy. One limiter holds

@@ -1,4 +1,4 @@
-// Package core holds the four rate-limiting algorithms, the Decision they
+// Package core holds the four rate-limiting algorithms, the [Decision] they
 // return, and an in-memory limiter that applies one policy to any number of
 // keys. It knows nothing of HTTP and imports only the standard library.
 //
@@ -12,44 +12,39 @@
 //	core.TokenBucket(100, time.Minute).WithBurst(20)      // refill 100/min, bursts of at most 20
 //	core.LeakyBucket(10, time.Second).WithBurst(50)       // leave at 10/s, at most 50 in the bucket
 //
-// A Policy is a plain value; an invalid one is rejected by New (and by the
-// Redis store) with an error naming the field, never a panic. Policy.Validate
-// is the one bound for every store: among others, Window and Recovery at
-// most MaxSpan (about 52 days), the longest span the Redis store computes
-// exactly.
+// A [Policy] is a plain value; an invalid one is rejected by [New] (and by
+// the Redis store) with an error naming the field, never a panic.
+// [Policy.Validate] is the one bound for every store: among others, Window
+// and Recovery at most [MaxSpan] (about 52 days).
 //
 // # Decisions
 //
-// A Decision says whether a request passes and what the client should be
-// told: Remaining, ResetAfter (until the full quota is back), RetryAfter
-// (for a denial: waiting exactly that long and retrying the same cost
-// succeeds, absent other traffic) and, for the leaky bucket, the Delay to
-// wait before serving. A cost no policy state could ever admit (above Burst,
-// above Limit per window) is denied with ErrCostExceedsCapacity rather than
-// with a RetryAfter that would lie; a cost <= 0 is ErrInvalidCost and never
-// adds capacity.
+// A [Decision] says whether a request passes and what the client should be
+// told. A cost no state could ever admit is denied with
+// [ErrCostExceedsCapacity] rather than with a RetryAfter that would lie; a
+// cost <= 0 is [ErrInvalidCost] and never adds capacity.
 //
 // # The limiter
 //
-// New returns a MemoryLimiter, which implements Limiter, the contract that
-// every store (this one, the Redis store) and every HTTP adapter share:
+// [New] returns a [MemoryLimiter], which implements [Limiter], the contract
+// that every store (this one, the Redis store) and every HTTP adapter share:
 //
 //	lim, err := core.New(core.TokenBucket(100, time.Minute))
 //	d, err := lim.Allow(ctx, key)
 //
 // A request for a key already present takes no shared lock and allocates
-// nothing. Idle keys are dropped by a background goroutine (Close stops it):
-// a key idle for longer than Policy.Recovery is indistinguishable from a key
-// never seen, so dropping it is lossless. WithMaxKeys bounds the keys held;
-// when a flood fills the limiter, keys are evicted without ever handing
-// quota back (see WithMaxKeys).
+// nothing. Idle keys are dropped by a background goroutine
+// ([MemoryLimiter.Close] stops it): a key idle for longer than
+// [Policy.Recovery] is indistinguishable from a key never seen, so dropping
+// it is lossless. [WithMaxKeys] bounds the keys held without ever handing
+// quota back.
 //
 // # Policies per call
 //
-// A MemoryLimiter (and the Redis store) is also a PolicyLimiter: AllowPolicy
-// decides a key under a policy given with the call, so that one limiter and
-// one set of keys serve every plan of an API, the policy looked up per
-// request (nethttp.WithPolicyFunc does it for HTTP):
+// A MemoryLimiter (and the Redis store) is also a [PolicyLimiter]:
+// AllowPolicy decides a key under a policy given with the call, so that one
+// limiter and one set of keys serve every plan of an API
+// (nethttp.WithPolicyFunc does it for HTTP):
 //
 //	free := core.TokenBucket(100, time.Hour).WithName("free")
 //	pro := core.TokenBucket(10_000, time.Hour).WithName("pro")
@@ -57,19 +52,20 @@
 //	d, err := lim.AllowPolicy(ctx, pro, apiKey, 1)
 //
 // Every policy given to one limiter uses the algorithm of the limiter's own
-// (ErrAlgorithmMismatch otherwise). A key has one state whatever the policy
-// it is decided under, and WithMaxKeys bounds the keys of all policies
-// together.
+// ([ErrAlgorithmMismatch] otherwise). A key has one state whatever the
+// policy it is decided under, and WithMaxKeys bounds the keys of all
+// policies together. Get reads a key's usage under a policy without
+// consuming; Set writes it (grant credits, import state), in the same units.
 //
 // When the policy a key is decided under changes (a key moved from free to
-// pro, or a plan's limit changed by a configuration reload while traffic
-// runs), the key keeps what it has used, counted in units of cost, and the
-// new policy applies from then on. A policy takes effect for a key at the
-// first AllowPolicy (admitted or denied) or Set under it; Peek and Get only
-// look. A change never adds capacity: what a key is promised is stated on
-// its history of admitted requests (instant, cost, and the policy each was
-// admitted under), counting the requests admitted before the change. For a
-// request admitted at instant t under policy P:
+// pro, or a plan's limit changed by a reload while traffic runs), the key
+// keeps what it has used, counted in units of cost, and the new policy
+// applies from then on. A policy takes effect for a key at the first
+// AllowPolicy (admitted or denied) or Set under it; Peek and Get only look.
+// A change never adds capacity: what a key is promised is stated on its
+// history of admitted requests (instant, cost, and the policy each was
+// admitted under), counting those admitted before the change. For a request
+// admitted at instant t under policy P:
 //
 //   - fixed window: the requests admitted in P's epoch-aligned window that
 //     holds t, this one included, total at most P.Limit, counting those
@@ -78,61 +74,47 @@
 //     they lie within both Q.Window and P.Window of t;
 //   - sliding window: the P.Buckets buckets of P that end with t's bucket
 //     hold at most P.Limit, and the P.Buckets+1 buckets that end with it at
-//     most P.MaxInWindow (buckets of Window/Buckets, epoch-aligned),
+//     most [Policy.MaxInWindow] (buckets of Window/Buckets, epoch-aligned),
 //     counting each request admitted before the key's latest change of
-//     policy while it lies within the Window of every policy in force
-//     since it was admitted;
-//   - token bucket (and a leaky bucket used as a meter, see Policy.AsMeter):
+//     policy while it lies within the Window of every policy in force since
+//     it was admitted;
+//   - token bucket (and a leaky bucket used as a meter, [Policy.AsMeter]):
 //     the key's level, the cost of every admitted request less what has
 //     refilled since (at each moment one unit per Interval of the policy
 //     then in force; never below zero), is at most P.Burst after the
 //     admission;
 //   - leaky bucket: each request is served at its instant plus its Delay,
 //     and a request of cost n admitted under Q is followed by the next one
-//     served no sooner than n intervals (Q.Interval) later: a change
-//     neither moves nor crowds the requests already queued; and the
-//     requests not yet served at t (served at t or later) cost at most
-//     P.Burst, this one included.
+//     served no sooner than n intervals (Q.Interval) later: a change neither
+//     moves nor crowds the requests already queued; and the requests not yet
+//     served at t (served at t or later) cost at most P.Burst, this one
+//     included.
 //
-// For a key that stays on one policy these are the usual guarantees, and no
-// interval of one Window admits more than Policy.MaxInWindow. Where a
-// state cannot know exactly what still lies inside the new policy's
-// window, the conversion counts what might: a fixed window counts its window's count when that window
-// overlaps the new one's, even if it has just ended, and the old policy's
-// Limit for the window before it when that one overlaps too; a sliding
-// window counts each old bucket in the newest new bucket it overlaps; a
-// leaky bucket keeps its queued requests at their instants and schedules
-// new ones after them, counting the time the queue takes in the new
-// policy's intervals (moved to a faster plan, a key waits until its queue
-// fits the new depth): stricter, never more generous. So that a fixed
-// window's count can still be carried into another policy's window, its
-// Recovery is two Windows. A count or debt the new policy cannot hold (a
-// debt beyond MaxSpan) is kept at the largest it can, which still denies
-// every request, and counts as that from then on. Set makes a key's history
-// one request of the given usage at that instant; Reset empties it.
-//
-// A key whose policy changes on every request (limits per route on a key
-// per client) is converted each time, under its shard's mutex: give each
-// such policy its own keys instead
+// Where a state cannot know exactly what still lies inside the new policy's
+// window, it counts what might: stricter, never more generous. A count or
+// debt the new policy cannot hold (a debt beyond MaxSpan) is kept at the
+// largest it can, which still denies every request, and counts as that from
+// then on. Set makes a key's history one request of the given
+// usage at that instant; Reset empties it. A key whose policy changes on
+// every request (limits per route on a key per client) is converted each
+// time: give each such policy its own keys instead
 // ([github.com/go-ratelimit/ratelimit/keyfunc.Join] with the route), which
-// also keeps their counts apart. Get reads a key's usage (Used, Remaining,
-// ResetAfter) under a policy without consuming, and Set writes it (grant
-// credits, import state from another system), in the same units.
+// also keeps their counts apart.
 //
 // # What is promised
 //
-// For every algorithm and every store (this one and the Redis store): a
-// client sending steadily at exactly Limit per Window is never denied (a
-// leaky bucket never overflows), except that a key arriving while a flood
-// of other keys fills WithMaxKeys may start with part of its quota spent;
-// no interval of one Window admits more than Policy.MaxInWindow; a denied
-// client that waits exactly RetryAfter and retries the same cost is
-// admitted, absent other traffic; eviction, Reset and a full limiter never
-// admit more than that bound; and at one instant Peek's Allowed is what the
-// next unit AllowN gets. Package coretest checks each of these against a
-// slow reference model.
+// For every algorithm and every store: a client sending steadily at exactly
+// Limit per Window is never denied (a leaky bucket never overflows), except
+// that a key arriving while a flood of other keys fills WithMaxKeys may start
+// with part of its quota spent; no interval of one Window admits more than
+// Policy.MaxInWindow; a denied client that waits exactly RetryAfter and
+// retries the same cost is admitted, absent other traffic; eviction, Reset
+// and a full limiter never admit more than that bound; and at one instant
+// Peek's Allowed is what the next unit AllowN gets. Package
+// [github.com/go-ratelimit/ratelimit/core/coretest] checks every store
+// against these promises.
 //
-// Time comes from the process's monotonic clock, or from WithClock in tests.
-// A clock that steps backwards never adds capacity, and a forward jump
-// refills only up to capacity.
+// Time comes from the process's monotonic clock, or from [WithClock] in
+// tests. A clock that steps backwards never adds capacity, and a forward
+// jump refills only up to capacity.
 package core

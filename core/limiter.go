@@ -5,10 +5,9 @@ import (
 	"time"
 )
 
-// Limiter is the contract every store meets: the in-memory limiter of this
-// package and the Redis store alike, so that every HTTP adapter works with
-// every store. Implementations are safe for simultaneous use by multiple
-// goroutines.
+// Limiter is the contract every store meets, so that every HTTP adapter
+// works with every store. Implementations are safe for simultaneous use by
+// multiple goroutines.
 type Limiter interface {
 	// AllowN decides whether a request of cost n for key may pass now, and
 	// consumes n if so. n <= 0 returns ErrInvalidCost; n above the policy's
@@ -30,11 +29,9 @@ type Limiter interface {
 }
 
 // PolicyLimiter is a Limiter that also decides under a policy given with
-// each call, like Hammer's hit(key, scale, limit, increment): plans (free
-// 100/h, pro 10,000/h) served by one limiter and one set of keys, with the
-// policy looked up per request. The in-memory limiter and the Redis store
-// implement it. See "Policies per call" in the package documentation for
-// what a key's state means when the policy it is decided under changes.
+// each call. The in-memory limiter and the Redis store implement it. See
+// "Policies per call" in the package documentation for what a key's state
+// means when the policy it is decided under changes.
 type PolicyLimiter interface {
 	Limiter
 	// AllowPolicy is AllowN under p instead of the limiter's own policy.

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 )
@@ -16,7 +14,9 @@ func modelSuite(opts ...core.Option) coretest.Suite {
 	return coretest.Suite{
 		New: func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
 			lim, err := core.New(p, append([]core.Option{core.WithClock(now)}, opts...)...)
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { _ = lim.Close() })
 			return lim
 		},

@@ -44,18 +44,13 @@ const (
 	// the shortest fixed window: below it timer and clock granularity, and
 	// Redis's millisecond key expiry, make the counts meaningless.
 	MinBucket = time.Millisecond
-	// MaxWindowLimit is the largest Limit of a fixed or sliding window: a
-	// fixed-window key packs its count into 32 bits of one atomic word.
+	// MaxWindowLimit is the largest Limit of a fixed or sliding window.
 	MaxWindowLimit = math.MaxUint32
-	// MaxBuckets is the largest Buckets of a sliding window, in every store:
-	// each key holds Buckets+1 counters, and the Redis script unpacks them
-	// onto Lua's stack.
+	// MaxBuckets is the largest Buckets of a sliding window, in every store.
 	MaxBuckets = 4096
 	// MaxSpan is the longest Window and the longest Recovery time a policy
 	// may have, in every store (Validate): 2^52 ns, about 52 days, the
-	// longest span the Redis store's scripts compute exactly in Lua's
-	// float64 numbers. It also keeps every instant the algorithms form
-	// (now plus two such spans) within int64 nanoseconds.
+	// longest span the Redis store computes exactly.
 	MaxSpan = time.Duration(1) << 52
 )
 
@@ -198,11 +193,10 @@ func (p Policy) MaxInWindow() int64 {
 // Recovery is the longest time a key's state matters after any use: an
 // idle key older than this is identical to a new one under every policy
 // (see "Policies per call" in the package documentation), which is what
-// makes evicting it lossless. Redis uses it as the key's expiry. It is the
-// time a key needs to return to full quota, except for a fixed window: its
-// quota is back when its window ends, but another policy's window may
-// still hold the window's requests for one more Window, so its Recovery
-// is 2*Window.
+// makes evicting it lossless. It is the time a key needs to return to full
+// quota, except for a fixed window: its quota is back when its window ends,
+// but another policy's window may still hold the window's requests for one
+// more Window, so its Recovery is 2*Window.
 func (p Policy) Recovery() time.Duration {
 	switch p.Algorithm {
 	case AlgTokenBucket, AlgLeakyBucket:

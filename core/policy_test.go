@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
@@ -51,10 +48,16 @@ func TestPolicyValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run("rejects "+tc.name, func(t *testing.T) {
-			assert.EqualError(t, tc.policy.Validate(), tc.err)
+			if err := tc.policy.Validate(); err == nil || err.Error() != tc.err {
+				t.Errorf("Validate() = %v, want %s", err, tc.err)
+			}
 			lim, err := core.New(tc.policy)
-			assert.EqualError(t, err, tc.err, "New rejects what Validate rejects")
-			assert.Nil(t, lim)
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("New rejects what Validate rejects: got %v, want %s", err, tc.err)
+			}
+			if lim != nil {
+				t.Errorf("New returned a limiter with its error")
+			}
 		})
 	}
 }
@@ -75,43 +78,86 @@ func TestPolicyValidExtremes(t *testing.T) {
 		core.TokenBucket(1_000_000, time.Second+time.Millisecond), // 1001ns: 0.0999% fast
 	} {
 		t.Run("accepts "+p.String(), func(t *testing.T) {
-			require.NoError(t, p.Validate())
+			if err := p.Validate(); err != nil {
+				t.Error(err)
+			}
 		})
 	}
 }
 
 func TestPolicyBuilders(t *testing.T) {
 	p := core.TokenBucket(100, time.Minute).WithBurst(20).WithName("per-ip")
-	assert.Equal(t, core.Policy{Algorithm: core.AlgTokenBucket, Limit: 100, Window: time.Minute, Burst: 20, Name: "per-ip"}, p)
-	assert.Equal(t, "TokenBucket 100 per 1m0s burst 20 \"per-ip\"", p.String())
-	assert.Equal(t, 600*time.Millisecond, p.Interval())
-	assert.Equal(t, int64(20), p.Capacity())
-	assert.Equal(t, 12*time.Second, p.Recovery())
-
+	if want := (core.Policy{Algorithm: core.AlgTokenBucket, Limit: 100, Window: time.Minute, Burst: 20, Name: "per-ip"}); p != want {
+		t.Errorf("built %#v, want %#v", p, want)
+	}
 	base := core.SlidingWindow(100, time.Second)
 	tuned := base.WithBuckets(20)
-	assert.Equal(t, int64(core.DefaultBuckets), base.Buckets, "With methods return a copy")
-	assert.Equal(t, 50*time.Millisecond, tuned.Interval())
-	assert.Equal(t, 1050*time.Millisecond, tuned.Recovery(), "B+1 buckets are counted")
-	assert.Equal(t, int64(100), tuned.Capacity())
-
-	assert.Equal(t, 2*time.Minute, core.FixedWindow(5, time.Minute).Recovery(), "a window's count matters to another policy one more window")
-	assert.Equal(t, "LeakyBucket 10 per 1s burst 50 (meter)", core.LeakyBucket(10, time.Second).WithBurst(50).AsMeter().String())
-	assert.Equal(t, "Algorithm(9)", core.Algorithm(9).String())
-}
-
-func TestMustNewPanicsWithTheError(t *testing.T) {
-	assert.PanicsWithError(t, "core: FixedWindow limit must be > 0, got 0", func() {
-		core.MustNew(core.FixedWindow(0, time.Second))
-	})
-	lim := core.MustNew(core.FixedWindow(1, time.Second))
-	assert.NoError(t, lim.Close())
+	if base.Buckets != core.DefaultBuckets {
+		t.Errorf("WithBuckets changed its receiver: Buckets = %d, want %d", base.Buckets, core.DefaultBuckets)
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"TokenBucket Interval", p.Interval(), 600 * time.Millisecond},
+		{"TokenBucket Recovery", p.Recovery(), 12 * time.Second},
+		{"SlidingWindow Interval", tuned.Interval(), 50 * time.Millisecond},
+		{"SlidingWindow Recovery (B+1 buckets are counted)", tuned.Recovery(), 1050 * time.Millisecond},
+		{"FixedWindow Recovery (a window's count matters to another policy one more window)", core.FixedWindow(5, time.Minute).Recovery(), 2 * time.Minute},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	if got := p.Capacity(); got != 20 {
+		t.Errorf("TokenBucket Capacity: got %d, want 20", got)
+	}
+	if got := tuned.Capacity(); got != 100 {
+		t.Errorf("SlidingWindow Capacity: got %d, want 100", got)
+	}
+	for _, tc := range []struct{ got, want string }{
+		{p.String(), `TokenBucket 100 per 1m0s burst 20 "per-ip"`},
+		{core.LeakyBucket(10, time.Second).WithBurst(50).AsMeter().String(), "LeakyBucket 10 per 1s burst 50 (meter)"},
+		{core.Algorithm(9).String(), "Algorithm(9)"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("String: got %q, want %q", tc.got, tc.want)
+		}
+	}
 }
 
 func TestSourceNames(t *testing.T) {
-	assert.Equal(t, "store", core.SourceStore.String())
-	assert.Equal(t, "deny-cache", core.SourceDenyCache.String())
-	assert.Equal(t, "fallback", core.SourceFallback.String())
-	assert.Equal(t, "Source(9)", core.Source(9).String())
-	assert.Equal(t, core.SourceStore, core.Decision{}.Source, "the zero value is the store")
+	for _, tc := range []struct {
+		s    core.Source
+		want string
+	}{
+		{core.SourceStore, "store"},
+		{core.SourceDenyCache, "deny-cache"},
+		{core.SourceFallback, "fallback"},
+		{core.Source(9), "Source(9)"},
+	} {
+		if got := tc.s.String(); got != tc.want {
+			t.Errorf("Source %d: got %q, want %q", int(tc.s), got, tc.want)
+		}
+	}
+	if got := (core.Decision{}).Source; got != core.SourceStore {
+		t.Errorf("the zero Decision's Source is %v, want the store", got)
+	}
+}
+
+func TestMustNewPanicsWithTheError(t *testing.T) {
+	const want = "core: FixedWindow limit must be > 0, got 0"
+	func() {
+		defer func() {
+			r := recover()
+			if err, ok := r.(error); !ok || err.Error() != want {
+				t.Errorf("MustNew of an invalid policy panicked with %v, want the error %q", r, want)
+			}
+		}()
+		core.MustNew(core.FixedWindow(0, time.Second))
+	}()
+	lim := core.MustNew(core.FixedWindow(1, time.Second))
+	if err := lim.Close(); err != nil {
+		t.Error(err)
+	}
 }

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 )
@@ -38,27 +35,55 @@ func TestKeyMovedToAnotherPlanKeepsWhatItUsed(t *testing.T) {
 			lim, _ := frozen(t, free)
 			for range 80 {
 				d, err := lim.AllowPolicy(ctx, free, "k", 1)
-				require.NoError(t, err)
-				require.True(t, d.Allowed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !d.Allowed {
+					t.Fatalf("denied, want allowed: %+v", d)
+				}
 			}
 			u, err := lim.Get(ctx, pro, "k")
-			require.NoError(t, err)
-			assert.Equal(t, int64(80), u.Used)
-			assert.Equal(t, int64(9_920), u.Remaining)
-			assert.Equal(t, "pro", u.Policy.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Used != 80 {
+				t.Errorf("u.Used = %+v, want 80", u.Used)
+			}
+			if u.Remaining != 9_920 {
+				t.Errorf("u.Remaining = %+v, want 9_920", u.Remaining)
+			}
+			if u.Policy.Name != "pro" {
+				t.Errorf("u.Policy.Name = %q, want pro", u.Policy.Name)
+			}
 
 			d, err := lim.AllowPolicy(ctx, pro, "k", 1)
-			require.NoError(t, err)
-			assert.True(t, d.Allowed)
-			assert.Equal(t, int64(9_919), d.Remaining)
-			assert.Equal(t, int64(10_000), d.Limit)
-			assert.Equal(t, "pro", d.Policy.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				t.Errorf("denied, want allowed: %+v", d)
+			}
+			if d.Remaining != 9_919 {
+				t.Errorf("d.Remaining = %+v, want 9_919", d.Remaining)
+			}
+			if d.Limit != 10_000 {
+				t.Errorf("d.Limit = %+v, want 10_000", d.Limit)
+			}
+			if d.Policy.Name != "pro" {
+				t.Errorf("d.Policy.Name = %q, want pro", d.Policy.Name)
+			}
 
 			// Back under the limiter's own policy: 81 used of 100.
 			d, err = lim.Allow(ctx, "k")
-			require.NoError(t, err)
-			assert.True(t, d.Allowed)
-			assert.Equal(t, int64(18), d.Remaining)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				t.Errorf("denied, want allowed: %+v", d)
+			}
+			if d.Remaining != 18 {
+				t.Errorf("d.Remaining = %+v, want 18", d.Remaining)
+			}
 		})
 	}
 }
@@ -95,10 +120,18 @@ func TestAlternatingPoliciesStayExact(t *testing.T) {
 			}
 			wg.Wait()
 			u, err := lim.Get(ctx, p, "k")
-			require.NoError(t, err)
-			assert.Equal(t, int64(100), u.Used)
-			assert.LessOrEqual(t, admitted.Load(), int64(100))
-			assert.Equal(t, int64(0), u.Remaining)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Used != 100 {
+				t.Errorf("u.Used = %+v, want 100", u.Used)
+			}
+			if got := admitted.Load(); got > 100 {
+				t.Errorf("admitted.Load() = %+v, want <= 100", got)
+			}
+			if u.Remaining != 0 {
+				t.Errorf("u.Remaining = %+v, want 0", u.Remaining)
+			}
 		})
 	}
 }
@@ -125,16 +158,24 @@ func TestPlanLimitChangedWhileTrafficRuns(t *testing.T) {
 				ok := 0
 				for range n {
 					d, err := lim.AllowPolicy(ctx, q, "k", 1)
-					require.NoError(t, err)
+					if err != nil {
+						t.Fatal(err)
+					}
 					if d.Allowed {
 						ok++
 					}
 				}
 				return ok
 			}
-			assert.Equal(t, 10, count(small, 15))
-			assert.Equal(t, 10, count(big, 15))
-			assert.Equal(t, 0, count(small, 1))
+			if got := count(small, 15); got != 10 {
+				t.Errorf("count(small, 15) = %+v, want 10", got)
+			}
+			if got := count(big, 15); got != 10 {
+				t.Errorf("count(big, 15) = %+v, want 10", got)
+			}
+			if got := count(small, 1); got != 0 {
+				t.Errorf("count(small, 1) = %+v, want 0", got)
+			}
 		})
 	}
 }
@@ -146,12 +187,20 @@ func TestSetThenAllow(t *testing.T) {
 	for _, p := range allAlgorithms {
 		t.Run(p.Algorithm.String(), func(t *testing.T) {
 			lim, _ := frozen(t, p)
-			require.NoError(t, lim.Set(ctx, p, "k", 97))
+			if err := lim.Set(ctx, p, "k", 97); err != nil {
+				t.Fatalf("lim.Set(ctx, p, \"k\", 97): %v", err)
+			}
 			for range 3 {
 				u, err := lim.Get(ctx, p, "k")
-				require.NoError(t, err)
-				assert.Equal(t, int64(97), u.Used)
-				assert.Equal(t, int64(3), u.Remaining)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if u.Used != 97 {
+					t.Errorf("u.Used = %+v, want 97", u.Used)
+				}
+				if u.Remaining != 3 {
+					t.Errorf("u.Remaining = %+v, want 3", u.Remaining)
+				}
 			}
 			ok := 0
 			for range 5 {
@@ -159,14 +208,26 @@ func TestSetThenAllow(t *testing.T) {
 					ok++
 				}
 			}
-			assert.Equal(t, 3, ok)
-			require.NoError(t, lim.Set(ctx, p, "k", 0))
+			if ok != 3 {
+				t.Errorf("ok = %+v, want 3", ok)
+			}
+			if err := lim.Set(ctx, p, "k", 0); err != nil {
+				t.Fatalf("lim.Set(ctx, p, \"k\", 0): %v", err)
+			}
 			d, err := lim.Peek(ctx, "k")
-			require.NoError(t, err)
-			assert.Equal(t, int64(100), d.Remaining)
-			require.NoError(t, lim.Set(ctx, p, "k", 100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Remaining != 100 {
+				t.Errorf("d.Remaining = %+v, want 100", d.Remaining)
+			}
+			if err := lim.Set(ctx, p, "k", 100); err != nil {
+				t.Fatalf("lim.Set(ctx, p, \"k\", 100): %v", err)
+			}
 			d, _ = lim.Allow(ctx, "k")
-			assert.False(t, d.Allowed)
+			if d.Allowed {
+				t.Errorf("allowed, want denied: %+v", d)
+			}
 		})
 	}
 }
@@ -175,25 +236,47 @@ func TestPolicyCallErrors(t *testing.T) {
 	ctx := context.Background()
 	lim, _ := frozen(t, core.TokenBucket(10, time.Second))
 	_, err := lim.AllowPolicy(ctx, core.FixedWindow(10, time.Second), "k", 1)
-	assert.True(t, errors.Is(err, core.ErrAlgorithmMismatch), "%v", err)
+	if !errors.Is(err, core.ErrAlgorithmMismatch) {
+		t.Errorf("got %v, want %v", err, core.ErrAlgorithmMismatch)
+	}
 	_, err = lim.AllowPolicy(ctx, core.TokenBucket(0, time.Second), "k", 1)
-	assert.Error(t, err)
+	if err == nil {
+		t.Errorf("err is nil, want an error")
+	}
 	_, err = lim.AllowPolicy(ctx, core.TokenBucket(10, time.Second), "k", 0)
-	assert.True(t, errors.Is(err, core.ErrInvalidCost), "%v", err)
+	if !errors.Is(err, core.ErrInvalidCost) {
+		t.Errorf("got %v, want %v", err, core.ErrInvalidCost)
+	}
 	d, err := lim.AllowPolicy(ctx, core.TokenBucket(10, time.Second).WithName("x"), "k", 11)
-	assert.True(t, errors.Is(err, core.ErrCostExceedsCapacity), "%v", err)
-	assert.False(t, d.Allowed)
-	assert.Equal(t, time.Duration(0), d.RetryAfter)
-	assert.Equal(t, "x", d.Policy.Name)
+	if !errors.Is(err, core.ErrCostExceedsCapacity) {
+		t.Errorf("got %v, want %v", err, core.ErrCostExceedsCapacity)
+	}
+	if d.Allowed {
+		t.Errorf("allowed, want denied: %+v", d)
+	}
+	if d.RetryAfter != 0 {
+		t.Errorf("d.RetryAfter = %+v, want 0", d.RetryAfter)
+	}
+	if d.Policy.Name != "x" {
+		t.Errorf("d.Policy.Name = %q, want x", d.Policy.Name)
+	}
 	for _, used := range []int64{-1, 11} {
 		err = lim.Set(ctx, core.TokenBucket(10, time.Second), "k", used)
-		assert.True(t, errors.Is(err, core.ErrInvalidUsage), "used %d: %v", used, err)
+		if !errors.Is(err, core.ErrInvalidUsage) {
+			t.Errorf("used %d: got %v, want %v", used, err, core.ErrInvalidUsage)
+		}
 	}
 	_, err = lim.Get(ctx, core.SlidingWindow(10, time.Second), "k")
-	assert.True(t, errors.Is(err, core.ErrAlgorithmMismatch), "%v", err)
-	require.NoError(t, lim.Close())
+	if !errors.Is(err, core.ErrAlgorithmMismatch) {
+		t.Errorf("got %v, want %v", err, core.ErrAlgorithmMismatch)
+	}
+	if err := lim.Close(); err != nil {
+		t.Fatalf("lim.Close(): %v", err)
+	}
 	_, err = lim.AllowPolicy(ctx, core.TokenBucket(10, time.Second), "k", 1)
-	assert.True(t, errors.Is(err, core.ErrClosed), "%v", err)
+	if !errors.Is(err, core.ErrClosed) {
+		t.Errorf("got %v, want %v", err, core.ErrClosed)
+	}
 }
 
 // TestManyDistinctPolicies: a program that builds a policy per client
@@ -211,7 +294,9 @@ func TestManyDistinctPolicies(t *testing.T) {
 				ok++
 			}
 		}
-		require.Equal(t, 1+i%7, ok, "client %d", i)
+		if ok != 1+i%7 {
+			t.Fatalf("client %d: ok = %+v, want %+v", i, ok, 1+i%7)
+		}
 	}
 }
 
@@ -228,16 +313,22 @@ func TestPlansUnderMaxKeys(t *testing.T) {
 				_, _ = lim.AllowPolicy(ctx, plans[1], "abuser", 1)
 			}
 			d, _ := lim.AllowPolicy(ctx, plans[1], "abuser", 1)
-			require.False(t, d.Allowed)
+			if d.Allowed {
+				t.Fatalf("allowed, want denied: %+v", d)
+			}
 			for i := range 5000 {
 				_, _ = lim.AllowPolicy(ctx, plans[i%3], "flood-"+strconv.Itoa(i), 1)
 				if i%100 == 0 {
 					clock.Advance(time.Millisecond)
 				}
 			}
-			assert.LessOrEqual(t, lim.Len(), 64)
+			if got := lim.Len(); got > 64 {
+				t.Errorf("lim.Len() = %+v, want <= 64", got)
+			}
 			d, _ = lim.AllowPolicy(ctx, plans[1], "abuser", 1)
-			assert.False(t, d.Allowed)
+			if d.Allowed {
+				t.Errorf("allowed, want denied: %+v", d)
+			}
 		})
 	}
 }
@@ -252,8 +343,12 @@ func TestMorePoliciesThanAShardKeeps(t *testing.T) {
 	own := core.FixedWindow(1, time.Minute)
 	lim, clock := frozen(t, own, core.WithMaxKeys(1))
 	d, err := lim.Allow(ctx, "holder")
-	require.NoError(t, err)
-	require.True(t, d.Allowed) // limited now: never evicted
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed { // limited now: never evicted
+		t.Fatalf("denied, want allowed: %+v", d)
+	}
 	// One Window for all: a state converted to another Window would count
 	// the Limit of the window before its own (see "Policies per call").
 	plan := func(i int) core.Policy {
@@ -261,25 +356,49 @@ func TestMorePoliciesThanAShardKeeps(t *testing.T) {
 	}
 	for i := range 16 {
 		d, err := lim.AllowPolicy(ctx, plan(i), "k"+strconv.Itoa(i), 1)
-		require.NoError(t, err)
-		assert.True(t, d.Allowed, "policy %d", i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed {
+			t.Errorf("policy %d: denied, want allowed: %+v", i, d)
+		}
 	}
 	d, err = lim.AllowPolicy(ctx, plan(16), "k16", 1)
-	require.NoError(t, err)
-	assert.False(t, d.Allowed)
-	assert.Equal(t, int64(0), d.Remaining)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed {
+		t.Errorf("allowed, want denied: %+v", d)
+	}
+	if d.Remaining != 0 {
+		t.Errorf("d.Remaining = %+v, want 0", d.Remaining)
+	}
 	// The inherited states are idle one second after their window (1 s,
 	// epoch-aligned) ends: their counts may still lie in another policy's
 	// window until then.
 	wait := 2*time.Second - time.Duration(coretest.Epoch.UnixNano()%int64(time.Second))
-	assert.Equal(t, wait, d.RetryAfter)
+	if d.RetryAfter != wait {
+		t.Errorf("d.RetryAfter = %+v, want %+v", d.RetryAfter, wait)
+	}
 	p, err := lim.Peek(ctx, "k16") // the limiter's own policy has none either
-	require.NoError(t, err)
-	assert.False(t, p.Allowed)
-	assert.Equal(t, wait, p.RetryAfter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Allowed {
+		t.Errorf("allowed, want denied: %+v", p)
+	}
+	if p.RetryAfter != wait {
+		t.Errorf("p.RetryAfter = %+v, want %+v", p.RetryAfter, wait)
+	}
 	clock.Advance(d.RetryAfter)
 	d, err = lim.AllowPolicy(ctx, plan(16), "k16", 1)
-	require.NoError(t, err)
-	assert.True(t, d.Allowed)
-	assert.Equal(t, 1, lim.Len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed {
+		t.Errorf("denied, want allowed: %+v", d)
+	}
+	if got := lim.Len(); got != 1 {
+		t.Errorf("lim.Len() = %+v, want 1", got)
+	}
 }

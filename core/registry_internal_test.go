@@ -2,21 +2,31 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
-
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 )
 
 var epoch = time.Date(2027, time.January, 15, 0, 0, 0, 0, time.UTC)
+
+// allow is l.AllowN(key, n), failing the test on an error: the calls here
+// have valid costs on an open limiter.
+func allow(t *testing.T, l *MemoryLimiter, key string, n int64) Decision {
+	t.Helper()
+	d, err := l.AllowN(context.Background(), key, n)
+	if err != nil {
+		t.Fatalf("AllowN(%q, %d): %v", key, n, err)
+	}
+	return d
+}
 
 type fakeClock struct{ t time.Time }
 
@@ -38,7 +48,9 @@ func newTestLimiter(t *testing.T, p Policy, clock *fakeClock, opts ...Option) *M
 	t.Helper()
 	opts = append([]Option{WithClock(clock.now), WithSweepInterval(time.Hour)}, opts...)
 	l, err := New(p, opts...)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
@@ -64,16 +76,26 @@ func TestEvictionIsLossless(t *testing.T) {
 				key := "k" + strconv.Itoa(rng.IntN(8))
 				n := 1 + rng.Int64N(p.Capacity())
 				want, err := kept.AllowN(ctx, key, n)
-				require.NoError(t, err)
+				if err != nil {
+					t.Fatal(err)
+				}
 				got, err := swept.AllowN(ctx, key, n)
-				require.NoError(t, err)
-				require.Equal(t, want, got, "step %d", i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Fatalf("step %d: got %+v, want %+v", i, got, want)
+				}
 				before := swept.Len()
 				swept.sweep()
 				evicted += before - swept.Len()
 			}
-			assert.Greater(t, evicted, 100, "the schedule must actually evict keys")
-			assert.Equal(t, 8, kept.Len())
+			if evicted <= 100 {
+				t.Errorf("the schedule must actually evict keys: evicted = %+v, want > 100", evicted)
+			}
+			if got := kept.Len(); got != 8 {
+				t.Errorf("kept.Len() = %+v, want 8", got)
+			}
 		})
 	}
 }
@@ -93,39 +115,43 @@ func TestKeyFloodIsBounded(t *testing.T) {
 	p := TokenBucket(10, time.Minute)
 	before := heapInUse()
 	l := newTestLimiter(t, p, clock, WithMaxKeys(100_000))
-	ctx := context.Background()
 
 	abusers := make([]string, 100)
 	for i := range abusers {
 		abusers[i] = "abuser-" + strconv.Itoa(i)
-		d, err := l.AllowN(ctx, abusers[i], 10)
-		require.NoError(t, err)
-		require.True(t, d.Allowed)
+		d := allow(t, l, abusers[i], 10)
+		if !d.Allowed {
+			t.Fatalf("denied, want allowed: %+v", d)
+		}
 	}
 	for i := range flood {
 		clock.advance(time.Millisecond)
-		d, err := l.Allow(ctx, "flood-"+strconv.Itoa(i))
-		require.NoError(t, err)
-		require.True(t, d.Allowed, "a flood of fresh keys is still admitted (key %d)", i)
+		d := allow(t, l, "flood-"+strconv.Itoa(i), 1)
+		if !d.Allowed {
+			t.Fatalf("a flood of fresh keys is still admitted (key %d): denied, want allowed: %+v", i, d)
+		}
 		if i%1000 == 0 {
 			// The abusers keep hammering through the flood (a request a
 			// second each, six times their rate).
 			for _, k := range abusers {
-				_, err := l.Allow(ctx, k)
-				require.NoError(t, err)
+				allow(t, l, k, 1)
 			}
 		}
 	}
 	grown := heapInUse() - before
 	t.Logf("heap after %d keys bounded to 100,000: +%.1f MiB, %d keys held", flood, float64(grown)/(1<<20), l.Len())
-	assert.LessOrEqual(t, l.Len(), 100_000)
-	assert.Less(t, grown, int64(32<<20), "heap increase")
+	if got := l.Len(); got > 100_000 {
+		t.Errorf("l.Len() = %+v, want <= 100_000", got)
+	}
+	if grown >= 32<<20 {
+		t.Errorf("heap grew by %d bytes, want less than 32 MiB", grown)
+	}
 	for _, k := range abusers {
-		_, err := l.Allow(ctx, k) // takes the token that may have come back since the last round
-		require.NoError(t, err)
-		d, err := l.Allow(ctx, k)
-		require.NoError(t, err)
-		assert.False(t, d.Allowed, "limited key %s must survive the flood", k)
+		allow(t, l, k, 1) // takes the token that may have come back since the last round
+		d := allow(t, l, k, 1)
+		if d.Allowed {
+			t.Errorf("limited key %s must survive the flood: allowed, want denied: %+v", k, d)
+		}
 	}
 	runtime.KeepAlive(l)
 }
@@ -145,35 +171,46 @@ func TestFullRegistryOfLimitedKeys(t *testing.T) {
 	clock := &fakeClock{t: epoch}
 	p := TokenBucket(2, time.Minute)
 	l := newTestLimiter(t, p, clock, WithMaxKeys(64))
-	ctx := context.Background()
 	for i := range 64 {
-		d, err := l.AllowN(ctx, "held-"+strconv.Itoa(i), 2)
-		require.NoError(t, err)
-		require.True(t, d.Allowed)
+		d := allow(t, l, "held-"+strconv.Itoa(i), 2)
+		if !d.Allowed {
+			t.Fatalf("denied, want allowed: %+v", d)
+		}
 	}
-	require.Equal(t, 64, l.Len())
+	if got := l.Len(); got != 64 {
+		t.Fatalf("l.Len() = %+v, want 64", got)
+	}
 
 	var got []bool
 	for _, k := range []string{"new-a", "new-a", "new-b", "new-c"} {
-		d, err := l.Allow(ctx, k)
-		require.NoError(t, err)
+		d := allow(t, l, k, 1)
 		got = append(got, d.Allowed)
 	}
-	assert.Equal(t, []bool{true, true, false, false}, got, "newcomers share one bucket of 2")
-	assert.Equal(t, 64, l.Len(), "no limited key was evicted")
-	d, err := l.Allow(ctx, "held-7")
-	require.NoError(t, err)
-	assert.False(t, d.Allowed)
+	if want := []bool{true, true, false, false}; !slices.Equal(got, want) {
+		t.Errorf("newcomers share one bucket of 2: allowed %v, want %v", got, want)
+	}
+	if got := l.Len(); got != 64 {
+		t.Errorf("no limited key was evicted: l.Len() = %+v, want 64", got)
+	}
+	d := allow(t, l, "held-7", 1)
+	if d.Allowed {
+		t.Errorf("allowed, want denied: %+v", d)
+	}
 
 	// Once the held keys recover, the janitor frees them and newcomers get
 	// their own state again.
 	clock.advance(p.Recovery())
 	l.sweep()
-	assert.Zero(t, l.Len())
-	d, err = l.Allow(ctx, "new-b")
-	require.NoError(t, err)
-	assert.True(t, d.Allowed)
-	assert.Equal(t, int64(1), d.Remaining)
+	if got := l.Len(); got != 0 {
+		t.Errorf("l.Len() = %+v, want 0", got)
+	}
+	d = allow(t, l, "new-b", 1)
+	if !d.Allowed {
+		t.Errorf("denied, want allowed: %+v", d)
+	}
+	if d.Remaining != 1 {
+		t.Errorf("d.Remaining = %+v, want 1", d.Remaining)
+	}
 }
 
 // TestFullRegistryEvictsTheLeastUsedUnlimitedKey: with room needed and no
@@ -185,32 +222,42 @@ func TestFullRegistryEvictsTheLeastUsedUnlimitedKey(t *testing.T) {
 	l := newTestLimiter(t, p, clock, WithMaxKeys(32))
 	ctx := context.Background()
 	for i := range 31 {
-		_, err := l.AllowN(ctx, "limited-"+strconv.Itoa(i), 10)
-		require.NoError(t, err)
+		allow(t, l, "limited-"+strconv.Itoa(i), 10)
 	}
-	_, err := l.AllowN(ctx, "light", 1)
-	require.NoError(t, err)
-	require.Equal(t, 32, l.Len())
+	allow(t, l, "light", 1)
+	if got := l.Len(); got != 32 {
+		t.Fatalf("l.Len() = %+v, want 32", got)
+	}
 
-	d, err := l.Allow(ctx, "newcomer")
-	require.NoError(t, err)
-	assert.True(t, d.Allowed)
-	assert.Equal(t, int64(8), d.Remaining, "the newcomer starts from the evicted key's usage (1)")
-	assert.Equal(t, 32, l.Len())
+	d := allow(t, l, "newcomer", 1)
+	if !d.Allowed {
+		t.Errorf("denied, want allowed: %+v", d)
+	}
+	if d.Remaining != 8 {
+		t.Errorf("the newcomer starts from the evicted key's usage (1): d.Remaining = %+v, want 8", d.Remaining)
+	}
+	if got := l.Len(); got != 32 {
+		t.Errorf("l.Len() = %+v, want 32", got)
+	}
 	for i := range 31 {
 		d, err := l.Peek(ctx, "limited-"+strconv.Itoa(i))
-		require.NoError(t, err)
-		assert.False(t, d.Allowed, "limited-%d kept", i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			t.Errorf("limited-%d kept: allowed, want denied: %+v", i, d)
+		}
 	}
 	admitted := 1 // light's first request
 	for range 20 {
-		d, err := l.Allow(ctx, "light")
-		require.NoError(t, err)
+		d := allow(t, l, "light", 1)
 		if d.Allowed {
 			admitted++
 		}
 	}
-	assert.LessOrEqual(t, admitted, 10, "the evicted key never gets more than its limit")
+	if admitted > 10 {
+		t.Errorf("the evicted key never gets more than its limit: admitted = %+v, want <= 10", admitted)
+	}
 }
 
 // TestEvictedKeyIsNotAdmittedBeyondItsLimit is defect 2 of the review: a
@@ -221,35 +268,40 @@ func TestEvictedKeyIsNotAdmittedBeyondItsLimit(t *testing.T) {
 		clock := &fakeClock{t: epoch}
 		l := newTestLimiter(t, FixedWindow(10, time.Minute), clock, WithMaxKeys(2))
 		ctx := context.Background()
-		_, err := l.AllowN(ctx, "heavy", 9)
-		require.NoError(t, err)
-		_, err = l.AllowN(ctx, "light", 1)
-		require.NoError(t, err)
-		d, err := l.Allow(ctx, "newcomer-"+strconv.Itoa(trial))
-		require.NoError(t, err)
-		require.True(t, d.Allowed)
+		allow(t, l, "heavy", 9)
+		allow(t, l, "light", 1)
+		d := allow(t, l, "newcomer-"+strconv.Itoa(trial), 1)
+		if !d.Allowed {
+			t.Fatalf("denied, want allowed: %+v", d)
+		}
 		h, err := l.Peek(ctx, "heavy")
-		require.NoError(t, err)
-		assert.Equal(t, int64(1), h.Remaining, "trial %d: the heavy key was kept, the light one evicted", trial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Remaining != 1 {
+			t.Errorf("trial %d: the heavy key was kept, the light one evicted: h.Remaining = %+v, want 1", trial, h.Remaining)
+		}
 		admitted := int64(9)
 		for range 20 {
-			d, err := l.Allow(ctx, "heavy")
-			require.NoError(t, err)
+			d := allow(t, l, "heavy", 1)
 			if d.Allowed {
 				admitted++
 			}
 		}
-		assert.Equal(t, int64(10), admitted, "trial %d: heavy gets exactly its limit in the window", trial)
+		if admitted != 10 {
+			t.Errorf("trial %d: heavy gets exactly its limit in the window: admitted = %+v, want 10", trial, admitted)
+		}
 		clock.advance(time.Second)
 		admitted = 1
 		for range 20 {
-			d, err := l.Allow(ctx, "light")
-			require.NoError(t, err)
+			d := allow(t, l, "light", 1)
 			if d.Allowed {
 				admitted++
 			}
 		}
-		assert.LessOrEqual(t, admitted, int64(10), "trial %d: the evicted light key never exceeds its limit", trial)
+		if admitted > 10 {
+			t.Errorf("trial %d: the evicted light key never exceeds its limit: admitted = %+v, want <= 10", trial, admitted)
+		}
 	}
 }
 
@@ -263,35 +315,52 @@ func TestOverflowKeysPeekAndReset(t *testing.T) {
 			l := newTestLimiter(t, p, clock, WithMaxKeys(4))
 			ctx := context.Background()
 			for i := range 4 {
-				d, err := l.AllowN(ctx, "held-"+strconv.Itoa(i), p.Capacity())
-				require.NoError(t, err)
-				require.True(t, d.Allowed)
+				d := allow(t, l, "held-"+strconv.Itoa(i), p.Capacity())
+				if !d.Allowed {
+					t.Fatalf("denied, want allowed: %+v", d)
+				}
 			}
 			for i := range 3 * int(p.Capacity()) {
 				key := "new-" + strconv.Itoa(i%3)
 				peek, err := l.Peek(ctx, key)
-				require.NoError(t, err)
-				d, err := l.Allow(ctx, key)
-				require.NoError(t, err)
-				require.Equal(t, peek.Allowed, d.Allowed, "request %d: Peek agrees with the next Allow", i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := allow(t, l, key, 1)
+				if d.Allowed != peek.Allowed {
+					t.Fatalf("request %d: Peek agrees with the next Allow: d.Allowed = %+v, want %+v", i, d.Allowed, peek.Allowed)
+				}
 				if peek.Allowed {
-					require.Equal(t, peek.Remaining-1, d.Remaining, "request %d", i)
+					if d.Remaining != peek.Remaining-1 {
+						t.Fatalf("request %d: d.Remaining = %+v, want %+v", i, d.Remaining, peek.Remaining-1)
+					}
 				}
 			}
-			d, err := l.Allow(ctx, "new-1")
-			require.NoError(t, err)
-			require.False(t, d.Allowed, "the newcomers share one used-up state")
-			require.NoError(t, l.Reset(ctx, "new-1"))
+			d := allow(t, l, "new-1", 1)
+			if d.Allowed {
+				t.Fatalf("the newcomers share one used-up state: allowed, want denied: %+v", d)
+			}
+			if err := l.Reset(ctx, "new-1"); err != nil {
+				t.Fatalf("l.Reset(ctx, \"new-1\"): %v", err)
+			}
 			peek, err := l.Peek(ctx, "new-1")
-			require.NoError(t, err)
-			assert.True(t, peek.Allowed)
-			assert.Equal(t, p.Capacity(), peek.Remaining, "Peek after Reset: a full quota")
-			d, err = l.Allow(ctx, "new-1")
-			require.NoError(t, err)
-			assert.True(t, d.Allowed, "Reset gives an overflowed key its first request back")
-			d, err = l.Allow(ctx, "new-2")
-			require.NoError(t, err)
-			assert.False(t, d.Allowed, "the others stay limited")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !peek.Allowed {
+				t.Errorf("denied, want allowed: %+v", peek)
+			}
+			if peek.Remaining != p.Capacity() {
+				t.Errorf("Peek after Reset: a full quota: peek.Remaining = %+v, want %+v", peek.Remaining, p.Capacity())
+			}
+			d = allow(t, l, "new-1", 1)
+			if !d.Allowed {
+				t.Errorf("Reset gives an overflowed key its first request back: denied, want allowed: %+v", d)
+			}
+			d = allow(t, l, "new-2", 1)
+			if d.Allowed {
+				t.Errorf("the others stay limited: allowed, want denied: %+v", d)
+			}
 		})
 	}
 }
@@ -320,9 +389,10 @@ func TestEvictionRacingAnOlderClockReading(t *testing.T) {
 				return clock.t
 			}))
 			ctx := context.Background()
-			d, err := l.AllowN(ctx, "k", 10)
-			require.NoError(t, err)
-			require.True(t, d.Allowed)
+			d := allow(t, l, "k", 10)
+			if !d.Allowed {
+				t.Fatalf("denied, want allowed: %+v", d)
+			}
 
 			paused, resume := make(chan struct{}), make(chan struct{})
 			var armed atomic.Bool
@@ -346,16 +416,24 @@ func TestEvictionRacingAnOlderClockReading(t *testing.T) {
 			clock.t = epoch.Add(tc.sweep)
 			mu.Unlock()
 			l.sweep()
-			require.Zero(t, l.Len(), "the janitor evicted the idle key")
+			if got := l.Len(); got != 0 {
+				t.Fatalf("the janitor evicted the idle key: l.Len() = %+v, want 0", got)
+			}
 			close(resume)
 			d = <-got
-			require.True(t, d.Allowed, "idle at the sweep's instant, so admitted")
+			if !d.Allowed {
+				t.Fatalf("idle at the sweep's instant, so admitted: denied, want allowed: %+v", d)
+			}
 
 			// The request was decided at the sweep's instant, not at its
 			// older reading: at that instant the key has used exactly 1.
 			peek, err := l.Peek(ctx, "k")
-			require.NoError(t, err)
-			assert.Equal(t, int64(9), peek.Remaining)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if peek.Remaining != 9 {
+				t.Errorf("peek.Remaining = %+v, want 9", peek.Remaining)
+			}
 		})
 	}
 }
@@ -366,15 +444,16 @@ func TestEvictionRacingAnOlderClockReading(t *testing.T) {
 func TestFixedWindowKeyUnsweptForBillionsOfWindows(t *testing.T) {
 	clock := &fakeClock{t: epoch}
 	l := newTestLimiter(t, FixedWindow(100, time.Millisecond), clock)
-	ctx := context.Background()
-	d, err := l.AllowN(ctx, "k", 100)
-	require.NoError(t, err)
-	require.True(t, d.Allowed)
+	d := allow(t, l, "k", 100)
+	if !d.Allowed {
+		t.Fatalf("denied, want allowed: %+v", d)
+	}
 	for _, leap := range []int64{1 << 31, 1<<31 + 1, 1 << 32, 1<<33 + 7} {
 		clock.advance(time.Duration(leap) * time.Millisecond)
-		d, err := l.AllowN(ctx, "k", 100)
-		require.NoError(t, err)
-		assert.True(t, d.Allowed, "%d windows later the key has its full quota", leap)
+		d := allow(t, l, "k", 100)
+		if !d.Allowed {
+			t.Errorf("%d windows later the key has its full quota: denied, want allowed: %+v", leap, d)
+		}
 	}
 }
 
@@ -385,7 +464,9 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 	for _, p := range allPolicies() {
 		t.Run(p.Algorithm.String(), func(t *testing.T) {
 			r, err := compile(p)
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var s interface {
 				init(r *rule)
 				decide(r *rule, now, n int64, consume bool) (verdict, bool)
@@ -400,15 +481,25 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 			}
 			s.init(&r)
 			d, ok := s.decide(&r, now, p.Capacity(), true)
-			require.True(t, ok)
-			require.True(t, d.allowed)
+			if !ok {
+				t.Fatalf("ok is false")
+			}
+			if !d.allowed {
+				t.Fatalf("d.allowed is false")
+			}
 			for _, back := range []time.Duration{time.Millisecond, 600 * time.Millisecond, time.Hour, 50 * 365 * 24 * time.Hour} {
 				d, _ = s.decide(&r, now-int64(back), 1, true)
-				assert.False(t, d.allowed, "stepped back %v", back)
-				assert.Zero(t, d.remaining)
+				if d.allowed {
+					t.Errorf("stepped back %v: d.allowed is true", back)
+				}
+				if d.remaining != 0 {
+					t.Errorf("d.remaining = %+v, want 0", d.remaining)
+				}
 			}
 			d, _ = s.decide(&r, now+int64(p.Recovery()), p.Capacity(), true)
-			assert.True(t, d.allowed, "time moving on again recovers")
+			if !d.allowed {
+				t.Errorf("time moving on again recovers: d.allowed is false")
+			}
 		})
 	}
 }
@@ -418,37 +509,67 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 // ResetAfter and RetryAfter run to that window's end and nothing reopens.
 func TestFixedWindowClockStepsBackIntoTheStoredWindow(t *testing.T) {
 	r, err := compile(FixedWindow(2, time.Second))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var s fixedState
 	at := epoch.Add(5*time.Second + 100*time.Millisecond).UnixNano()
 	end := epoch.Add(6 * time.Second).UnixNano()
 	v, _ := s.decide(&r, at, 1, true)
-	require.True(t, v.allowed)
+	if !v.allowed {
+		t.Fatalf("v.allowed is false")
+	}
 	back := at - int64(1500*time.Millisecond) // two windows earlier
 	v, _ = s.decide(&r, back, 1, true)
-	assert.True(t, v.allowed, "the stored window still has room for one")
-	assert.Equal(t, time.Duration(end-back), v.reset, "counted in the stored window")
+	if !v.allowed {
+		t.Errorf("the stored window still has room for one: v.allowed is false")
+	}
+	if v.reset != time.Duration(end-back) {
+		t.Errorf("counted in the stored window: v.reset = %+v, want %+v", v.reset, time.Duration(end-back))
+	}
 	v, _ = s.decide(&r, back, 1, true)
-	assert.False(t, v.allowed, "the stored window is full")
-	assert.Equal(t, time.Duration(end-back), v.wait)
+	if v.allowed {
+		t.Errorf("the stored window is full: v.allowed is true")
+	}
+	if v.wait != time.Duration(end-back) {
+		t.Errorf("v.wait = %+v, want %+v", v.wait, time.Duration(end-back))
+	}
 	v, _ = s.decide(&r, at, 1, true)
-	assert.False(t, v.allowed, "back at the original time: still full")
+	if v.allowed {
+		t.Errorf("back at the original time: still full: v.allowed is true")
+	}
 	v, _ = s.decide(&r, end, 1, true)
-	assert.True(t, v.allowed, "the next window opens on time")
+	if !v.allowed {
+		t.Errorf("the next window opens on time: v.allowed is false")
+	}
 }
 
 func TestCloseStopsTheJanitorAndRefusesCalls(t *testing.T) {
 	l, err := New(TokenBucket(1, time.Second))
-	require.NoError(t, err)
-	require.NoError(t, l.Close())
-	require.NoError(t, l.Close(), "Close is idempotent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("l.Close(): %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close is idempotent: l.Close(): %v", err)
+	}
 	ctx := context.Background()
 	_, err = l.Allow(ctx, "k")
-	assert.ErrorIs(t, err, ErrClosed)
+	if !errors.Is(err, ErrClosed) {
+		t.Errorf("got %v, want %v", err, ErrClosed)
+	}
 	_, err = l.Peek(ctx, "k")
-	assert.ErrorIs(t, err, ErrClosed)
-	assert.ErrorIs(t, l.Reset(ctx, "k"), ErrClosed)
-	assert.ErrorIs(t, l.Wait(ctx, "k", 1), ErrClosed)
+	if !errors.Is(err, ErrClosed) {
+		t.Errorf("got %v, want %v", err, ErrClosed)
+	}
+	if err := l.Reset(ctx, "k"); !errors.Is(err, ErrClosed) {
+		t.Errorf("l.Reset(ctx, \"k\"): got %v, want %v", err, ErrClosed)
+	}
+	if err := l.Wait(ctx, "k", 1); !errors.Is(err, ErrClosed) {
+		t.Errorf("l.Wait(ctx, \"k\", 1): got %v, want %v", err, ErrClosed)
+	}
 }
 
 func TestOptionsAreValidated(t *testing.T) {
@@ -463,8 +584,12 @@ func TestOptionsAreValidated(t *testing.T) {
 		{WithSweepInterval(0), "core: WithSweepInterval must be > 0, got 0s"},
 	} {
 		l, err := New(p, tc.opt)
-		assert.EqualError(t, err, tc.err)
-		assert.Nil(t, l)
+		if got, want := fmt.Sprint(err), tc.err; got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+		if l != nil {
+			t.Errorf("l = %+v, want nil", l)
+		}
 	}
 }
 
@@ -478,8 +603,12 @@ func TestDefaultMaxKeysStaysWellUnderAGigabyte(t *testing.T) {
 		if p.Algorithm == AlgSlidingWindow {
 			perKey = 160 + 4*int(p.Buckets+1)
 		}
-		assert.Less(t, n*perKey, 300<<20, "%v: %d keys", p, n)
-		assert.GreaterOrEqual(t, n, 1000, "%v", p)
+		if got := n * perKey; got >= 300<<20 {
+			t.Errorf("%v: %d keys of %d bytes take %d bytes, want less than 300 MiB", p, n, perKey, got)
+		}
+		if n < 1000 {
+			t.Errorf("%v: n = %+v, want >= 1000", p, n)
+		}
 	}
 }
 
@@ -488,8 +617,12 @@ func TestShardsKeepAtLeast64KeysEach(t *testing.T) {
 		{1, 1, 1}, {64, 1, 64}, {200, 2, 100}, {16384, 256, 64}, {1_000_000, 256, 3906},
 	} {
 		g := newRegistry[gcraState, *gcraState](&rule{}, nil, tc.maxKeys)
-		assert.Equal(t, tc.shards, len(g.shards), "maxKeys %d", tc.maxKeys)
-		assert.Equal(t, tc.perShard, g.perShard, "maxKeys %d", tc.maxKeys)
+		if got := len(g.shards); got != tc.shards {
+			t.Errorf("maxKeys %d: len(g.shards) = %+v, want %+v", tc.maxKeys, got, tc.shards)
+		}
+		if g.perShard != tc.perShard {
+			t.Errorf("maxKeys %d: g.perShard = %+v, want %+v", tc.maxKeys, g.perShard, tc.perShard)
+		}
 	}
 }
 
@@ -500,18 +633,20 @@ func TestSweepReturnsMapMemory(t *testing.T) {
 	p := TokenBucket(10, time.Second)
 	base := heapInUse()
 	l := newTestLimiter(t, p, clock)
-	ctx := context.Background()
 	for i := range 200_000 {
-		_, err := l.Allow(ctx, fmt.Sprintf("key-%d", i))
-		require.NoError(t, err)
+		allow(t, l, fmt.Sprintf("key-%d", i), 1)
 	}
 	full := heapInUse() - base
 	clock.advance(p.Recovery())
 	l.sweep()
 	left := heapInUse() - base
 	t.Logf("200,000 keys: %d KiB; after their TTL: %d KiB", full>>10, left>>10)
-	assert.Zero(t, l.Len())
-	assert.Less(t, left, full/10, "at least 90%% returned")
+	if got := l.Len(); got != 0 {
+		t.Errorf("l.Len() = %+v, want 0", got)
+	}
+	if left >= full/10 {
+		t.Errorf("%d of %d left, want at least 90%% returned", left, full)
+	}
 	runtime.KeepAlive(l)
 }
 
@@ -525,33 +660,45 @@ func TestMakeRoomRetriesALostCompareAndSwap(t *testing.T) {
 			clock := &fakeClock{t: epoch}
 			l := newTestLimiter(t, p, clock, WithMaxKeys(2))
 			ctx := context.Background()
-			_, err := l.AllowN(ctx, "light", 1)
-			require.NoError(t, err)
-			_, err = l.AllowN(ctx, "heavy", 5)
-			require.NoError(t, err)
+			allow(t, l, "light", 1)
+			allow(t, l, "heavy", 5)
 
 			var raced atomic.Bool
 			testBeforeRetire = func() {
 				if raced.CompareAndSwap(false, true) {
-					d, err := l.Allow(ctx, "light") // lock-free: the victim's word changes
-					require.NoError(t, err)
-					require.True(t, d.Allowed)
+					d := allow(t, l, "light", 1) // lock-free: the victim's word changes
+					if !d.Allowed {
+						t.Fatalf("denied, want allowed: %+v", d)
+					}
 				}
 			}
 			t.Cleanup(func() { testBeforeRetire = nil })
-			d, err := l.Allow(ctx, "newcomer")
-			require.NoError(t, err)
-			require.True(t, raced.Load(), "the race was staged")
-			assert.True(t, d.Allowed)
-			assert.Equal(t, int64(7), d.Remaining, "the newcomer got light's slot and inherited its 2")
-			assert.Equal(t, 2, l.Len())
+			d := allow(t, l, "newcomer", 1)
+			if !raced.Load() {
+				t.Fatalf("the race was staged: raced.Load() is false")
+			}
+			if !d.Allowed {
+				t.Errorf("denied, want allowed: %+v", d)
+			}
+			if d.Remaining != 7 {
+				t.Errorf("the newcomer got light's slot and inherited its 2: d.Remaining = %+v, want 7", d.Remaining)
+			}
+			if got := l.Len(); got != 2 {
+				t.Errorf("l.Len() = %+v, want 2", got)
+			}
 			h, err := l.Peek(ctx, "heavy")
-			require.NoError(t, err)
-			assert.Equal(t, int64(5), h.Remaining, "heavy kept")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Remaining != 5 {
+				t.Errorf("heavy kept: h.Remaining = %+v, want 5", h.Remaining)
+			}
 		})
 	}
 }
 
 func TestShardIsOneCacheLine(t *testing.T) {
-	assert.Equal(t, uintptr(64), unsafe.Sizeof(shard[gcraState]{}))
+	if got := unsafe.Sizeof(shard[gcraState]{}); got != uintptr(64) {
+		t.Errorf("unsafe.Sizeof(shard[gcraState]{}) = %+v, want %+v", got, uintptr(64))
+	}
 }

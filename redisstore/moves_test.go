@@ -14,8 +14,8 @@ import (
 )
 
 // Issue 17's four ways around "a change never adds capacity", on one
-// Redis and the Cluster: see the scenarios in package coretest. The deny
-// cache is off so that every answer is the script's.
+// Redis and the Cluster: see coretest.Suite.RunMoves. The deny cache is
+// off so that every answer is the script's.
 
 func moveSuite(rdb redis.UniversalClient) coretest.Suite {
 	return coretest.Suite{New: func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
@@ -23,27 +23,9 @@ func moveSuite(rdb redis.UniversalClient) coretest.Suite {
 	}}
 }
 
-func TestSlidingWindowMovedToFewerBucketsKeepsItsOldestBucket(t *testing.T) {
+func TestMoves(t *testing.T) {
 	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
-		moveSuite(rdb).SlidingWindowMovedToFewerBuckets(t, time.Second)
-	})
-}
-
-func TestFixedWindowMovedToAShorterWindowCountsTheWindowJustEnded(t *testing.T) {
-	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
-		moveSuite(rdb).FixedWindowMovedToAShorterWindow(t)
-	})
-}
-
-func TestTokenBucketMovedToAVerySlowPlanNeverWraps(t *testing.T) {
-	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
-		moveSuite(rdb).TokenBucketMovedToAVerySlowPlan(t)
-	})
-}
-
-func TestLeakyBucketMovedToAFasterPlanServesItsQueueFirst(t *testing.T) {
-	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
-		moveSuite(rdb).LeakyBucketMovedToAFasterPlan(t)
+		moveSuite(rdb).RunMoves(t)
 	})
 }
 

@@ -1,51 +1,43 @@
-// Package coretest is the conformance suite of the core.Limiter contract.
-// Every store runs it: the in-memory limiter of package core and the Redis
-// store alike, so that they give the same Decision for the same schedule of
-// requests.
+// Package coretest is the conformance suite of the [core.Limiter] contract,
+// for the authors of stores: a store that passes it gives the same
+// [core.Decision] as the in-memory limiter of package core for the same
+// requests at the same instants. The in-memory limiter and the Redis store
+// of this repository run it.
 //
-// A store hands the suite a constructor that builds a limiter for a policy
-// and reads time from the clock the suite passes in; the suite moves that
-// clock, never sleeps, and checks admit/deny sequences, Remaining,
-// ResetAfter, RetryAfter honesty, Delay, cost validation, Peek, Reset, clock
-// jumps, exactness under concurrency, and equality with the in-memory
-// reference on random schedules.
+// A store's tests hand the suite a [NewLimiter], which builds a limiter for a
+// policy reading time from the clock the suite passes in (the suite moves
+// that clock and never sleeps):
 //
-// Policies and steps in the suite are whole milliseconds and divide evenly,
-// so a store computing in microseconds (Redis) agrees exactly.
+//	func TestConformance(t *testing.T) {
+//		coretest.Run(t, func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
+//			lim, err := mystore.New(p, mystore.WithClock(now))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { lim.Close() })
+//			return lim
+//		})
+//	}
 //
-// When the limiter New builds is a core.PolicyLimiter, Run also checks
-// policies given per call ("Policies per call" in the package docs of
-// core), on tables worked out by hand for each algorithm: a key moved to
-// another policy keeps what it used (token and leaky debt rescaled
-// exactly, a fixed window's count carried, a sliding window's buckets kept
-// or their total carried), a plan's limit raised and lowered mid-window,
-// AllowN converting back, Get changing nothing, Set, a denied call moving
-// the key too, and the errors (ErrAlgorithmMismatch, ErrInvalidUsage, an
-// invalid policy) changing nothing. RunModel then mixes the plans of Plans
-// with Get and Set in its traffic, and RunProperties adds two properties.
-// RunModel, RunProperties and RunPlanScenarios check every admission of a
-// key that changed policy on its history of admitted requests, as
-// "Policies per call" in the package docs of core states the promise, never
-// on a conversion rule. Nothing more is asked of the store: the same
-// Suite, the same New.
+// [Run] checks the contract on tables worked out by hand, and policies given
+// per call when the limiter is a [core.PolicyLimiter]. Its policies and steps
+// are whole milliseconds, so a store computing in microseconds agrees
+// exactly. A [Suite] configures the run and goes further:
+// [Suite.RunModel] compares every Decision with a reference model of each
+// algorithm under seeded random traffic on random policies at nanosecond
+// resolution, [Suite.RunProperties] checks the promises about admission one
+// by one, and [Suite.RunPlanScenarios] and [Suite.RunMoves] move keys between
+// policies.
 //
-// Suite.RunModel and Suite.RunProperties go further, on random policies at
-// nanosecond resolution. RunModel drives the store with seeded random
-// traffic (a few hot keys and many cold ones, floods of new keys, random and
-// invalid costs, Peek, Reset, clock steps forward and back, forced sweeps)
-// and compares every Decision with Model, the slow reference model of each
-// algorithm. RunProperties checks the promises about admission one by one:
-// (a) a client at exactly Limit per Window is never denied, (b) no interval
-// of one Window admits more than Policy.MaxInWindow, (c) waiting RetryAfter
-// admits, (d) eviction, Reset and a full store never admit more than (b),
-// (e) Peek agrees with the next unit AllowN. Environment variables:
+// Two environment variables control the random runs:
 //
-//	RATELIMIT_MODEL_DURATION=5m  how long RunModel runs per store (default
-//	                             5s); RunProperties spends half of it
-//	RATELIMIT_MODEL_SEED=1234    replay one case: the seed a failure printed
+//	RATELIMIT_MODEL_DURATION=5m  how long RunModel runs per store, as a
+//	                             time.ParseDuration string (default 5s);
+//	                             RunProperties spends half of it
+//	RATELIMIT_MODEL_SEED=1234    run only the case of this seed
 //
-// A failure prints its seed and step, and the history of the key that
-// failed, so that it replays.
+// A failure prints its seed, the step and the history of the key that
+// failed, so that RATELIMIT_MODEL_SEED replays it.
 package coretest
 
 import (
@@ -57,9 +49,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
 )
@@ -115,10 +104,9 @@ type Suite struct {
 
 	// MonotonicClock says that the store treats a clock that steps back as
 	// standing still at the latest instant it has seen (core.MemoryLimiter
-	// does). RunModel then models every decision at that instant. Without
-	// it, a decision is modelled at the instant the clock gives, which must
-	// be no earlier than the key's latest admission; see RunModel for what
-	// is checked when it is earlier.
+	// does): RunModel then models every decision at that instant. Without
+	// it, a decision at an instant earlier than its key's latest admission
+	// must be no more generous than standing still at that admission.
 	MonotonicClock bool
 	// Sweep, when set, makes the store evict what it considers idle now
 	// (core.MemoryLimiter's janitor, run on demand). RunModel and
@@ -133,10 +121,11 @@ type Suite struct {
 	Inexact bool
 }
 
-// Run runs the whole suite against newLimiter with the defaults.
+// Run runs Suite.Run against newLimiter with the defaults.
 func Run(t *testing.T, newLimiter NewLimiter) { Suite{New: newLimiter}.Run(t) }
 
-// Run runs the whole suite.
+// Run runs the conformance tables; RunModel, RunProperties,
+// RunPlanScenarios and RunMoves are run on their own.
 func (s Suite) Run(t *testing.T) {
 	if s.Goroutines == 0 {
 		s.Goroutines = 1000
@@ -168,6 +157,16 @@ type step struct {
 }
 
 const ms = time.Millisecond
+
+// allowN is lim.AllowN(key, n), failing t on an error.
+func allowN(t *testing.T, lim core.Limiter, key string, n int64) core.Decision {
+	t.Helper()
+	d, err := lim.AllowN(context.Background(), key, n)
+	if err != nil {
+		t.Fatalf("AllowN(%s, %d): %v", key, n, err)
+	}
+	return d
+}
 
 // key returns a key unique to this test run, so that a store kept between
 // runs (a shared Redis) starts every test from nothing.
@@ -252,17 +251,23 @@ func (s Suite) sequences(t *testing.T) {
 		t.Run(name(tc.policy), func(t *testing.T) {
 			clock := NewClock(Epoch)
 			lim := s.New(t, tc.policy, clock.Now)
-			assert.Equal(t, tc.policy, lim.Policy())
+			if got := lim.Policy(); got != tc.policy {
+				t.Errorf("lim.Policy() = %+v, want %+v", got, tc.policy)
+			}
 			k := key(t, "k")
 			for i, st := range tc.steps {
 				clock.Advance(Epoch.Add(st.at).Sub(clock.Now()))
 				d, err := call(lim, k, st.n)
-				require.NoError(t, err, "step %d", i)
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
 				want := core.Decision{
 					Allowed: st.allowed, Limit: tc.policy.Limit, Remaining: st.remaining,
 					ResetAfter: st.reset, RetryAfter: st.retry, Delay: st.delay, Policy: tc.policy,
 				}
-				assert.Equal(t, want, d, "step %d: at +%v cost %d", i, st.at, st.n)
+				if d != want {
+					t.Errorf("step %d: at +%v cost %d: d = %+v, want %+v", i, st.at, st.n, d, want)
+				}
 			}
 		})
 	}
@@ -291,30 +296,40 @@ func (s Suite) retryAfterHonest(t *testing.T) {
 			for range 60 {
 				clock.Advance(time.Duration(rng.Int64N(int64(p.Window/ms)/4+1)) * ms)
 				n := 1 + rng.Int64N(p.Capacity())
-				d, err := lim.AllowN(context.Background(), k, n)
-				require.NoError(t, err)
+				d := allowN(t, lim, k, n)
 				if d.Allowed {
-					assert.Zero(t, d.RetryAfter)
+					if d.RetryAfter != 0 {
+						t.Errorf("d.RetryAfter = %+v, want 0", d.RetryAfter)
+					}
 					continue
 				}
-				require.Positive(t, d.RetryAfter, "a denial must say when to retry")
+				if d.RetryAfter <= 0 {
+					t.Fatalf("a denial must say when to retry: d.RetryAfter = %+v, want > 0", d.RetryAfter)
+				}
 				checked++
 				if d.RetryAfter > ms {
 					clock.Advance(d.RetryAfter - ms)
 					early, err := lim.Peek(context.Background(), k)
-					require.NoError(t, err)
+					if err != nil {
+						t.Fatal(err)
+					}
 					if n == 1 {
-						assert.False(t, early.Allowed, "1ms before RetryAfter %v", d.RetryAfter)
+						if early.Allowed {
+							t.Errorf("1ms before RetryAfter %v: allowed, want denied: %+v", d.RetryAfter, early)
+						}
 					}
 					clock.Advance(ms)
 				} else {
 					clock.Advance(d.RetryAfter)
 				}
-				again, err := lim.AllowN(context.Background(), k, n)
-				require.NoError(t, err)
-				assert.True(t, again.Allowed, "waited RetryAfter %v for cost %d", d.RetryAfter, n)
+				again := allowN(t, lim, k, n)
+				if !again.Allowed {
+					t.Errorf("waited RetryAfter %v for cost %d: denied, want allowed: %+v", d.RetryAfter, n, again)
+				}
 			}
-			assert.Greater(t, checked, 5, "the schedule must produce denials to check")
+			if checked <= 5 {
+				t.Errorf("the schedule must produce denials to check: checked = %+v, want > 5", checked)
+			}
 		})
 	}
 }
@@ -328,27 +343,45 @@ func (s Suite) costValidation(t *testing.T) {
 			ctx := context.Background()
 			for _, n := range []int64{0, -1, -1 << 62} {
 				_, err := lim.AllowN(ctx, k, n)
-				assert.ErrorIs(t, err, core.ErrInvalidCost, "cost %d", n)
+				if !errors.Is(err, core.ErrInvalidCost) {
+					t.Errorf("cost %d: got %v, want %v", n, err, core.ErrInvalidCost)
+				}
 			}
 			d, err := lim.AllowN(ctx, k, p.Capacity()+1)
-			require.ErrorIs(t, err, core.ErrCostExceedsCapacity)
-			assert.False(t, d.Allowed)
-			assert.Zero(t, d.RetryAfter, "waiting cannot help a cost above capacity")
-			assert.Equal(t, p.Capacity(), d.Remaining, "a refused cost consumes nothing")
-			assert.Equal(t, p.Limit, d.Limit)
+			if !errors.Is(err, core.ErrCostExceedsCapacity) {
+				t.Fatalf("got %v, want %v", err, core.ErrCostExceedsCapacity)
+			}
+			if d.Allowed {
+				t.Errorf("allowed, want denied: %+v", d)
+			}
+			if d.RetryAfter != 0 {
+				t.Errorf("waiting cannot help a cost above capacity: d.RetryAfter = %+v, want 0", d.RetryAfter)
+			}
+			if d.Remaining != p.Capacity() {
+				t.Errorf("a refused cost consumes nothing: d.Remaining = %+v, want %+v", d.Remaining, p.Capacity())
+			}
+			if d.Limit != p.Limit {
+				t.Errorf("d.Limit = %+v, want %+v", d.Limit, p.Limit)
+			}
 
 			// Use everything, then show that invalid costs minted nothing.
-			d, err = lim.AllowN(ctx, k, p.Capacity())
-			require.NoError(t, err)
-			require.True(t, d.Allowed)
+			d = allowN(t, lim, k, p.Capacity())
+			if !d.Allowed {
+				t.Fatalf("denied, want allowed: %+v", d)
+			}
 			for _, n := range []int64{-5, 0} {
 				_, err = lim.AllowN(ctx, k, n)
-				require.ErrorIs(t, err, core.ErrInvalidCost)
+				if !errors.Is(err, core.ErrInvalidCost) {
+					t.Fatalf("got %v, want %v", err, core.ErrInvalidCost)
+				}
 			}
-			d, err = lim.AllowN(ctx, k, 1)
-			require.NoError(t, err)
-			assert.False(t, d.Allowed, "a negative cost must not add capacity")
-			assert.Zero(t, d.Remaining)
+			d = allowN(t, lim, k, 1)
+			if d.Allowed {
+				t.Errorf("a negative cost must not add capacity: allowed, want denied: %+v", d)
+			}
+			if d.Remaining != 0 {
+				t.Errorf("d.Remaining = %+v, want 0", d.Remaining)
+			}
 		})
 	}
 }
@@ -362,21 +395,38 @@ func (s Suite) peek(t *testing.T) {
 			ctx := context.Background()
 			for range 5 {
 				d, err := lim.Peek(ctx, k)
-				require.NoError(t, err)
-				assert.True(t, d.Allowed)
-				assert.Equal(t, p.Capacity(), d.Remaining)
-				assert.Zero(t, d.ResetAfter)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !d.Allowed {
+					t.Errorf("denied, want allowed: %+v", d)
+				}
+				if d.Remaining != p.Capacity() {
+					t.Errorf("d.Remaining = %+v, want %+v", d.Remaining, p.Capacity())
+				}
+				if d.ResetAfter != 0 {
+					t.Errorf("d.ResetAfter = %+v, want 0", d.ResetAfter)
+				}
 			}
 			for i := range p.Capacity() {
-				d, err := lim.AllowN(ctx, k, 1)
-				require.NoError(t, err)
-				require.True(t, d.Allowed, "request %d", i+1)
+				d := allowN(t, lim, k, 1)
+				if !d.Allowed {
+					t.Fatalf("request %d: denied, want allowed: %+v", i+1, d)
+				}
 			}
 			d, err := lim.Peek(ctx, k)
-			require.NoError(t, err)
-			assert.False(t, d.Allowed)
-			assert.Zero(t, d.Remaining)
-			assert.Positive(t, d.RetryAfter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				t.Errorf("allowed, want denied: %+v", d)
+			}
+			if d.Remaining != 0 {
+				t.Errorf("d.Remaining = %+v, want 0", d.Remaining)
+			}
+			if d.RetryAfter <= 0 {
+				t.Errorf("d.RetryAfter = %+v, want > 0", d.RetryAfter)
+			}
 		})
 	}
 }
@@ -388,19 +438,25 @@ func (s Suite) reset(t *testing.T) {
 			lim := s.New(t, p, clock.Now)
 			k, other := key(t, "k"), key(t, "other")
 			ctx := context.Background()
-			_, err := lim.AllowN(ctx, k, p.Capacity())
-			require.NoError(t, err)
-			_, err = lim.AllowN(ctx, other, p.Capacity())
-			require.NoError(t, err)
-			require.NoError(t, lim.Reset(ctx, k))
-			d, err := lim.AllowN(ctx, k, 1)
-			require.NoError(t, err)
-			assert.True(t, d.Allowed, "reset key starts afresh")
-			assert.Equal(t, p.Capacity()-1, d.Remaining)
-			d, err = lim.AllowN(ctx, other, 1)
-			require.NoError(t, err)
-			assert.False(t, d.Allowed, "other keys keep their state")
-			require.NoError(t, lim.Reset(ctx, key(t, "never-seen")), "resetting an unknown key is not an error")
+			allowN(t, lim, k, p.Capacity())
+			allowN(t, lim, other, p.Capacity())
+			if err := lim.Reset(ctx, k); err != nil {
+				t.Fatalf("lim.Reset(ctx, k): %v", err)
+			}
+			d := allowN(t, lim, k, 1)
+			if !d.Allowed {
+				t.Errorf("reset key starts afresh: denied, want allowed: %+v", d)
+			}
+			if d.Remaining != p.Capacity()-1 {
+				t.Errorf("d.Remaining = %+v, want %+v", d.Remaining, p.Capacity()-1)
+			}
+			d = allowN(t, lim, other, 1)
+			if d.Allowed {
+				t.Errorf("other keys keep their state: allowed, want denied: %+v", d)
+			}
+			if err := lim.Reset(ctx, key(t, "never-seen")); err != nil {
+				t.Fatalf("resetting an unknown key is not an error: lim.Reset(ctx, key(t, \"never-seen\")): %v", err)
+			}
 		})
 	}
 }
@@ -411,20 +467,22 @@ func (s Suite) clockJumps(t *testing.T) {
 			clock := NewClock(Epoch.Add(30 * time.Second))
 			lim := s.New(t, p, clock.Now)
 			k := key(t, "k")
-			ctx := context.Background()
-			_, err := lim.AllowN(ctx, k, p.Capacity())
-			require.NoError(t, err)
+			allowN(t, lim, k, p.Capacity())
 
 			clock.Advance(-time.Hour)
-			d, err := lim.AllowN(ctx, k, 1)
-			require.NoError(t, err)
-			assert.False(t, d.Allowed, "a backward step must not mint capacity")
+			d := allowN(t, lim, k, 1)
+			if d.Allowed {
+				t.Errorf("a backward step must not mint capacity: allowed, want denied: %+v", d)
+			}
 
 			clock.Advance(time.Hour + 100*365*24*time.Hour)
-			d, err = lim.AllowN(ctx, k, 1)
-			require.NoError(t, err)
-			assert.True(t, d.Allowed, "100 years idle: full again")
-			assert.Equal(t, p.Capacity()-1, d.Remaining, "a forward jump refills only up to capacity")
+			d = allowN(t, lim, k, 1)
+			if !d.Allowed {
+				t.Errorf("100 years idle: full again: denied, want allowed: %+v", d)
+			}
+			if d.Remaining != p.Capacity()-1 {
+				t.Errorf("a forward jump refills only up to capacity: d.Remaining = %+v, want %+v", d.Remaining, p.Capacity()-1)
+			}
 		})
 	}
 }
@@ -442,14 +500,15 @@ func (s Suite) boundaries(t *testing.T) {
 		for _, d := range []time.Duration{0, 2 * ms} {
 			clock.Advance(d)
 			for range 150 {
-				got, err := lim.AllowN(context.Background(), k, 1)
-				require.NoError(t, err)
+				got := allowN(t, lim, k, 1)
 				if got.Allowed {
 					admitted++
 				}
 			}
 		}
-		assert.Equal(t, 200, admitted, "100 in the last ms of a window, 100 in the first of the next")
+		if admitted != 200 {
+			t.Errorf("100 in the last ms of a window, 100 in the first of the next: admitted = %+v, want 200", admitted)
+		}
 	})
 	t.Run("sliding window stays within limit*(1+1/buckets)", func(t *testing.T) {
 		p := core.SlidingWindow(20, time.Second).WithBuckets(5)
@@ -469,15 +528,18 @@ func (s Suite) boundaries(t *testing.T) {
 				}
 				at += gap
 				clock.Advance(gap)
-				d, err := lim.AllowN(context.Background(), k, 1)
-				require.NoError(t, err)
+				d := allowN(t, lim, k, 1)
 				if d.Allowed {
 					admittedAt = append(admittedAt, at)
 				}
 			}
 			most := maxInWindow(admittedAt, p.Window)
-			assert.LessOrEqual(t, float64(most), bound, "seed %d", seed)
-			assert.GreaterOrEqual(t, most, int(p.Limit), "seed %d: the schedule should reach the limit", seed)
+			if float64(most) > bound {
+				t.Errorf("seed %d: %d admitted in one window, want at most %v", seed, most, bound)
+			}
+			if most < int(p.Limit) {
+				t.Errorf("seed %d: the schedule should reach the limit: at most %d admitted in one window, want %d", seed, most, p.Limit)
+			}
 		}
 	})
 }
@@ -509,7 +571,9 @@ func (s Suite) concurrency(t *testing.T) {
 			lim := s.New(t, base, clock.Now)
 			k := key(t, "k")
 			admitted := release(t, s.Goroutines, func(int) string { return k }, lim)
-			assert.Equal(t, int64(100), admitted)
+			if admitted != 100 {
+				t.Errorf("admitted = %+v, want 100", admitted)
+			}
 		})
 		t.Run(name(base)+"/many keys", func(t *testing.T) {
 			p := base
@@ -522,7 +586,9 @@ func (s Suite) concurrency(t *testing.T) {
 				names[i] = key(t, fmt.Sprint(i))
 			}
 			admitted := release(t, s.Goroutines, func(i int) string { return names[i%keys] }, lim)
-			assert.Equal(t, int64(5*keys), admitted)
+			if admitted != int64(5*keys) {
+				t.Errorf("admitted = %+v, want %+v", admitted, int64(5*keys))
+			}
 		})
 	}
 }
@@ -553,7 +619,9 @@ func release(t *testing.T, n int, keyOf func(int) string, lim core.Limiter) int6
 	}
 	close(start)
 	wg.Wait()
-	require.Zero(t, failures.Load(), "calls failed under concurrency")
+	if got := failures.Load(); got != 0 {
+		t.Fatalf("calls failed under concurrency: failures.Load() = %+v, want 0", got)
+	}
 	return admitted.Load()
 }
 
@@ -566,7 +634,9 @@ func (s Suite) reference(t *testing.T) {
 			clock := NewClock(Epoch)
 			lim := s.New(t, p, clock.Now)
 			ref, err := core.New(p, core.WithClock(clock.Now))
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { _ = ref.Close() })
 			keys := []string{key(t, "a"), key(t, "b")}
 			for i := range s.Steps {
@@ -575,9 +645,13 @@ func (s Suite) reference(t *testing.T) {
 				n := rng.Int64N(p.Capacity() + 2) // 0 is a Peek; Capacity()+1 is refused
 				got, gotErr := call(lim, k, n)
 				want, wantErr := call(ref, k, n)
-				require.Equal(t, errors.Is(wantErr, core.ErrCostExceedsCapacity), errors.Is(gotErr, core.ErrCostExceedsCapacity), "step %d: error %v, want %v", i, gotErr, wantErr)
-				require.Equal(t, wantErr == nil, gotErr == nil, "step %d: error %v, want %v", i, gotErr, wantErr)
-				require.Equal(t, want, got, "step %d: cost %d at +%v", i, n, clock.Now().Sub(Epoch))
+				if (gotErr == nil) != (wantErr == nil) ||
+					errors.Is(gotErr, core.ErrCostExceedsCapacity) != errors.Is(wantErr, core.ErrCostExceedsCapacity) {
+					t.Fatalf("step %d: error %v, want %v", i, gotErr, wantErr)
+				}
+				if got != want {
+					t.Fatalf("step %d: cost %d at +%v: got %+v, want %+v", i, n, clock.Now().Sub(Epoch), got, want)
+				}
 			}
 		})
 	}

@@ -245,29 +245,11 @@ func list(rs []request, show func(int64) string) string {
 	return b.String()
 }
 
-// RunPlanScenarios moves one key between policies in four ways that a
-// conversion can get wrong, each named after its scenario, and checks
-// every admission on the key's history (see history, and "Policies per
-// call" in the package docs of core):
-//
-//   - SlidingWindowFewerBuckets: SlidingWindow(10, 10s), then the same with
-//     5 buckets; 10 under the first at 0.5s, 10 under the second at 10s
-//     (and the same on a 1s Window, at 50ms and 1s).
-//   - FixedWindowShorterWindow: FixedWindow(10, 3s), then FixedWindow(10,
-//     2s); 10 under the first at 2.99s, 10 under the second at 3s and 10
-//     at 4s.
-//   - TokenBucketToSlowPlan: TokenBucket(100000, 1s), then TokenBucket(1,
-//     24h) with Burst 25000; 100000 under the first, then three calls of
-//     21000 under the second (a store may reject that policy, whose
-//     Recovery exceeds 2^52 ns), and the same to TokenBucket(1, 48h) with
-//     Burst 25 (Recovery 50 days, which every store holds), three calls of
-//     21.
-//   - LeakyBucketFasterPlan: LeakyBucket(1, 1s) with Burst 5, five
-//     requests at 0, then LeakyBucket(10, 1s), one request every 100ms
-//     for 2s.
-//
-// The limiter is built for the first policy; the Suite's New must build a
-// core.PolicyLimiter, or the scenarios are skipped.
+// RunPlanScenarios moves one key between policies in the four ways of
+// [Suite.RunMoves], and checks every admission on the key's history of
+// admitted requests, as "Policies per call" in the package docs of core
+// states the promise. The Suite's New must build a core.PolicyLimiter, or
+// the scenarios are skipped.
 func (s Suite) RunPlanScenarios(t *testing.T) {
 	for _, sc := range planScenarios() {
 		t.Run(sc.name, func(t *testing.T) { s.planScenario(t, sc) })
@@ -288,6 +270,23 @@ type planStep struct {
 	times int
 }
 
+// planScenarios are RunPlanScenarios' scenarios, each named after its way:
+//
+//   - SlidingWindowFewerBuckets: SlidingWindow(10, 10s), then the same with
+//     5 buckets; 10 under the first at 0.5s, 10 under the second at 10s
+//     (and the same on a 1s Window, at 50ms and 1s).
+//   - FixedWindowShorterWindow: FixedWindow(10, 3s), then FixedWindow(10,
+//     2s); 10 under the first at 2.99s, 10 under the second at 3s and 10
+//     at 4s.
+//   - TokenBucketToSlowPlan: TokenBucket(100000, 1s), then TokenBucket(1,
+//     24h) with Burst 25000; 100000 under the first, then three calls of
+//     21000 under the second (a store may reject that policy, whose
+//     Recovery exceeds 2^52 ns), and the same to TokenBucket(1, 48h) with
+//     Burst 25 (Recovery 50 days, which every store holds), three calls of
+//     21.
+//   - LeakyBucketFasterPlan: LeakyBucket(1, 1s) with Burst 5, five
+//     requests at 0, then LeakyBucket(10, 1s), one request every 100ms
+//     for 2s.
 func planScenarios() []planScenario {
 	slide := func(w, first time.Duration) []planStep {
 		a := core.SlidingWindow(10, w).WithName("A")

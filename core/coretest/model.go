@@ -9,7 +9,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// Model is the reference model of one policy: what a store enforcing it
+// refModel is the reference model of one policy: what a store enforcing it
 // must answer, computed slowly and plainly from the definitions in the
 // package docs of core, never from the fast code. Each key keeps the
 // requests it admitted, or the textbook state of its algorithm:
@@ -46,23 +46,23 @@ import (
 // for one key must not go back before the latest instant its state was
 // written (an admission, a change of policy, a Set; a store that makes its
 // clock monotonic, like core.MemoryLimiter, is modelled by passing the
-// latest instant it has seen). A Model is not safe for concurrent use.
-type Model struct {
+// latest instant it has seen). A refModel is not safe for concurrent use.
+type refModel struct {
 	p    core.Policy
 	keys map[string]*keyState
 }
 
-// NewModel returns the model of p, with every key new. It returns p's
+// newRefModel returns the model of p, with every key new. It returns p's
 // validation error when p is invalid.
-func NewModel(p core.Policy) (*Model, error) {
+func newRefModel(p core.Policy) (*refModel, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return &Model{p: p, keys: map[string]*keyState{}}, nil
+	return &refModel{p: p, keys: map[string]*keyState{}}, nil
 }
 
 // Policy returns the modelled policy.
-func (m *Model) Policy() core.Policy { return m.p }
+func (m *refModel) Policy() core.Policy { return m.p }
 
 // AllowN is what a store must answer to AllowN(key, n) at now: the same
 // Decision, and an error wrapping core.ErrInvalidCost for n <= 0 or
@@ -70,21 +70,21 @@ func (m *Model) Policy() core.Policy { return m.p }
 // no RetryAfter) for n above the capacity. It is AllowPolicy under the
 // model's own policy: a key last decided under another one is converted
 // back.
-func (m *Model) AllowN(key string, now time.Time, n int64) (core.Decision, error) {
+func (m *refModel) AllowN(key string, now time.Time, n int64) (core.Decision, error) {
 	return m.allowPolicy(m.p, key, now.UnixNano(), n)
 }
 
 // Peek is what a store must answer to Peek(key) at now: the key's state
 // under the model's own policy, which it does not change (a key last
 // decided under another policy is not moved).
-func (m *Model) Peek(key string, now time.Time) core.Decision {
+func (m *refModel) Peek(key string, now time.Time) core.Decision {
 	return m.peek(m.p, key, now.UnixNano())
 }
 
 // Reset forgets key.
-func (m *Model) Reset(key string) { delete(m.keys, key) }
+func (m *refModel) Reset(key string) { delete(m.keys, key) }
 
-func (m *Model) allowPolicy(p core.Policy, key string, now, n int64) (core.Decision, error) {
+func (m *refModel) allowPolicy(p core.Policy, key string, now, n int64) (core.Decision, error) {
 	switch {
 	case n <= 0:
 		return core.Decision{}, fmt.Errorf("%w, got %d", core.ErrInvalidCost, n)
@@ -101,7 +101,7 @@ func (m *Model) allowPolicy(p core.Policy, key string, now, n int64) (core.Decis
 	return decisionOf(p, k.decide(p, now, n)), nil
 }
 
-func (m *Model) peek(p core.Policy, key string, now int64) core.Decision {
+func (m *refModel) peek(p core.Policy, key string, now int64) core.Decision {
 	k, ok := m.keys[key]
 	if !ok {
 		k = &keyState{} // a key never seen: not stored

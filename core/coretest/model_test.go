@@ -8,13 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// TestModelByHand holds Model to sequences worked out by hand from the
+// TestModelByHand holds refModel to sequences worked out by hand from the
 // definitions (the same as the conformance suite's), so that the model is
 // checked against something other than the stores it judges.
 func TestModelByHand(t *testing.T) {
@@ -81,8 +78,10 @@ func TestModelByHand(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.p.String(), func(t *testing.T) {
-			m, err := NewModel(tc.p)
-			require.NoError(t, err)
+			m, err := newRefModel(tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for i, st := range tc.steps {
 				now := Epoch.Add(st.at)
 				var d core.Decision
@@ -90,13 +89,17 @@ func TestModelByHand(t *testing.T) {
 					d = m.Peek("k", now)
 				} else {
 					d, err = m.AllowN("k", now, st.n)
-					require.NoError(t, err, "step %d", i)
+					if err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
 				}
 				want := core.Decision{
 					Allowed: st.allowed, Limit: tc.p.Limit, Remaining: st.remaining,
 					ResetAfter: st.reset, RetryAfter: st.retry, Delay: st.delay, Policy: tc.p,
 				}
-				assert.Equal(t, want, d, "step %d: at +%v cost %d", i, st.at, st.n)
+				if d != want {
+					t.Errorf("step %d: at +%v cost %d: d = %+v, want %+v", i, st.at, st.n, d, want)
+				}
 			}
 		})
 	}
@@ -111,25 +114,37 @@ func TestModelSteadyClient(t *testing.T) {
 		core.SlidingWindow(5, time.Second),
 		core.SlidingWindow(15, 1500*ms),
 	} {
-		m, err := NewModel(p)
-		require.NoError(t, err)
+		m, err := newRefModel(p)
+		if err != nil {
+			t.Fatal(err)
+		}
 		every := p.Window / time.Duration(p.Limit)
 		for i := range 10 * p.Limit {
 			d, err := m.AllowN("k", Epoch.Add(time.Duration(i)*every+7*ms), 1)
-			require.NoError(t, err)
-			require.True(t, d.Allowed, "%v: request %d", p, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Allowed {
+				t.Fatalf("%v: request %d: denied, want allowed: %+v", p, i, d)
+			}
 		}
 		_, err = m.AllowN("k", Epoch, 0)
-		assert.True(t, errors.Is(err, core.ErrInvalidCost))
+		if !errors.Is(err, core.ErrInvalidCost) {
+			t.Errorf("got %v, want %v", err, core.ErrInvalidCost)
+		}
 		d, err := m.AllowN("other", Epoch, p.Limit+1)
-		assert.True(t, errors.Is(err, core.ErrCostExceedsCapacity))
-		assert.Equal(t, core.Decision{Limit: p.Limit, Remaining: p.Limit, Policy: p}, d)
+		if !errors.Is(err, core.ErrCostExceedsCapacity) {
+			t.Errorf("got %v, want %v", err, core.ErrCostExceedsCapacity)
+		}
+		if want := (core.Decision{Limit: p.Limit, Remaining: p.Limit, Policy: p}); d != want {
+			t.Errorf("d = %+v, want %+v", d, want)
+		}
 	}
 }
 
-// modelTarget runs a policy table on the Model.
+// modelTarget runs a policy table on the refModel.
 type modelTarget struct {
-	m   *Model
+	m   *refModel
 	now time.Time
 }
 
@@ -142,25 +157,27 @@ func (m *modelTarget) peek() (core.Decision, error)          { return m.m.Peek("
 func (m *modelTarget) get(p core.Policy) (core.Usage, error) { return m.m.Get(p, "k", m.now) }
 func (m *modelTarget) set(p core.Policy, used int64) error   { return m.m.Set(p, "k", m.now, used) }
 
-// TestModelPolicyTables holds the Model to the conformance suite's tables
+// TestModelPolicyTables holds the refModel to the conformance suite's tables
 // of policies per call, worked out by hand from the docs.
 func TestModelPolicyTables(t *testing.T) {
 	for _, tc := range policyTables() {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := NewModel(tc.policies[0])
-			require.NoError(t, err)
+			m, err := newRefModel(tc.policies[0])
+			if err != nil {
+				t.Fatal(err)
+			}
 			runPolicyTable(t, tc, &modelTarget{m: m})
 		})
 	}
 }
 
-// modelLimiter is a core.PolicyLimiter that answers with the Model, its
+// modelLimiter is a core.PolicyLimiter that answers with the refModel, its
 // clock made monotonic: correct by definition, it shows that the suite's
 // own bookkeeping (RunModel's tracking of keys across policies, the
 // properties) raises no false alarm.
 type modelLimiter struct {
 	mu   sync.Mutex
-	m    *Model
+	m    *refModel
 	now  func() time.Time
 	high time.Time
 }
@@ -216,8 +233,10 @@ func (l *modelLimiter) Set(_ context.Context, p core.Policy, key string, used in
 func modelSuite() Suite {
 	return Suite{
 		New: func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
-			m, err := NewModel(p)
-			require.NoError(t, err)
+			m, err := newRefModel(p)
+			if err != nil {
+				t.Fatal(err)
+			}
 			return &modelLimiter{m: m, now: now}
 		},
 		MonotonicClock: true,
@@ -225,13 +244,13 @@ func modelSuite() Suite {
 }
 
 // TestModelLimiter runs the suite's policy cases, RunModel and the
-// properties of policies per call on the Model itself.
+// properties of policies per call on the refModel itself.
 func TestModelLimiter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs RunModel")
 	}
-	if os.Getenv(EnvModelDuration) == "" {
-		t.Setenv(EnvModelDuration, "4s")
+	if os.Getenv(envModelDuration) == "" {
+		t.Setenv(envModelDuration, "4s")
 	}
 	s := modelSuite()
 	t.Run("policies per call", s.policies)

@@ -18,17 +18,17 @@ import (
 
 // Environment variables read by RunModel and RunProperties.
 const (
-	// EnvModelDuration is how long RunModel runs per store, as a
+	// envModelDuration is how long RunModel runs per store, as a
 	// time.ParseDuration string; RunProperties spends half of it.
-	EnvModelDuration = "RATELIMIT_MODEL_DURATION"
-	// EnvModelSeed replays the one case with that seed, as printed by a
+	envModelDuration = "RATELIMIT_MODEL_DURATION"
+	// envModelSeed replays the one case with that seed, as printed by a
 	// failure.
-	EnvModelSeed = "RATELIMIT_MODEL_SEED"
+	envModelSeed = "RATELIMIT_MODEL_SEED"
 )
 
-// DefaultModelDuration is RunModel's budget per store when
+// defaultModelDuration is RunModel's budget per store when
 // RATELIMIT_MODEL_DURATION is not set.
-const DefaultModelDuration = 5 * time.Second
+const defaultModelDuration = 5 * time.Second
 
 // variant is a policy family the random tests draw from: the four
 // algorithms, and the leaky bucket as a meter.
@@ -52,33 +52,33 @@ func seedOf(rng *rand.Rand, v int) uint64 {
 }
 
 func modelDuration(t *testing.T) time.Duration {
-	s := os.Getenv(EnvModelDuration)
+	s := os.Getenv(envModelDuration)
 	if s == "" {
-		return DefaultModelDuration
+		return defaultModelDuration
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		t.Fatalf("coretest: %s=%q is not a positive duration", EnvModelDuration, s)
+		t.Fatalf("coretest: %s=%q is not a positive duration", envModelDuration, s)
 	}
 	return d
 }
 
 // replaySeed returns the seed of RATELIMIT_MODEL_SEED, if set.
 func replaySeed(t *testing.T) (uint64, bool) {
-	s := os.Getenv(EnvModelSeed)
+	s := os.Getenv(envModelSeed)
 	if s == "" {
 		return 0, false
 	}
 	seed, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		t.Fatalf("coretest: %s=%q is not a seed", EnvModelSeed, s)
+		t.Fatalf("coretest: %s=%q is not a seed", envModelSeed, s)
 	}
 	return seed, true
 }
 
 // replayCommand is how to rerun the failing case of t.
 func replayCommand(t *testing.T, seed uint64) string {
-	return fmt.Sprintf("%s=%d go test -run '^%s$'", EnvModelSeed, seed, strings.ReplaceAll(t.Name(), "/", "$/^"))
+	return fmt.Sprintf("%s=%d go test -run '^%s$'", envModelSeed, seed, strings.ReplaceAll(t.Name(), "/", "$/^"))
 }
 
 // forEachSeed runs, for each variant in a subtest, f on fresh seeds until
@@ -115,7 +115,7 @@ func forEachSeed(t *testing.T, budget time.Duration, f func(t *testing.T, seed u
 	return calls
 }
 
-// RandomPolicy returns a valid policy of the family that seed names (see
+// randomPolicy returns a valid policy of the family that seed names (see
 // RATELIMIT_MODEL_SEED), with a random Limit, Window, Burst or Buckets:
 // mostly Windows from 1ms to a few hours at nanosecond resolution, token
 // and leaky intervals from 100ns to 10s, Limit and Burst up to a few
@@ -123,7 +123,7 @@ func forEachSeed(t *testing.T, budget time.Duration, f func(t *testing.T, seed u
 // to core.MaxWindowLimit, intervals down to 1ns, Bursts up to 2^52
 // intervals). Window and Recovery stay within 2^52 ns (52 days), which
 // every store of this module accepts.
-func RandomPolicy(rng *rand.Rand, seed uint64) core.Policy {
+func randomPolicy(rng *rand.Rand, seed uint64) core.Policy {
 	if rng.IntN(10) == 0 {
 		return extremePolicy(rng, variants[seed%uint64(len(variants))])
 	}
@@ -192,7 +192,7 @@ func RandomPolicy(rng *rand.Rand, seed uint64) core.Policy {
 	}
 }
 
-// maxTestSpan bounds the Window and Recovery of RandomPolicy.
+// maxTestSpan bounds the Window and Recovery of randomPolicy.
 const maxTestSpan = int64(1) << 52
 
 func extremePolicy(rng *rand.Rand, v variant) core.Policy {
@@ -252,71 +252,78 @@ func closeLimiter(lim core.Limiter) {
 }
 
 // RunModel drives limiters of random policies with seeded random traffic
-// and compares every Decision and error with Model. Each case (one seed)
-// builds a limiter for a RandomPolicy and makes modelSteps calls: AllowN on
-// three hot keys, a pool of cold keys and floods of new keys, with costs
-// that are mostly 1, up to the capacity, above it (a denial and
-// core.ErrCostExceedsCapacity) and <= 0 (core.ErrInvalidCost); Peek; Reset;
-// Sweep, when the suite has it; and clock moves: small and larger steps,
-// steps to the exact instant a previous answer named (ResetAfter,
-// RetryAfter, Delay, a window or bucket boundary, one nanosecond either
-// side), jumps beyond the policy's Recovery and, rarely, leaps of 2^31 to
-// 2^33 windows (up to 40 years), nanosecond jitter, and steps back.
-//
-// What a decision is compared with:
-//
-//   - By default every field of the Decision must equal the model's at the
-//     instant it is made: for a store with MonotonicClock the latest instant
-//     the clock has shown, otherwise the clock's instant.
-//   - Without MonotonicClock, a call at an instant earlier than its key's
-//     latest admission is not modelled (the model's time does not go back).
-//     Such a decision must be no more generous than standing still: what
-//     it admits, the model admits at that latest admission, and its
-//     Remaining is no larger. If it admits, the key's state leaves the
-//     model; until the key is Reset, or the clock reaches the policy's
-//     Recovery time after the latest instant it admitted at (by when any
-//     store's state is new again, and from which on the key is modelled
-//     afresh, calls before that instant counting as calls before its latest
-//     admission), its decisions are checked only for their shape.
-//   - With Inexact, the model is fed the requests the store admitted, and
-//     nothing the store admits (nor a Peek it allows) may be denied by the
-//     model: a store may limit early, never late.
-//
-// In every case the Decision has the shape every Decision has (Limit and
-// Policy set, Remaining within [0, capacity], RetryAfter > 0 exactly on a
-// denial that waiting can cure, Delay only for an admitted leaky-bucket
-// request, durations within Recovery, Remaining at capacity exactly when
-// ResetAfter is 0), and for each key between its Resets no interval of one
-// Window admits more than Policy.MaxInWindow.
-//
-// When the limiter is a core.PolicyLimiter, the traffic also mixes the
-// plans of Plans (p and two other policies of its algorithm): each key
-// mostly uses one plan, moves to another now and then, and makes one-off
-// calls under others (AllowPolicy, or AllowN for p), with Get and Set
-// (valid and out of range) and calls under a policy of another algorithm
-// or an invalid one. Every admission is checked on the key's history of
-// admitted requests, across its changes of policy, as "Policies per call"
-// in the package docs of core states the promise (see history). A key that
-// has stayed on one policy since it was new, Reset or Set is compared
-// field by field as above, and MaxInWindow is checked per key since its
-// policy last changed. Once a key changed policy, its state depends on a
-// conversion the docs leave to the store (any that keeps the promise), so
-// until it is Reset or Set its decisions and usages are checked only for
-// what the docs promise whatever the conversion: the history, the shape
-// above (but no bound on durations), and at one instant a Peek or Get
-// agreeing with the next unit request under its policy (admitted exactly
-// when Remaining >= 1, then one less; denied with the same Remaining,
-// ResetAfter and, for a Peek, RetryAfter). So are a Peek, or a Get under
-// another policy, of a key on one policy, since they convert. Calls that
-// return an error (invalid cost, cost above capacity) are made only under
-// the policy in force for the key: whether they move a key is not said.
-//
-// The first failing case of each algorithm stops it and prints its seed,
-// the step and the history of the failing key. The run takes
-// RATELIMIT_MODEL_DURATION (default 5s) and logs the number of store
-// calls made. A limiter that implements io.Closer is closed when its case
-// ends.
+// (hot, cold and new keys, costs valid and not, Peek, Reset, Sweep, clock
+// steps forward and back, and on a core.PolicyLimiter calls under other
+// policies, Get and Set) and compares every Decision and error with a
+// reference model of each algorithm, computed slowly from the definitions
+// in the package docs of core. The first failing case of each algorithm
+// stops it and prints its seed. A limiter that implements io.Closer is
+// closed when its case ends.
 func (s Suite) RunModel(t *testing.T) {
+	// Each case (one seed) builds a limiter for a randomPolicy, compares
+	// every Decision and error with refModel, and makes modelSteps calls:
+	// AllowN on three hot keys, a pool of cold keys and floods of new keys, with costs
+	// that are mostly 1, up to the capacity, above it (a denial and
+	// core.ErrCostExceedsCapacity) and <= 0 (core.ErrInvalidCost); Peek; Reset;
+	// Sweep, when the suite has it; and clock moves: small and larger steps,
+	// steps to the exact instant a previous answer named (ResetAfter,
+	// RetryAfter, Delay, a window or bucket boundary, one nanosecond either
+	// side), jumps beyond the policy's Recovery and, rarely, leaps of 2^31 to
+	// 2^33 windows (up to 40 years), nanosecond jitter, and steps back.
+	//
+	// What a decision is compared with:
+	//
+	//   - By default every field of the Decision must equal the model's at the
+	//     instant it is made: for a store with MonotonicClock the latest instant
+	//     the clock has shown, otherwise the clock's instant.
+	//   - Without MonotonicClock, a call at an instant earlier than its key's
+	//     latest admission is not modelled (the model's time does not go back).
+	//     Such a decision must be no more generous than standing still: what
+	//     it admits, the model admits at that latest admission, and its
+	//     Remaining is no larger. If it admits, the key's state leaves the
+	//     model; until the key is Reset, or the clock reaches the policy's
+	//     Recovery time after the latest instant it admitted at (by when any
+	//     store's state is new again, and from which on the key is modelled
+	//     afresh, calls before that instant counting as calls before its latest
+	//     admission), its decisions are checked only for their shape.
+	//   - With Inexact, the model is fed the requests the store admitted, and
+	//     nothing the store admits (nor a Peek it allows) may be denied by the
+	//     model: a store may limit early, never late.
+	//
+	// In every case the Decision has the shape every Decision has (Limit and
+	// Policy set, Remaining within [0, capacity], RetryAfter > 0 exactly on a
+	// denial that waiting can cure, Delay only for an admitted leaky-bucket
+	// request, durations within Recovery, Remaining at capacity exactly when
+	// ResetAfter is 0), and for each key between its Resets no interval of one
+	// Window admits more than Policy.MaxInWindow.
+	//
+	// When the limiter is a core.PolicyLimiter, the traffic also mixes the
+	// plans of plansFor (p and two other policies of its algorithm): each key
+	// mostly uses one plan, moves to another now and then, and makes one-off
+	// calls under others (AllowPolicy, or AllowN for p), with Get and Set
+	// (valid and out of range) and calls under a policy of another algorithm
+	// or an invalid one. Every admission is checked on the key's history of
+	// admitted requests, across its changes of policy, as "Policies per call"
+	// in the package docs of core states the promise (see history). A key that
+	// has stayed on one policy since it was new, Reset or Set is compared
+	// field by field as above, and MaxInWindow is checked per key since its
+	// policy last changed. Once a key changed policy, its state depends on a
+	// conversion the docs leave to the store (any that keeps the promise), so
+	// until it is Reset or Set its decisions and usages are checked only for
+	// what the docs promise whatever the conversion: the history, the shape
+	// above (but no bound on durations), and at one instant a Peek or Get
+	// agreeing with the next unit request under its policy (admitted exactly
+	// when Remaining >= 1, then one less; denied with the same Remaining,
+	// ResetAfter and, for a Peek, RetryAfter). So are a Peek, or a Get under
+	// another policy, of a key on one policy, since they convert. Calls that
+	// return an error (invalid cost, cost above capacity) are made only under
+	// the policy in force for the key: whether they move a key is not said.
+	//
+	// The first failing case of each algorithm stops it and prints its seed,
+	// the step and the history of the failing key. The run takes
+	// RATELIMIT_MODEL_DURATION (default 5s) and logs the number of store
+	// calls made. A limiter that implements io.Closer is closed when its case
+	// ends.
 	stats := map[string]*modelStats{}
 	for _, v := range variants {
 		stats[v.name] = &modelStats{}
@@ -359,7 +366,7 @@ func (s *modelStats) String() string {
 type tracked struct {
 	h history // what it admitted, and the policy in force (see history)
 	// km models the key while it stays on one policy, kp, since it was new
-	// (km and kp zero), Reset or Set: the single-policy Model. Once it
+	// (km and kp zero), Reset or Set: the single-policy refModel. Once it
 	// changes policy it is mixed, km nil, until Reset or Set.
 	km       keyModel
 	kp       core.Policy
@@ -441,7 +448,7 @@ type modelCase struct {
 	clock    *Clock
 	lim      core.Limiter
 	pl       core.PolicyLimiter // lim, when it is one: traffic then mixes plans
-	plans    []core.Policy      // p and other policies of its algorithm (Plans)
+	plans    []core.Policy      // p and other policies of its algorithm (plansFor)
 	rec      int64              // the longest a key's state can take to recover under any plan
 	start    int64              // the clock's first instant
 	now      int64              // the clock's instant
@@ -459,7 +466,7 @@ type modelCase struct {
 func (s Suite) modelCase(t *testing.T, seed uint64, deadline time.Time, stats *modelStats) (int, bool) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	p := RandomPolicy(rng, seed)
+	p := randomPolicy(rng, seed)
 	start := Epoch.UnixNano() + rng.Int64N(int64(24*time.Hour))
 	c := &modelCase{
 		t: t, s: s, p: p, seed: seed, rng: rng, clock: NewClock(time.Unix(0, start)),
@@ -470,7 +477,7 @@ func (s Suite) modelCase(t *testing.T, seed uint64, deadline time.Time, stats *m
 	defer closeLimiter(c.lim)
 	c.plans, c.rec = []core.Policy{p}, int64(p.Recovery())
 	if pl, ok := c.lim.(core.PolicyLimiter); ok {
-		c.pl, c.plans = pl, Plans(rng, p)
+		c.pl, c.plans = pl, plansFor(rng, p)
 		c.rec = recoveryBound(c.plans)
 	}
 	// The first instant is read by a valid call too (see next).

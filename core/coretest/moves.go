@@ -6,17 +6,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// The four ways around "a change never adds capacity" that issue 17
-// reported, each a scenario a store's tests run by name (see "Policies
-// per call" in the package docs of core). Each counts exactly what the
-// store admits; the clock starts at Epoch, a multiple of every window
-// below.
+// RunMoves moves one key to another policy in four ways and counts exactly
+// what the store admits, as "Policies per call" in the package docs of core
+// promises: a sliding window moved to fewer buckets (on a 1s and a 10s
+// Window), a fixed window to a shorter window, a token bucket to a plan too
+// slow to be valid and to the slowest valid one, and a leaky bucket to a
+// faster plan. The Suite's New must build a core.PolicyLimiter, or the
+// scenarios are skipped.
+func (s Suite) RunMoves(t *testing.T) {
+	for _, w := range []time.Duration{time.Second, 10 * time.Second} {
+		t.Run("SlidingWindowFewerBuckets/"+w.String(), func(t *testing.T) { s.slidingWindowMovedToFewerBuckets(t, w) })
+	}
+	t.Run("FixedWindowShorterWindow", s.fixedWindowMovedToAShorterWindow)
+	t.Run("TokenBucketToSlowPlan", s.tokenBucketMovedToAVerySlowPlan)
+	t.Run("LeakyBucketFasterPlan", s.leakyBucketMovedToAFasterPlan)
+}
+
+// The four scenarios are the ways around "a change never adds capacity"
+// that issue 17 reported. The clock starts at Epoch, a multiple of every
+// window below.
 
 // moveFixture is a PolicyLimiter of the suite on a clock at Epoch.
 type moveFixture struct {
@@ -38,7 +49,9 @@ func (f moveFixture) admitted(t *testing.T, p core.Policy, at time.Duration, n i
 	got := 0
 	for range n {
 		d, err := f.lim.AllowPolicy(context.Background(), p, "k", 1)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if d.Allowed {
 			got++
 		}
@@ -46,40 +59,56 @@ func (f moveFixture) admitted(t *testing.T, p core.Policy, at time.Duration, n i
 	return got
 }
 
-// SlidingWindowMovedToFewerBuckets is case 1: A = SlidingWindow(10, w) in
+// slidingWindowMovedToFewerBuckets is case 1: A = SlidingWindow(10, w) in
 // 10 buckets, B the same in 5. Ten requests under A in its first bucket,
 // then ten under B at w: B's oldest bucket still holds A's ten, so B
 // admits the 2 its bound on B+1 buckets leaves, 12 in all
 // (B.MaxInWindow), where a conversion that dropped A's oldest bucket
 // admitted all ten, 20 within one Window.
-func (s Suite) SlidingWindowMovedToFewerBuckets(t *testing.T, w time.Duration) {
+func (s Suite) slidingWindowMovedToFewerBuckets(t *testing.T, w time.Duration) {
 	a := core.SlidingWindow(10, w).WithName("A")
 	b := a.WithBuckets(5).WithName("B")
 	f := s.moveFixture(t, a)
-	assert.Equal(t, 10, f.admitted(t, a, w/20, 10), "under A")
-	assert.Equal(t, 2, f.admitted(t, b, w, 10), "under B, one Window later")
-	assert.Equal(t, b.MaxInWindow(), int64(12))
+	if got := f.admitted(t, a, w/20, 10); got != 10 {
+		t.Errorf("under A: f.admitted(t, a, w/20, 10) = %+v, want 10", got)
+	}
+	if got := f.admitted(t, b, w, 10); got != 2 {
+		t.Errorf("under B, one Window later: f.admitted(t, b, w, 10) = %+v, want 2", got)
+	}
+	if got := b.MaxInWindow(); got != 12 {
+		t.Errorf("B's MaxInWindow() = %d, want 12", got)
+	}
 }
 
-// FixedWindowMovedToAShorterWindow is case 2: A = FixedWindow(10, 3s), B
+// fixedWindowMovedToAShorterWindow is case 2: A = FixedWindow(10, 3s), B
 // = FixedWindow(10, 2s). Ten under A at 2.99s fill A's window [0, 3s),
 // which has ended at 3s but lies in B's window [2s, 4s): B admits nothing
 // then, and ten at 4s, in its next window. 20 in all, B.MaxInWindow;
 // carrying nothing from an ended window admitted 30 within about 1s.
-func (s Suite) FixedWindowMovedToAShorterWindow(t *testing.T) {
+func (s Suite) fixedWindowMovedToAShorterWindow(t *testing.T) {
 	a := core.FixedWindow(10, 3*time.Second).WithName("A")
 	b := core.FixedWindow(10, 2*time.Second).WithName("B")
 	f := s.moveFixture(t, a)
-	assert.Equal(t, 10, f.admitted(t, a, 2990*time.Millisecond, 10), "under A at 2.99s")
-	assert.Equal(t, 0, f.admitted(t, b, 3*time.Second, 10), "under B at 3s: A's ten lie in B's window [2s, 4s)")
+	if got := f.admitted(t, a, 2990*time.Millisecond, 10); got != 10 {
+		t.Errorf("under A at 2.99s: f.admitted(t, a, 2990*time.Millisecond, 10) = %+v, want 10", got)
+	}
+	if got := f.admitted(t, b, 3*time.Second, 10); got != 0 {
+		t.Errorf("under B at 3s: A's ten lie in B's window [2s, 4s): f.admitted(t, b, 3*time.Second, 10) = %+v, want 0", got)
+	}
 	f.clock.Set(Epoch.Add(3 * time.Second))
 	d, err := f.lim.AllowPolicy(context.Background(), b, "k", 1)
-	require.NoError(t, err)
-	assert.Equal(t, core.Decision{Limit: 10, ResetAfter: time.Second, RetryAfter: time.Second, Policy: b}, d)
-	assert.Equal(t, 10, f.admitted(t, b, 4*time.Second, 10), "under B at 4s, its next window")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (core.Decision{Limit: 10, ResetAfter: time.Second, RetryAfter: time.Second, Policy: b}); d != want {
+		t.Errorf("d = %+v, want %+v", d, want)
+	}
+	if got := f.admitted(t, b, 4*time.Second, 10); got != 10 {
+		t.Errorf("under B at 4s, its next window: f.admitted(t, b, 4*time.Second, 10) = %+v, want 10", got)
+	}
 }
 
-// TokenBucketMovedToAVerySlowPlan is case 3: bulk = TokenBucket(100_000,
+// tokenBucketMovedToAVerySlowPlan is case 3: bulk = TokenBucket(100_000,
 // 1s); daily = TokenBucket(1, 24h).WithBurst(25_000) takes 25,000 days to
 // refill, beyond core.MaxSpan, and every store rejects it with an error
 // naming the burst. The slowest plan of that kind that is valid, a burst
@@ -87,37 +116,57 @@ func (s Suite) FixedWindowMovedToAShorterWindow(t *testing.T) {
 // kept at MaxSpan (52 days): every request is denied, Get says Remaining
 // 0, and nothing wraps around (the rescaled debt once wrapped, and the
 // daily plan admitted 42,000 with Remaining -81963).
-func (s Suite) TokenBucketMovedToAVerySlowPlan(t *testing.T) {
+func (s Suite) tokenBucketMovedToAVerySlowPlan(t *testing.T) {
 	ctx := context.Background()
 	bulk := core.TokenBucket(100_000, time.Second).WithName("bulk")
 	daily := core.TokenBucket(1, 24*time.Hour).WithBurst(25_000).WithName("daily")
 	f := s.moveFixture(t, bulk)
 	d, err := f.lim.AllowPolicy(ctx, bulk, "k", 100_000)
-	require.NoError(t, err)
-	require.True(t, d.Allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed {
+		t.Fatalf("denied, want allowed: %+v", d)
+	}
 	for range 3 {
 		_, err := f.lim.AllowPolicy(ctx, daily, "k", 21_000)
-		if assert.Error(t, err, "the daily plan takes 25,000 days to refill") {
-			assert.True(t, strings.Contains(err.Error(), "burst 25000"), "the error names the burst: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "burst 25000") {
+			t.Errorf("the daily plan takes 25,000 days to refill: got %v, want an error naming its burst 25000", err)
 		}
 	}
 	slow := daily.WithBurst(50).WithName("slow")
-	require.NoError(t, slow.Validate())
+	if err := slow.Validate(); err != nil {
+		t.Fatalf("slow.Validate(): %v", err)
+	}
 	for range 3 {
 		d, err := f.lim.AllowPolicy(ctx, slow, "k", 21)
-		require.NoError(t, err)
-		assert.False(t, d.Allowed)
-		assert.Equal(t, int64(0), d.Remaining)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			t.Errorf("allowed, want denied: %+v", d)
+		}
+		if d.Remaining != 0 {
+			t.Errorf("d.Remaining = %+v, want 0", d.Remaining)
+		}
 		// 52 days owed (MaxSpan), 21 days more to take, 50 days allowed.
-		assert.Equal(t, core.MaxSpan-29*24*time.Hour, d.RetryAfter)
-		assert.Equal(t, core.MaxSpan, d.ResetAfter)
+		if d.RetryAfter != core.MaxSpan-29*24*time.Hour {
+			t.Errorf("d.RetryAfter = %+v, want %+v", d.RetryAfter, core.MaxSpan-29*24*time.Hour)
+		}
+		if d.ResetAfter != core.MaxSpan {
+			t.Errorf("d.ResetAfter = %+v, want %+v", d.ResetAfter, core.MaxSpan)
+		}
 	}
 	u, err := f.lim.Get(ctx, slow, "k")
-	require.NoError(t, err)
-	assert.Equal(t, core.Usage{Used: 53, Remaining: 0, ResetAfter: core.MaxSpan, Policy: slow}, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (core.Usage{Used: 53, Remaining: 0, ResetAfter: core.MaxSpan, Policy: slow}); u != want {
+		t.Errorf("u = %+v, want %+v", u, want)
+	}
 }
 
-// LeakyBucketMovedToAFasterPlan is case 4: five requests under
+// leakyBucketMovedToAFasterPlan is case 4: five requests under
 // LeakyBucket(1, 1s).WithBurst(5) are served at 0, 1, 2, 3 and 4s; the
 // key then moves to LeakyBucket(10, 1s), a request every 100ms from
 // 100ms to 6s. The five stay at their instants and B's requests are
@@ -125,7 +174,7 @@ func (s Suite) TokenBucketMovedToAVerySlowPlan(t *testing.T) {
 // 5s, and then every one, 20 in all. No two are served at one instant and
 // no second serves more than 10 (a conversion that moved the queue
 // served two at once and 13 in one second).
-func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
+func (s Suite) leakyBucketMovedToAFasterPlan(t *testing.T) {
 	ctx := context.Background()
 	a := core.LeakyBucket(1, time.Second).WithBurst(5).WithName("A")
 	b := core.LeakyBucket(10, time.Second).WithName("B")
@@ -133,9 +182,15 @@ func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
 	var served []time.Duration
 	for i := range 5 {
 		d, err := f.lim.AllowPolicy(ctx, a, "k", 1)
-		require.NoError(t, err)
-		require.True(t, d.Allowed)
-		assert.Equal(t, time.Duration(i)*time.Second, d.Delay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed {
+			t.Fatalf("denied, want allowed: %+v", d)
+		}
+		if d.Delay != time.Duration(i)*time.Second {
+			t.Errorf("d.Delay = %+v, want %+v", d.Delay, time.Duration(i)*time.Second)
+		}
 		served = append(served, d.Delay)
 	}
 	admitted := 0
@@ -143,19 +198,29 @@ func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
 		at := time.Duration(i) * 100 * time.Millisecond
 		f.clock.Set(Epoch.Add(at))
 		d, err := f.lim.AllowPolicy(ctx, b, "k", 1)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !d.Allowed {
-			assert.True(t, at < 4100*time.Millisecond, "denied at %v", at)
+			if at >= 4100*time.Millisecond {
+				t.Errorf("denied at %v, want allowed from 4.1s", at)
+			}
 			continue
 		}
 		if admitted == 0 {
-			assert.Equal(t, 4100*time.Millisecond, at, "the first admitted under B")
-			assert.Equal(t, 900*time.Millisecond, d.Delay)
+			if at != 4100*time.Millisecond {
+				t.Errorf("the first admitted under B: at = %+v, want %+v", at, 4100*time.Millisecond)
+			}
+			if d.Delay != 900*time.Millisecond {
+				t.Errorf("d.Delay = %+v, want %+v", d.Delay, 900*time.Millisecond)
+			}
 		}
 		admitted++
 		served = append(served, at+d.Delay)
 	}
-	assert.Equal(t, 20, admitted)
+	if admitted != 20 {
+		t.Errorf("admitted = %+v, want 20", admitted)
+	}
 	most := 0
 	for i := range served {
 		if i > 0 {
@@ -164,7 +229,9 @@ func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
 			if i < 5 {
 				want = time.Second // A's
 			}
-			assert.True(t, gap >= want, "served at %v, %v after the one before", served[i], gap)
+			if gap < want {
+				t.Errorf("served at %v, %v after the one before, want at least %v", served[i], gap, want)
+			}
 		}
 		n := 0
 		for _, x := range served {
@@ -174,5 +241,7 @@ func (s Suite) LeakyBucketMovedToAFasterPlan(t *testing.T) {
 		}
 		most = max(most, n)
 	}
-	assert.Equal(t, 10, most, "the most served in one second")
+	if most != 10 {
+		t.Errorf("the most served in one second: most = %+v, want 10", most)
+	}
 }

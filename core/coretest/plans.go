@@ -8,7 +8,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// Plans returns p and two other valid policies of p's algorithm (and
+// plansFor returns p and two other valid policies of p's algorithm (and
 // Meter), named "plan1" and "plan2": the plans RunModel and RunProperties
 // mix on one limiter whose own policy is p, when it is a
 // core.PolicyLimiter. Their Limit, Window (interval, for the buckets),
@@ -16,7 +16,7 @@ import (
 // times), or are kept (a plan's limit changed mid-window); of the sliding
 // windows, plan1 has p's Window and Buckets (its buckets carry over
 // bucket by bucket) and plan2 another geometry.
-func Plans(rng *rand.Rand, p core.Policy) []core.Policy {
+func plansFor(rng *rand.Rand, p core.Policy) []core.Policy {
 	out := []core.Policy{p}
 	for tries := 0; len(out) < 3 && tries < 10_000; tries++ {
 		q := relatedPolicy(rng, p, len(out) == 1)

@@ -8,16 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
 // The conformance cases of core.PolicyLimiter ("Policies per call" in the
 // package docs of core), run by Suite.Run when the limiter under test
 // implements it. Each table is worked out by hand from the docs; the
-// package's own tests hold the reference Model to the same tables.
+// package's own tests hold the reference refModel to the same tables.
 
 // pop is what one step of a policy table does.
 type pop uint8
@@ -59,7 +56,7 @@ type policyTable struct {
 }
 
 // policyTarget is what a table runs against: a store at an instant, or
-// the Model.
+// the refModel.
 type policyTarget interface {
 	at(d time.Duration)
 	allowPolicy(p core.Policy, n int64) (core.Decision, error)
@@ -91,7 +88,9 @@ func runPolicyTable(t *testing.T, tc policyTable, target policyTarget) {
 			default:
 				d, err = target.peek()
 			}
-			require.NoError(t, err, what)
+			if err != nil {
+				t.Fatalf("%v: %v", what, err)
+			}
 			want := core.Decision{
 				Allowed: st.ok, Limit: p.Limit, Remaining: st.rem, ResetAfter: st.reset,
 				RetryAfter: st.retry, Delay: st.delay, Policy: p,
@@ -99,17 +98,27 @@ func runPolicyTable(t *testing.T, tc policyTable, target policyTarget) {
 			if d.Source == core.SourceDenyCache && !d.Allowed && st.op != opPeek {
 				want.Source = d.Source // a store's cache of its denials may answer a denial
 			}
-			require.Equal(t, want, d, what)
+			if d != want {
+				t.Fatalf("%v: d = %+v, want %+v", what, d, want)
+			}
 		case opGet:
 			u, err := target.get(p)
-			require.NoError(t, err, what)
-			require.Equal(t, core.Usage{Used: st.used, Remaining: st.rem, ResetAfter: st.reset, Policy: p}, u, what)
+			if err != nil {
+				t.Fatalf("%v: %v", what, err)
+			}
+			if want := (core.Usage{Used: st.used, Remaining: st.rem, ResetAfter: st.reset, Policy: p}); u != want {
+				t.Fatalf("%v: u = %+v, want %+v", what, u, want)
+			}
 		case opSet:
 			err := target.set(p, st.n)
 			if st.err == nil {
-				require.NoError(t, err, what)
+				if err != nil {
+					t.Fatalf("%v: %v", what, err)
+				}
 			} else {
-				require.ErrorIs(t, err, st.err, what)
+				if !errors.Is(err, st.err) {
+					t.Fatalf("%v: got %v, want %v", what, err, st.err)
+				}
 			}
 		}
 	}
@@ -181,22 +190,40 @@ func (s Suite) policyErrors(t *testing.T, p core.Policy) {
 	k := key(t, "k")
 
 	u, err := lim.Get(ctx, p, key(t, "never-seen"))
-	require.NoError(t, err)
-	assert.Equal(t, core.Usage{Remaining: p.Capacity(), Policy: p}, u, "a key never seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (core.Usage{Remaining: p.Capacity(), Policy: p}); u != want {
+		t.Errorf("a key never seen: u = %+v, want %+v", u, want)
+	}
 
 	d, err := lim.AllowN(ctx, k, 1)
-	require.NoError(t, err)
-	require.True(t, d.Allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed {
+		t.Fatalf("denied, want allowed: %+v", d)
+	}
 	before, err := lim.Get(ctx, p, k)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), before.Used)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Used != 1 {
+		t.Fatalf("before.Used = %+v, want 1", before.Used)
+	}
 
 	other := otherAlgorithm(p)
 	_, err = lim.AllowPolicy(ctx, other, k, 1)
-	assert.ErrorIs(t, err, core.ErrAlgorithmMismatch, "AllowPolicy(%v)", other)
+	if !errors.Is(err, core.ErrAlgorithmMismatch) {
+		t.Errorf("AllowPolicy(%v): got %v, want %v", other, err, core.ErrAlgorithmMismatch)
+	}
 	_, err = lim.Get(ctx, other, k)
-	assert.ErrorIs(t, err, core.ErrAlgorithmMismatch, "Get(%v)", other)
-	assert.ErrorIs(t, lim.Set(ctx, other, k, 0), core.ErrAlgorithmMismatch, "Set(%v)", other)
+	if !errors.Is(err, core.ErrAlgorithmMismatch) {
+		t.Errorf("Get(%v): got %v, want %v", other, err, core.ErrAlgorithmMismatch)
+	}
+	if err := lim.Set(ctx, other, k, 0); !errors.Is(err, core.ErrAlgorithmMismatch) {
+		t.Errorf("Set(%v): lim.Set(ctx, other, k, 0): got %v, want %v", other, err, core.ErrAlgorithmMismatch)
+	}
 
 	invalid := p
 	invalid.Limit = 0
@@ -205,9 +232,8 @@ func (s Suite) policyErrors(t *testing.T, p core.Policy) {
 		func() error { _, err := lim.Get(ctx, invalid, k); return err }(),
 		lim.Set(ctx, invalid, k, 0),
 	} {
-		if assert.Error(t, err, "a policy with Limit 0") {
-			assert.True(t, strings.Contains(err.Error(), "limit"), "the error must name the field: %v", err)
-			assert.False(t, errors.Is(err, core.ErrAlgorithmMismatch), "%v", err)
+		if err == nil || !strings.Contains(err.Error(), "limit") || errors.Is(err, core.ErrAlgorithmMismatch) {
+			t.Errorf("a policy with Limit 0: got %v, want an error naming the limit, not ErrAlgorithmMismatch", err)
 		}
 	}
 
@@ -216,31 +242,58 @@ func (s Suite) policyErrors(t *testing.T, p core.Policy) {
 	if bigger.Burst != 0 {
 		bigger.Burst *= 2
 	}
-	require.NoError(t, bigger.Validate())
-	for _, used := range []int64{-1, bigger.Capacity() + 1} {
-		assert.ErrorIs(t, lim.Set(ctx, bigger, k, used), core.ErrInvalidUsage, "Set(%d) under capacity %d", used, bigger.Capacity())
+	if err := bigger.Validate(); err != nil {
+		t.Fatalf("bigger.Validate(): %v", err)
 	}
-	assert.ErrorIs(t, lim.Set(ctx, p, k, p.Capacity()+1), core.ErrInvalidUsage)
+	for _, used := range []int64{-1, bigger.Capacity() + 1} {
+		if err := lim.Set(ctx, bigger, k, used); !errors.Is(err, core.ErrInvalidUsage) {
+			t.Errorf("Set(%d) under capacity %d: lim.Set(ctx, bigger, k, used): got %v, want %v", used, bigger.Capacity(), err, core.ErrInvalidUsage)
+		}
+	}
+	if err := lim.Set(ctx, p, k, p.Capacity()+1); !errors.Is(err, core.ErrInvalidUsage) {
+		t.Errorf("lim.Set(ctx, p, k, p.Capacity()+1): got %v, want %v", err, core.ErrInvalidUsage)
+	}
 	_, err = lim.AllowPolicy(ctx, bigger, k, 0)
-	assert.ErrorIs(t, err, core.ErrInvalidCost)
+	if !errors.Is(err, core.ErrInvalidCost) {
+		t.Errorf("got %v, want %v", err, core.ErrInvalidCost)
+	}
 	d, err = lim.AllowPolicy(ctx, bigger, k, bigger.Capacity()+1)
-	assert.ErrorIs(t, err, core.ErrCostExceedsCapacity)
-	assert.False(t, d.Allowed)
-	assert.Equal(t, bigger, d.Policy, "a refused cost is answered under the call's policy")
-	assert.Equal(t, bigger.Limit, d.Limit)
+	if !errors.Is(err, core.ErrCostExceedsCapacity) {
+		t.Errorf("got %v, want %v", err, core.ErrCostExceedsCapacity)
+	}
+	if d.Allowed {
+		t.Errorf("allowed, want denied: %+v", d)
+	}
+	if d.Policy != bigger {
+		t.Errorf("a refused cost is answered under the call's policy: d.Policy = %+v, want %+v", d.Policy, bigger)
+	}
+	if d.Limit != bigger.Limit {
+		t.Errorf("d.Limit = %+v, want %+v", d.Limit, bigger.Limit)
+	}
 	// A key never seen is at its full quota under any policy.
 	d, err = lim.AllowPolicy(ctx, bigger, key(t, "new"), bigger.Capacity()+1)
-	assert.ErrorIs(t, err, core.ErrCostExceedsCapacity)
-	assert.Equal(t, core.Decision{Limit: bigger.Limit, Remaining: bigger.Capacity(), Policy: bigger}, d,
-		"a cost above capacity under another policy than the limiter's, on a key never seen")
+	if !errors.Is(err, core.ErrCostExceedsCapacity) {
+		t.Errorf("got %v, want %v", err, core.ErrCostExceedsCapacity)
+	}
+	if want := (core.Decision{Limit: bigger.Limit, Remaining: bigger.Capacity(), Policy: bigger}); d != want {
+		t.Errorf("a cost above capacity under another policy than the limiter's, on a key never seen: d = %+v, want %+v", d, want)
+	}
 
 	after, err := lim.Get(ctx, p, k)
-	require.NoError(t, err)
-	assert.Equal(t, before, after, "errors must leave the key as it was")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("errors must leave the key as it was: after = %+v, want %+v", after, before)
+	}
 	// Nothing above moved the key: its own policy applies unconverted.
 	want, err := lim.Peek(ctx, k)
-	require.NoError(t, err)
-	assert.Equal(t, p.Capacity()-1, want.Remaining)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Remaining != p.Capacity()-1 {
+		t.Errorf("the reference's Remaining = %d, want %d", want.Remaining, p.Capacity()-1)
+	}
 }
 
 func named(p core.Policy, name string) core.Policy { return p.WithName(name) }

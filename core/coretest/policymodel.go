@@ -80,14 +80,6 @@ func (s *keyState) decide(p core.Policy, now, n int64) verdict {
 	return s.m.decide(now, n, true)
 }
 
-// last is the latest instant the key's state was written at.
-func (s *keyState) last() int64 {
-	if s.m == nil {
-		return math.MinInt64
-	}
-	return s.m.lastAdmitted()
-}
-
 // usageOf is what Get reports for a key whose model under p at now is m.
 func usageOf(m keyModel, p core.Policy, now int64) core.Usage {
 	v := m.decide(now, 1, false)
@@ -252,7 +244,7 @@ func checkPolicy(own, p core.Policy) error {
 // core.ErrAlgorithmMismatch for a p of another algorithm than the model's
 // policy, and otherwise what AllowN answers, under p. A key last decided
 // under another policy is converted to p first, and stays under p.
-func (m *Model) AllowPolicy(p core.Policy, key string, now time.Time, n int64) (core.Decision, error) {
+func (m *refModel) AllowPolicy(p core.Policy, key string, now time.Time, n int64) (core.Decision, error) {
 	if err := checkPolicy(m.p, p); err != nil {
 		return core.Decision{}, err
 	}
@@ -262,7 +254,7 @@ func (m *Model) AllowPolicy(p core.Policy, key string, now time.Time, n int64) (
 // Get is what a store must answer to Get(p, key) at now: the key's usage
 // under p, converted if it was last decided under another policy, without
 // changing anything. Errors as for AllowPolicy.
-func (m *Model) Get(p core.Policy, key string, now time.Time) (core.Usage, error) {
+func (m *refModel) Get(p core.Policy, key string, now time.Time) (core.Usage, error) {
 	if err := checkPolicy(m.p, p); err != nil {
 		return core.Usage{}, err
 	}
@@ -278,7 +270,7 @@ func (m *Model) Get(p core.Policy, key string, now time.Time) (core.Usage, error
 // under p with used units used now (see setModel). Errors as for
 // AllowPolicy, and an error wrapping core.ErrInvalidUsage for used outside
 // [0, p.Capacity()], which change nothing.
-func (m *Model) Set(p core.Policy, key string, now time.Time, used int64) error {
+func (m *refModel) Set(p core.Policy, key string, now time.Time, used int64) error {
 	if err := checkPolicy(m.p, p); err != nil {
 		return err
 	}

@@ -10,46 +10,51 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// RunProperties checks the promises the package docs make about admission,
-// each as a property of limiters of random policies (RandomPolicy) at random
-// phases, for the four algorithms and the metering leaky bucket:
-//
-//	(a) a client sending at exactly Limit per Window (request i at
-//	    t0 + floor(i*Window/Limit)) is never denied;
-//	(b) no interval of one Window, ends included, admits more than
-//	    Policy.MaxInWindow, whatever the traffic;
-//	(c) a denied client that waits exactly RetryAfter and retries the same
-//	    cost is admitted (and, for a unit cost, one nanosecond earlier is
-//	    still denied);
-//	(d) floods of keys, forced sweeps, Reset and a full store never let a
-//	    key admit more than (b) allows between its Resets;
-//	(e) at one instant, Peek(key).Allowed is what the next unit AllowN(key)
-//	    gets; when denied, the two Decisions are equal, and when admitted,
-//	    the AllowN's Remaining is one less.
-//
-// When the limiter is a core.PolicyLimiter, two more, on the policies of
-// Plans:
-//
-//	(f) a key that stays on one policy is unaffected by other keys'
-//	    policies: its every Decision and Usage equal those of a limiter of
-//	    its own (built by the same Suite.New) that sees only that key,
-//	    while other keys move between policies, are Set, Get and Reset;
-//	(g) every admission keeps the promise of "Policies per call" in the
-//	    package docs of core, checked on the key's history of admitted
-//	    requests across its changes of policy, Sets and Resets (see
-//	    history), while keys move between policies, make one-off calls
-//	    under others, and floods of keys under every policy come and go
-//	    (so that a store with a bound on its keys evicts).
-//
-// The clock only moves forward here (RunModel steps it back). The
-// properties share half of RATELIMIT_MODEL_DURATION (default 5s) equally;
-// a failure prints the seed that replays it (RATELIMIT_MODEL_SEED).
+// RunProperties checks the promises about admission in the package docs of
+// core, each as a property of limiters of random policies at random phases:
+// (a) a client at exactly Limit per Window is never denied; (b) no interval
+// of one Window admits more than Policy.MaxInWindow; (c) waiting RetryAfter
+// admits; (d) floods of keys, sweeps, Reset and a full store never let a key
+// admit more than (b) allows; (e) Peek agrees with the next unit AllowN; and
+// on a core.PolicyLimiter, (f) a key on one policy is unaffected by other
+// keys' policies and (g) every admission keeps the promise of "Policies per
+// call". The properties share half of RATELIMIT_MODEL_DURATION.
 func (s Suite) RunProperties(t *testing.T) {
+	// In detail:
+	//
+	//	(a) a client sending at exactly Limit per Window (request i at
+	//	    t0 + floor(i*Window/Limit)) is never denied;
+	//	(b) no interval of one Window, ends included, admits more than
+	//	    Policy.MaxInWindow, whatever the traffic;
+	//	(c) a denied client that waits exactly RetryAfter and retries the same
+	//	    cost is admitted (and, for a unit cost, one nanosecond earlier is
+	//	    still denied);
+	//	(d) floods of keys, forced sweeps, Reset and a full store never let a
+	//	    key admit more than (b) allows between its Resets;
+	//	(e) at one instant, Peek(key).Allowed is what the next unit AllowN(key)
+	//	    gets; when denied, the two Decisions are equal, and when admitted,
+	//	    the AllowN's Remaining is one less.
+	//
+	// When the limiter is a core.PolicyLimiter, two more, on the policies of
+	// plansFor:
+	//
+	//	(f) a key that stays on one policy is unaffected by other keys'
+	//	    policies: its every Decision and Usage equal those of a limiter of
+	//	    its own (built by the same Suite.New) that sees only that key,
+	//	    while other keys move between policies, are Set, Get and Reset;
+	//	(g) every admission keeps the promise of "Policies per call" in the
+	//	    package docs of core, checked on the key's history of admitted
+	//	    requests across its changes of policy, Sets and Resets (see
+	//	    history), while keys move between policies, make one-off calls
+	//	    under others, and floods of keys under every policy come and go
+	//	    (so that a store with a bound on its keys evicts).
+	//
+	// The clock only moves forward here (RunModel steps it back). The
+	// properties share half of RATELIMIT_MODEL_DURATION (default 5s) equally;
+	// a failure prints the seed that replays it (RATELIMIT_MODEL_SEED).
 	props := []property{
 		{"a: a client at exactly Limit per Window is never denied", propSteady},
 		{"b: no Window admits more than MaxInWindow", propBound},
@@ -112,13 +117,20 @@ type propCase struct {
 	deadline time.Time
 }
 
+// fail reports that the case's property does not hold, and returns false.
+func (c *propCase) fail(format string, args ...any) bool {
+	c.t.Helper()
+	c.t.Errorf(format, args...)
+	return false
+}
+
 func (c *propCase) late() bool {
 	return c.calls >= 300 && !c.deadline.IsZero() && time.Now().After(c.deadline)
 }
 
 func (s Suite) newPropCase(t *testing.T, seed uint64) *propCase {
 	rng := rand.New(rand.NewPCG(seed, 0xa11))
-	p := RandomPolicy(rng, seed)
+	p := randomPolicy(rng, seed)
 	now := Epoch.UnixNano() + rng.Int64N(int64(24*time.Hour)) // any phase
 	c := &propCase{t: t, s: s, rng: rng, p: p, clock: NewClock(time.Unix(0, now)), now: now}
 	c.lim = s.New(t, p, c.clock.Now)
@@ -133,14 +145,18 @@ func (c *propCase) set(ns int64) {
 func (c *propCase) allow(key string, n int64) core.Decision {
 	c.calls++
 	d, err := c.lim.AllowN(context.Background(), key, n)
-	assert.NoError(c.t, err, "AllowN(%s, %d)", key, n)
+	if err != nil {
+		c.t.Errorf("AllowN(%s, %d): %v", key, n, err)
+	}
 	return d
 }
 
 func (c *propCase) peek(key string) core.Decision {
 	c.calls++
 	d, err := c.lim.Peek(context.Background(), key)
-	assert.NoError(c.t, err, "Peek(%s)", key)
+	if err != nil {
+		c.t.Errorf("Peek(%s): %v", key, err)
+	}
 	return d
 }
 
@@ -181,9 +197,9 @@ func propSteady(c *propCase) bool {
 		at, _ := bits.Div64(hi, lo, uint64(l))
 		c.set(t0 + int64(at))
 		d := c.allow("steady", 1)
-		if !assert.True(c.t, d.Allowed, "request %d at t0+%v (t0 = Unix %d ns) of a client sending at exactly %d per %v was denied: %s",
-			i, time.Duration(at), t0, l, c.p.Window, showDecision(d)) {
-			return false
+		if !d.Allowed {
+			return c.fail("request %d at t0+%v (t0 = Unix %d ns) of a client sending at exactly %d per %v was denied: %s",
+				i, time.Duration(at), t0, l, c.p.Window, showDecision(d))
 		}
 	}
 	return true
@@ -221,7 +237,10 @@ func propBound(c *propCase) bool {
 		c.set(c.now + c.gap())
 	}
 	most, at := maxClosed(adm, int64(c.p.Window))
-	return assert.LessOrEqual(c.t, most, c.p.MaxInWindow(), "%d admitted in [Unix %d, +%v] ns, more than MaxInWindow", most, at, c.p.Window)
+	if bound := c.p.MaxInWindow(); most > bound {
+		return c.fail("%d admitted in [Unix %d, +%v] ns, more than MaxInWindow (%d)", most, at, c.p.Window, bound)
+	}
+	return true
 }
 
 // propRetry is (c).
@@ -237,21 +256,21 @@ func propRetry(c *propCase) bool {
 			continue
 		}
 		denials++
-		if !assert.Positive(c.t, d.RetryAfter, "a denial of cost %d must say when to retry: %s", n, showDecision(d)) {
-			return false
+		if d.RetryAfter <= 0 {
+			return c.fail("a denial of cost %d must say when to retry: %s", n, showDecision(d))
 		}
 		at := c.now + int64(d.RetryAfter)
 		if n == 1 && d.RetryAfter > 1 {
 			c.set(at - 1)
 			early := c.peek("k")
-			if !assert.False(c.t, early.Allowed, "denied with RetryAfter %v, yet a unit request passes 1ns earlier: %s", d.RetryAfter, showDecision(early)) {
-				return false
+			if early.Allowed {
+				return c.fail("denied with RetryAfter %v, yet a unit request passes 1ns earlier: %s", d.RetryAfter, showDecision(early))
 			}
 		}
 		c.set(at)
 		again := c.allow("k", n)
-		if !assert.True(c.t, again.Allowed, "denied cost %d with RetryAfter %v (%s); after waiting exactly that, denied again: %s", n, d.RetryAfter, showDecision(d), showDecision(again)) {
-			return false
+		if !again.Allowed {
+			return c.fail("denied cost %d with RetryAfter %v (%s); after waiting exactly that, denied again: %s", n, d.RetryAfter, showDecision(d), showDecision(again))
 		}
 	}
 	return true
@@ -287,7 +306,10 @@ func (tr *traffic) request(key string, n int64) bool {
 	for _, a := range adm {
 		sum += a.n
 	}
-	return assert.LessOrEqual(c.t, sum, c.p.MaxInWindow(), "key %s admitted %d in [Unix %d, +%v] ns since its last Reset, more than MaxInWindow", key, sum, c.now-w, c.p.Window)
+	if bound := c.p.MaxInWindow(); sum > bound {
+		return c.fail("key %s admitted %d in [Unix %d, +%v] ns since its last Reset, more than MaxInWindow (%d)", key, sum, c.now-w, c.p.Window, bound)
+	}
+	return true
 }
 
 // move makes one random move other than the property's own check.
@@ -299,8 +321,8 @@ func (tr *traffic) move() bool {
 	case r < 55:
 		k := tr.key()
 		c.calls++
-		if !assert.NoError(c.t, c.lim.Reset(context.Background(), k)) {
-			return false
+		if err := c.lim.Reset(context.Background(), k); err != nil {
+			return c.fail("Reset(%s): %v", k, err)
 		}
 		delete(tr.admitted, k)
 	case r < 65:
@@ -371,18 +393,21 @@ func propPeek(c *propCase) bool {
 		}
 		p := c.peek(k)
 		d := c.allow(k, 1)
-		if !assert.Equal(c.t, p.Allowed, d.Allowed, "%s: Peek says %s, the next unit AllowN at the same instant gets %s", k, showDecision(p), showDecision(d)) {
-			return false
+		if d.Allowed != p.Allowed {
+			return c.fail("%s: Peek says %s, the next unit AllowN at the same instant gets %s", k, showDecision(p), showDecision(d))
 		}
 		p.Source = d.Source // a cache of denials may answer the AllowN
-		if !d.Allowed && !assert.Equal(c.t, p, d, "%s: a denied Peek and the denied unit AllowN after it differ", k) {
-			return false
+		if !d.Allowed && d != p {
+			return c.fail("%s: a denied Peek and the denied unit AllowN after it differ: Peek %+v, AllowN %+v", k, p, d)
 		}
-		if d.Allowed && !assert.Equal(c.t, p.Remaining-1, d.Remaining, "%s: Peek says %s, the unit AllowN after it %s: Remaining must drop by one", k, showDecision(p), showDecision(d)) {
-			return false
+		if d.Allowed && d.Remaining != p.Remaining-1 {
+			return c.fail("%s: Peek says %s, the unit AllowN after it %s: Remaining must drop by one", k, showDecision(p), showDecision(d))
 		}
 	}
-	return assert.Positive(c.t, checked, "no check made")
+	if checked == 0 {
+		return c.fail("no check made")
+	}
+	return true
 }
 
 // costFor is a cost for p: 1 or up to its capacity.
@@ -408,15 +433,20 @@ func propIsolation(c *propCase) bool {
 	pl := c.lim.(core.PolicyLimiter)
 	solo := c.s.New(c.t, c.p, c.clock.Now).(core.PolicyLimiter)
 	defer closeLimiter(solo)
-	plans := Plans(c.rng, c.p)
+	plans := plansFor(c.rng, c.p)
 	pol := plans[c.rng.IntN(len(plans))]
 	ctx := context.Background()
 	const k = "k"
 	others := []string{"o0", "o1", "o2", "o3"}
 	same := func(what string, got, want core.Decision, gotErr, wantErr error) bool {
 		got.Source, want.Source = core.SourceStore, core.SourceStore
-		return assert.NoError(c.t, gotErr, what) && assert.NoError(c.t, wantErr, what) &&
-			assert.Equal(c.t, want, got, "%s under %v at Unix %d ns: the key's Decision differs from that of a limiter that has only this key", what, pol, c.now)
+		switch {
+		case gotErr != nil || wantErr != nil:
+			return c.fail("%s: errors %v and, on a limiter that has only this key, %v", what, gotErr, wantErr)
+		case got != want:
+			return c.fail("%s under %v at Unix %d ns: the key's Decision differs from that of a limiter that has only this key: got %+v, want %+v", what, pol, c.now, got, want)
+		}
+		return true
 	}
 	checked := 0
 	for c.calls < 2000 && (checked == 0 || !c.late()) {
@@ -450,9 +480,11 @@ func propIsolation(c *propCase) bool {
 			p := plans[c.rng.IntN(len(plans))]
 			got, gotErr := pl.Get(ctx, p, k)
 			want, wantErr := solo.Get(ctx, p, k)
-			if !assert.NoError(c.t, gotErr) || !assert.NoError(c.t, wantErr) ||
-				!assert.Equal(c.t, want, got, "Get(%s) of a key under %v at Unix %d ns differs from that of a limiter that has only this key", showPolicy(p), pol, c.now) {
-				return false
+			if gotErr != nil || wantErr != nil {
+				return c.fail("Get(%s): errors %v and, on a limiter that has only this key, %v", showPolicy(p), gotErr, wantErr)
+			}
+			if got != want {
+				return c.fail("Get(%s) of a key under %v at Unix %d ns differs from that of a limiter that has only this key: got %+v, want %+v", showPolicy(p), pol, c.now, got, want)
 			}
 		case r < 80:
 			o := others[c.rng.IntN(len(others))]
@@ -471,20 +503,23 @@ func propIsolation(c *propCase) bool {
 				c.calls++
 				err = pl.Reset(ctx, o)
 			}
-			if !assert.NoError(c.t, err, "a call on another key") {
-				return false
+			if err != nil {
+				return c.fail("a call on another key: %v", err)
 			}
 		default:
 			c.set(c.now + c.gap())
 		}
 	}
-	return assert.Positive(c.t, checked, "no check made")
+	if checked == 0 {
+		return c.fail("no check made")
+	}
+	return true
 }
 
 // propHistory is (g).
 func propHistory(c *propCase) bool {
 	pl := c.lim.(core.PolicyLimiter)
-	plans := Plans(c.rng, c.p)
+	plans := plansFor(c.rng, c.p)
 	ctx := context.Background()
 	type key struct {
 		h    history
@@ -512,8 +547,8 @@ func propHistory(c *propCase) bool {
 		k := of(name)
 		d, err := c.decide(pl, p, name, n)
 		note(k, "AllowPolicy(%s, %d) -> %s", showPolicy(p), n, showDecision(d))
-		if !assert.NoError(c.t, err) {
-			return false
+		if err != nil {
+			return c.fail("key %s: %v", name, err)
 		}
 		k.h.take(p, c.now)
 		if !d.Allowed {
@@ -521,7 +556,10 @@ func propHistory(c *propCase) bool {
 		}
 		admitted++
 		msg := k.h.admit(p, c.now, int64(d.Delay), n, show)
-		return assert.True(c.t, msg == "", "key %s: %s\nlatest calls on it:\n  %s", name, msg, strings.Join(k.log, "\n  "))
+		if msg != "" {
+			return c.fail("key %s: %s\nlatest calls on it:\n  %s", name, msg, strings.Join(k.log, "\n  "))
+		}
+		return true
 	}
 	names := []string{"k0", "k1", "k2"}
 	for c.calls < 3000 && (admitted == 0 || !c.late()) {
@@ -546,16 +584,16 @@ func propHistory(c *propCase) bool {
 			p := plans[c.rng.IntN(len(plans))]
 			used := c.rng.Int64N(p.Capacity() + 1)
 			note(k, "Set(%s, %d)", showPolicy(p), used)
-			if !assert.NoError(c.t, pl.Set(ctx, p, name, used)) {
-				return false
+			if err := pl.Set(ctx, p, name, used); err != nil {
+				return c.fail("Set(%s, %s, %d): %v", showPolicy(p), name, used, err)
 			}
 			k.h.set(p, c.now, used)
 			k.plan = p
 		case r < 67:
 			c.calls++
 			note(k, "Reset")
-			if !assert.NoError(c.t, pl.Reset(ctx, name)) {
-				return false
+			if err := pl.Reset(ctx, name); err != nil {
+				return c.fail("Reset(%s): %v", name, err)
 			}
 			k.h.reset()
 		case r < 72:
@@ -588,5 +626,8 @@ func propHistory(c *propCase) bool {
 		// within the case: the promise held, there was nothing to check.
 		return true
 	}
-	return assert.Positive(c.t, admitted, "nothing admitted")
+	if admitted == 0 {
+		return c.fail("nothing admitted")
+	}
+	return true
 }

@@ -4,24 +4,36 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
 )
 
 func TestMap(t *testing.T) {
 	c := Map[string, int]{Max: 2}
-	_, ok := c.Load("a")
-	assert.False(t, ok)
-	assert.Equal(t, 1, c.LoadOrStore("a", 1))
-	assert.Equal(t, 1, c.LoadOrStore("a", 9), "the first value stays")
-	assert.Equal(t, 2, c.LoadOrStore("b", 2))
-	assert.Equal(t, 3, c.LoadOrStore("c", 3), "full: returned, not kept")
-	_, ok = c.Load("c")
-	assert.False(t, ok)
-	v, ok := c.Load("b")
-	assert.True(t, ok)
-	assert.Equal(t, 2, v)
-	assert.Equal(t, 2, c.Len())
+	if _, ok := c.Load("a"); ok {
+		t.Errorf("Load(a) on an empty map: found")
+	}
+	for _, tc := range []struct {
+		key        string
+		value, got int
+		why        string
+	}{
+		{"a", 1, 1, "stored"},
+		{"a", 9, 1, "the first value stays"},
+		{"b", 2, 2, "stored"},
+		{"c", 3, 3, "full: returned, not kept"},
+	} {
+		if got := c.LoadOrStore(tc.key, tc.value); got != tc.got {
+			t.Errorf("LoadOrStore(%s, %d) = %d, want %d (%s)", tc.key, tc.value, got, tc.got, tc.why)
+		}
+	}
+	if _, ok := c.Load("c"); ok {
+		t.Errorf("Load(c) after the map was full: found")
+	}
+	if v, ok := c.Load("b"); !ok || v != 2 {
+		t.Errorf("Load(b) = %d, %v; want 2, true", v, ok)
+	}
+	if got := c.Len(); got != 2 {
+		t.Errorf("Len() = %d, want 2", got)
+	}
 }
 
 // TestMapConcurrent: concurrent stores of one key agree on one value, and
@@ -42,10 +54,14 @@ func TestMapConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, 50, c.Len())
+	if n := c.Len(); n != 50 {
+		t.Errorf("Len() = %d, want 50", n)
+	}
 	for i := range 50 {
 		for g := range got {
-			assert.Same(t, got[0][i], got[g][i], "key %d", i)
+			if got[g][i] != got[0][i] {
+				t.Errorf("key %d: goroutine %d got %p, goroutine 0 got %p", i, g, got[g][i], got[0][i])
+			}
 		}
 	}
 }

@@ -58,7 +58,8 @@
 //
 // One client is one key, however its address is spelled: IPv4-mapped IPv6
 // (::ffff:192.0.2.1) is folded to IPv4 and zones (fe80::1%eth0) are dropped,
-// in trusted prefixes too, so an alias cannot slip past the trust check. IPv4
+// so an alias cannot slip past the trust check; a trusted prefix is matched
+// the same way, and one written with a zone is refused as an error. IPv4
 // keys are the dotted quad ("192.0.2.1"): two IPv4 addresses never share a
 // key. IPv6 keys are the client's /64 ("2001:db8:1:2::/64"), because one host
 // usually controls a whole /64; [IPv6Prefix] changes the length. A RemoteAddr

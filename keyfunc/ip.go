@@ -41,7 +41,8 @@ type ipConfig struct {
 // TrustProxies options add up; without any, the key is always the peer.
 //
 // TrustProxies is for prefixes written in the program: it panics, naming
-// every entry that is neither a prefix nor an address. Prefixes read from
+// every entry that is neither a prefix nor an address (an address with a
+// zone, fe80::1%eth0, is neither: write fe80::1). Prefixes read from
 // configuration go through [ParseTrustedProxies], which returns that error.
 func TrustProxies(cidrs ...string) IPOption {
 	opt, err := parseTrustedProxies("TrustProxies", cidrs)

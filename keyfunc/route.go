@@ -25,7 +25,7 @@ func Route() Func {
 
 func routeKey(r *http.Request) (string, error) {
 	if r.Pattern != "" {
-		return r.Pattern, nil
+		return boundKey(r.Pattern), nil
 	}
 	return "", errNoRoute
 }

@@ -3,6 +3,7 @@ package keyfunc_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/go-ratelimit/ratelimit/keyfunc"
@@ -18,6 +19,18 @@ func TestRoute(t *testing.T) {
 		wantKey(t, route, kr, "/users/:id")
 		key, err := route(r) // the caller's request is not changed
 		wantNoKey(t, key, err)
+	})
+	t.Run("hashes a pattern longer than 256 bytes, as every key", func(t *testing.T) {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Pattern = "GET /" + strings.Repeat("p", 300)
+		key, err := route(r)
+		if err != nil || len(key) != 50 || !strings.HasPrefix(key, "sha256:") {
+			t.Errorf("got %q, %v; want a 50-byte \"sha256:\" key", key, err)
+		}
+		r.Pattern = "sha256:abc" // a raw key can never equal a hash
+		if key, _ := route(r); key == r.Pattern {
+			t.Errorf("got the pattern %q itself, want its hash", key)
+		}
 	})
 	t.Run("reads the pattern net/http's ServeMux sets inside a registered handler", func(t *testing.T) {
 		var key string

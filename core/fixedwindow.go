@@ -81,12 +81,6 @@ func (r *rule) live(word, now int64) (window, count int64, ok bool) {
 	return window, word & r.countMask, window >= floorDiv(now, r.window)-1
 }
 
-func (s *fixedState) idle(r *rule, now int64) bool {
-	word := s.w.Load()
-	_, _, live := r.live(word, now)
-	return word != retired && !live
-}
-
 func (s *fixedState) untilIdle(r *rule, now int64) int64 {
 	window, _, live := r.live(s.w.Load(), now)
 	if !live {

@@ -49,10 +49,8 @@ type stateOf[S any] interface {
 	// decide applies a request atomically; ok is false if the state was
 	// retired, and then nothing was consumed.
 	decide(r *rule, now, n int64, consume bool) (v verdict, ok bool)
-	// idle reports whether the state equals a new key's at now.
-	idle(r *rule, now int64) bool
-	// untilIdle is the time from now until idle holds, with no further
-	// traffic (<= 0: it holds now).
+	// untilIdle is the time from now until the state equals a new key's,
+	// with no further traffic (<= 0: it does now, the key is idle).
 	untilIdle(r *rule, now int64) int64
 	// retire marks the state so that no later decide accepts it, if the
 	// condition of mode holds; it reports whether it did. When into is not
@@ -292,7 +290,7 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, apply bool) (e *entry[S], room bool) {
 	var victim *entry[S]
 	if sh.live >= g.perShard {
-		if room, victim = g.makeRoom(sh, h, now, apply); !room {
+		if room, victim = g.makeRoom(sh, h, now, apply, retireUnlimited); !room {
 			return nil, false
 		}
 	}
@@ -376,7 +374,7 @@ func (g *registry[S, P]) heirSlot(sh *shard[S], r *rule, now int64) (i int, foun
 		if sameRule(h.rule, r) {
 			return i, true
 		}
-		if free < 0 && P(h.state).idle(h.rule, now) {
+		if free < 0 && P(h.state).untilIdle(h.rule, now) <= 0 {
 			free = i
 		}
 	}
@@ -407,7 +405,7 @@ func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64) *S {
 // idle at now, holding sh.mu.
 func (g *registry[S, P]) inheritedInUse(sh *shard[S], now int64) bool {
 	for _, h := range sh.inherited {
-		if !P(h.state).idle(h.rule, now) {
+		if P(h.state).untilIdle(h.rule, now) > 0 {
 			return true
 		}
 	}
@@ -470,10 +468,11 @@ func (sh *shard[S]) remove(s *slot[S]) {
 // (lossless); if none is idle, it retires the least-used key that is not
 // limited (the most Remaining), and the shard's inherited state absorbs what
 // that key had used, so that neither it nor any other newcomer gets quota
-// back by eviction. It reports whether room was made: false when every key
-// looked at is limited. With apply false it changes nothing and returns the
-// key it would have evicted (nil when an idle key would do).
-func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool) (room bool, victim *entry[S]) {
+// back by eviction; with mode retireAlways (Reset, Set) a limited key may go
+// too. It reports whether room was made: false when every key looked at is
+// limited. With apply false it changes nothing and returns the key it would
+// have evicted (nil when an idle key would do).
+func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool, mode retireMode) (room bool, victim *entry[S]) {
 	// A retire loses only to a concurrent decision that changed the key
 	// (a CompareAndSwap); look again rather than give up.
 	for range 4 {
@@ -493,7 +492,7 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 			}
 			examined++
 			st := P(&e.state)
-			if st.idle(e.rule, now) {
+			if st.untilIdle(e.rule, now) <= 0 {
 				if !apply {
 					return true, nil
 				}
@@ -506,7 +505,7 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 			if i, _ := g.heirSlot(sh, e.rule, now); i < 0 {
 				continue // nowhere to keep what it used
 			}
-			if d, ok := st.decide(e.rule, now, 1, false); ok && d.allowed && (best == nil || d.remaining > most) {
+			if d, ok := st.decide(e.rule, now, 1, false); ok && (d.allowed || mode == retireAlways) && (best == nil || d.remaining > most) {
 				best, most = s, d.remaining
 			}
 		}
@@ -520,7 +519,7 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 		if !apply {
 			return true, e
 		}
-		if g.retireInto(sh, e, now, retireUnlimited) {
+		if g.retireInto(sh, e, now, mode) {
 			sh.remove(best)
 			return true, nil
 		}
@@ -569,9 +568,7 @@ func (g *registry[S, P]) set(r *rule, key string, now, used int64) {
 // evicting another key from a full shard whatever its state.
 func (g *registry[S, P]) put(sh *shard[S], h uint64, key string, r *rule, now, used int64) {
 	if sh.live >= g.perShard {
-		if room, _ := g.makeRoom(sh, h, now, true); !room {
-			g.evictAny(sh, now)
-		}
+		g.makeRoom(sh, h, now, true, retireAlways)
 	}
 	e := &entry[S]{key: strings.Clone(key), rule: r}
 	P(&e.state).init(r)
@@ -608,20 +605,6 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 	return d, P(st).usage(r, now)
 }
 
-// evictAny evicts the first entry of a full shard whatever its state,
-// holding sh.mu; the inherited state absorbs it. Only Reset needs it, when
-// every key looked at is limited.
-func (g *registry[S, P]) evictAny(sh *shard[S], now int64) {
-	t := sh.table.Load()
-	for i := range t.slots {
-		s := &t.slots[i]
-		if e := s.entry.Load(); e != nil && g.retireInto(sh, e, now, retireAlways) {
-			sh.remove(s)
-			return
-		}
-	}
-}
-
 func (g *registry[S, P]) len() int {
 	total := 0
 	for i := range g.shards {
@@ -647,7 +630,7 @@ func (g *registry[S, P]) sweep(now int64) {
 		at := sh.at(now)
 		kept := sh.inherited[:0]
 		for _, h := range sh.inherited {
-			if !P(h.state).idle(h.rule, at) {
+			if P(h.state).untilIdle(h.rule, at) > 0 {
 				kept = append(kept, h)
 			}
 		}
@@ -657,7 +640,7 @@ func (g *registry[S, P]) sweep(now int64) {
 		if len(sh.inherited) == 0 {
 			for j := range t.slots {
 				s := &t.slots[j]
-				if e := s.entry.Load(); e != nil && P(&e.state).idle(e.rule, at) && P(&e.state).retire(e.rule, at, retireIdle, nil) {
+				if e := s.entry.Load(); e != nil && P(&e.state).retire(e.rule, at, retireIdle, nil) {
 					sh.remove(s)
 				}
 			}

@@ -156,25 +156,19 @@ func (s *slidingState) untilAdmits(r *rule, now, n int64) time.Duration {
 	return durationNs((s.head+r.ring)*r.interval - now)
 }
 
-// idle is called with the shard's lock held, which excludes retire; decide
-// may run concurrently, hence the state's own lock.
-func (s *slidingState) idle(r *rule, now int64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.isIdle(r, now)
-}
-
+// untilIdle is called with the shard's lock held, which excludes retire;
+// decide may run concurrently, hence the state's own lock.
 func (s *slidingState) untilIdle(r *rule, now int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dead || s.head == 0 {
+	return s.untilIdleLocked(r, now)
+}
+
+func (s *slidingState) untilIdleLocked(r *rule, now int64) int64 {
+	if s.head == 0 {
 		return 0
 	}
 	return (s.head+r.ring)*r.interval - now
-}
-
-func (s *slidingState) isIdle(r *rule, now int64) bool {
-	return !s.dead && (s.head == 0 || floorDiv(now, r.interval)-s.head >= r.ring)
 }
 
 func (s *slidingState) retire(r *rule, now int64, mode retireMode, into *slidingState) bool {
@@ -183,7 +177,7 @@ func (s *slidingState) retire(r *rule, now int64, mode retireMode, into *sliding
 	if s.dead {
 		return false
 	}
-	if mode != retireAlways && !s.isIdle(r, now) {
+	if mode != retireAlways && s.untilIdleLocked(r, now) > 0 {
 		if mode == retireIdle {
 			return false
 		}

@@ -63,12 +63,6 @@ func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, bool) 
 	}
 }
 
-// idle reports whether the state is the same as a new key's at now.
-func (s *gcraState) idle(_ *rule, now int64) bool {
-	tat := s.tat.Load()
-	return tat != retired && tat <= now
-}
-
 func (s *gcraState) untilIdle(_ *rule, now int64) int64 { return s.tat.Load() - now }
 
 // retire marks the state retired if mode allows it at now, retrying when a

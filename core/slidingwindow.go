@@ -25,8 +25,9 @@ import (
 // span Window*(1+1/B), in which it sends at most Limit + ceil(Limit/B).
 //
 // The counters are several words that must be read and written together, so
-// unlike the one-word algorithms each key has a small mutex; see "Design
-// notes" in doc.go for the measurement behind that choice.
+// unlike the one-word algorithms each key has a small mutex; see docs/design.md,
+// "core: the seed's counter optimisations", for the measurement behind that
+// choice.
 type slidingState struct {
 	mu     sync.Mutex
 	dead   bool     // retired (see registry.go)

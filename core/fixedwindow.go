@@ -149,33 +149,24 @@ func (s *fixedState) raise(r *rule, now, word int64) {
 // kept at that most, which still denies. Both current windows are taken at the later
 // of now and the start of the stored window (a caller whose clock reading
 // is behind another's).
-func (s *fixedState) convert(from, to *rule, now int64, src *fixedState, retire bool) bool {
-	for {
-		word := src.w.Load()
-		if word == retired {
-			return false
-		}
-		var next int64
-		if window, count, live := from.live(word, now); live {
-			start := window * from.window
-			at := max(now, start)
-			k := floorDiv(at, to.window)
-			lo, hi := k*to.window, (k+1)*to.window
-			var n int64
-			if start < hi && start+from.window > lo {
-				n = count
-			}
-			if window == floorDiv(at, from.window) && start-from.window < hi && start > lo {
-				n += from.limit
-			}
-			if n > 0 {
-				next = to.packFixed(k, min(n, maxFixedLimit(time.Duration(to.window))))
-			}
-		}
-		s.w.Store(next)
-		if !retire || src.w.CompareAndSwap(word, retired) {
-			return true
-		}
+func (s *fixedState) convert(from, to *rule, now int64, src *fixedState) {
+	window, count, live := from.live(src.w.Load(), now)
+	if !live {
+		return
+	}
+	start := window * from.window
+	at := max(now, start)
+	k := floorDiv(at, to.window)
+	lo, hi := k*to.window, (k+1)*to.window
+	var n int64
+	if start < hi && start+from.window > lo {
+		n = count
+	}
+	if window == floorDiv(at, from.window) && start-from.window < hi && start > lo {
+		n += from.limit
+	}
+	if n > 0 {
+		s.w.Store(to.packFixed(k, min(n, maxFixedLimit(time.Duration(to.window)))))
 	}
 }
 

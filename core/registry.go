@@ -60,10 +60,9 @@ type stateOf[S any] interface {
 	// whatever it then admits, src would have admitted too.
 	absorb(r *rule, now int64, src *S)
 	// convert makes the state, new and unreachable by readers, what src
-	// (decided under from) becomes under to at now, as "Policies per
-	// call" in doc.go says; with retire set it also retires src in the
-	// same atomic step. It reports false if src was already retired.
-	convert(from, to *rule, now int64, src *S, retire bool) bool
+	// (decided under from, not retired) becomes under to at now, as
+	// "Policies per call" in doc.go says.
+	convert(from, to *rule, now int64, src *S)
 	// usage is Usage.Used at now; it may advance the state as a decision
 	// would, consuming nothing.
 	usage(r *rule, now int64) int64
@@ -255,9 +254,18 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 			d, _ := P(&e.state).decide(e.rule, now, n, consume)
 			return d
 		}
+		src := &e.state
+		if consume {
+			// Retired first, into a copy: a decision in flight on
+			// the key then either counts in the copy or fails and
+			// comes here.
+			src = new(S)
+			P(src).init(e.rule)
+			P(&e.state).retire(e.rule, now, retireAlways, src)
+		}
 		c := &entry[S]{key: e.key, rule: r}
 		P(&c.state).init(r)
-		P(&c.state).convert(e.rule, r, now, &e.state, consume)
+		P(&c.state).convert(e.rule, r, now, src)
 		if consume {
 			sh.remove(s)
 			g.insert(sh, h, c)
@@ -300,7 +308,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 	if victim != nil {
 		var v S
 		P(&v).init(r)
-		P(&v).convert(victim.rule, r, now, &victim.state, false)
+		P(&v).convert(victim.rule, r, now, &victim.state)
 		P(&e.state).absorb(r, now, &v)
 	}
 	return e, true
@@ -345,7 +353,7 @@ func (g *registry[S, P]) startFrom(sh *shard[S], st *S, r *rule, now int64) {
 		}
 		var c S
 		P(&c).init(r)
-		P(&c).convert(h.rule, r, now, h.state, false)
+		P(&c).convert(h.rule, r, now, h.state)
 		P(st).absorb(r, now, &c)
 	}
 }
@@ -590,7 +598,7 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 		if !sameRule(e.rule, r) {
 			st = new(S)
 			P(st).init(r)
-			P(st).convert(e.rule, r, now, &e.state, false)
+			P(st).convert(e.rule, r, now, &e.state)
 		}
 	} else if e, room := g.newcomer(sh, h, r, now, false); room {
 		st = &e.state

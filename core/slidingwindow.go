@@ -234,32 +234,28 @@ func (s *slidingState) absorbLocked(r *rule, now int64, src *slidingState) {
 // most it holds, which still denies. Now is taken no earlier than the
 // start of the newest bucket written (a caller whose clock reading is
 // behind another's).
-func (s *slidingState) convert(from, to *rule, now int64, src *slidingState, retire bool) bool {
+func (s *slidingState) convert(from, to *rule, now int64, src *slidingState) {
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	if src.dead {
-		return false
+	if src.head == 0 {
+		return
 	}
-	if src.head != 0 {
-		at := max(now, src.head*from.interval)
-		src.advance(from, floorDiv(at, from.interval))
-		k := floorDiv(at, to.interval)
-		for b := max(src.head-from.buckets, 1); b <= src.head; b++ {
-			c := src.counts[b%from.ring]
-			j := min(floorDiv((b+1)*from.interval-1, to.interval), k)
-			if c == 0 || k-j >= to.ring {
-				continue
-			}
-			sum := min(uint64(s.counts[j%to.ring])+uint64(c), math.MaxUint32)
-			s.total += int64(sum) - int64(s.counts[j%to.ring])
-			s.counts[j%to.ring] = uint32(sum)
+	at := max(now, src.head*from.interval)
+	src.advance(from, floorDiv(at, from.interval))
+	k := floorDiv(at, to.interval)
+	for b := max(src.head-from.buckets, 1); b <= src.head; b++ {
+		c := src.counts[b%from.ring]
+		j := min(floorDiv((b+1)*from.interval-1, to.interval), k)
+		if c == 0 || k-j >= to.ring {
+			continue
 		}
-		if s.total > 0 {
-			s.head, s.at = k, uint16(k%to.ring)
-		}
+		sum := min(uint64(s.counts[j%to.ring])+uint64(c), math.MaxUint32)
+		s.total += int64(sum) - int64(s.counts[j%to.ring])
+		s.counts[j%to.ring] = uint32(sum)
 	}
-	src.dead = retire
-	return true
+	if s.total > 0 {
+		s.head, s.at = k, uint16(k%to.ring)
+	}
 }
 
 // usage is what the trailing window counts.

@@ -115,21 +115,13 @@ func (s *gcraState) raise(tat int64) {
 // every request. Moved to a delaying leaky bucket, a key keeps the
 // requests it has queued at their instants and schedules new ones after
 // them: its TAT never moves earlier.
-func (s *gcraState) convert(from, to *rule, now int64, src *gcraState, retire bool) bool {
-	for {
-		tat := src.tat.Load()
-		if tat == retired {
-			return false
-		}
-		next := rescaleTAT(tat, now, from.interval, to.interval)
-		if to.delay {
-			next = max(next, tat)
-		}
-		s.tat.Store(next)
-		if !retire || src.tat.CompareAndSwap(tat, retired) {
-			return true
-		}
+func (s *gcraState) convert(from, to *rule, now int64, src *gcraState) {
+	tat := src.tat.Load()
+	next := rescaleTAT(tat, now, from.interval, to.interval)
+	if to.delay {
+		next = max(next, tat)
 	}
+	s.tat.Store(next)
 }
 
 // rescaleTAT returns now + min((tat-now)·to/from rounded up, maxSpan) for

@@ -358,17 +358,6 @@ func (g *registry[S, P]) startFrom(sh *shard[S], st *S, r *rule, now int64) {
 	}
 }
 
-// retireInto retires e's state if mode allows it, the inherited state of
-// its policy absorbing what it had used, holding sh.mu. A key whose policy
-// has no inherited state and cannot get one (maxHeirs) is not retired.
-func (g *registry[S, P]) retireInto(sh *shard[S], e *entry[S], now int64, mode retireMode) bool {
-	in := g.heir(sh, e.rule, now)
-	if in == nil {
-		return false
-	}
-	return P(&e.state).retire(e.rule, now, mode, in)
-}
-
 // heirSlot returns, holding sh.mu, the index of r's inherited state
 // (found), else of the slot one would take: len(sh.inherited) while there
 // is room, or an idle state of another policy, which can go without loss;
@@ -527,7 +516,9 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool,
 		if !apply {
 			return true, e
 		}
-		if g.retireInto(sh, e, now, mode) {
+		// The inherited state of its policy absorbs what it had used
+		// (heirSlot found it a place above).
+		if P(&e.state).retire(e.rule, now, mode, g.heir(sh, e.rule, now)) {
 			sh.remove(best)
 			return true, nil
 		}

@@ -7,15 +7,13 @@ import (
 
 // fixedState is the per-key state of a fixed window, packed into one word
 // so that an admission is one CompareAndSwap: the low bits hold the count
-// admitted in the window (rule.countBits bits, just enough for Limit), the
-// high bits the low bits of the window number (Unix time / Window, so windows
-// are aligned to the epoch and every process agrees on the boundaries).
-//
-// The window number is kept in the remaining bits, which Validate makes
-// enough for every window up to the end of int64 Unix nanoseconds and a
-// sign (fixedWindowBits), so two window numbers never alias, however long a
-// key goes unswept. The zero value is a key never seen; a stored count is
-// never 0.
+// admitted in the window (rule.countBits bits), the high bits the window
+// number (Unix time / Window, so windows are aligned to the epoch and every
+// process agrees on the boundaries), whole and signed: Validate leaves it
+// enough bits for every window up to the end of int64 Unix nanoseconds
+// (fixedWindowBits), so two window numbers never alias, however long a key
+// goes unswept. The zero value is a key never seen; a stored count is never
+// 0.
 type fixedState struct {
 	w atomic.Int64
 }
@@ -25,23 +23,15 @@ func (r *rule) packFixed(window, count int64) int64 {
 }
 
 // current returns the window a request at now counts in and the count
-// already admitted there. A clock that stepped back into an earlier window
-// stays in the stored one, so it cannot reopen a used-up window.
+// already admitted there: the stored window while now is in it, or before
+// it (a clock that stepped back cannot reopen a used-up window), else now's
+// window, empty. So the division is paid only when the window rolls over.
 func (s *fixedState) current(r *rule, word, now int64) (window, count int64) {
-	window = floorDiv(now, r.window)
-	if word == 0 {
-		return window, 0
+	window = word >> r.countBits
+	if word != 0 && now-window*r.window < r.window {
+		return window, word & r.countMask
 	}
-	// The stored window's distance behind now's, as in stored, written
-	// out so that current stays small enough to inline.
-	behind := (window<<r.countBits - word&^r.countMask) >> r.countBits
-	switch {
-	case behind > 0:
-		return window, 0
-	case behind < 0:
-		window -= behind // the stored window, later than now's
-	}
-	return window, word & r.countMask
+	return floorDiv(now, r.window), 0
 }
 
 func (s *fixedState) init(*rule) {}
@@ -87,15 +77,8 @@ func (r *rule) live(word, now int64) (window, count int64, ok bool) {
 	if word == 0 || word == retired {
 		return 0, 0, false
 	}
-	cur := floorDiv(now, r.window)
-	window, count = r.stored(word, cur)
-	return window, count, window >= cur-1
-}
-
-func (s *fixedState) idle(r *rule, now int64) bool {
-	word := s.w.Load()
-	_, _, live := r.live(word, now)
-	return word != retired && !live
+	window = word >> r.countBits
+	return window, word & r.countMask, window >= floorDiv(now, r.window)-1
 }
 
 func (s *fixedState) untilIdle(r *rule, now int64) int64 {
@@ -166,43 +149,25 @@ func (s *fixedState) raise(r *rule, now, word int64) {
 // kept at that most, which still denies. Both current windows are taken at the later
 // of now and the start of the stored window (a caller whose clock reading
 // is behind another's).
-func (s *fixedState) convert(from, to *rule, now int64, src *fixedState, retire bool) bool {
-	for {
-		word := src.w.Load()
-		if word == retired {
-			return false
-		}
-		var next int64
-		if window, count, live := from.live(word, now); live {
-			start := window * from.window
-			at := max(now, start)
-			k := floorDiv(at, to.window)
-			lo, hi := k*to.window, (k+1)*to.window
-			var n int64
-			if start < hi && start+from.window > lo {
-				n = count
-			}
-			if window == floorDiv(at, from.window) && start-from.window < hi && start > lo {
-				n += from.limit
-			}
-			if n > 0 {
-				next = to.packFixed(k, min(n, maxFixedLimit(time.Duration(to.window))))
-			}
-		}
-		s.w.Store(next)
-		if !retire || src.w.CompareAndSwap(word, retired) {
-			return true
-		}
+func (s *fixedState) convert(from, to *rule, now int64, src *fixedState) {
+	window, count, live := from.live(src.w.Load(), now)
+	if !live {
+		return
 	}
-}
-
-// stored returns the window a nonzero state word counts in and its count,
-// given now's window cur: the word keeps the low bits of the window
-// number, so the stored window's distance behind cur is sign-extended
-// from them.
-func (r *rule) stored(word, cur int64) (window, count int64) {
-	behind := (cur<<r.countBits - word&^r.countMask) >> r.countBits
-	return cur - behind, word & r.countMask
+	start := window * from.window
+	at := max(now, start)
+	k := floorDiv(at, to.window)
+	lo, hi := k*to.window, (k+1)*to.window
+	var n int64
+	if start < hi && start+from.window > lo {
+		n = count
+	}
+	if window == floorDiv(at, from.window) && start-from.window < hi && start > lo {
+		n += from.limit
+	}
+	if n > 0 {
+		s.w.Store(to.packFixed(k, min(n, maxFixedLimit(time.Duration(to.window)))))
+	}
 }
 
 // usage is the count of the current window.

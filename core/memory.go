@@ -230,7 +230,7 @@ func (l *MemoryLimiter) Allow(ctx context.Context, key string) (Decision, error)
 // an in-memory decision never blocks.
 func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (d Decision, err error) {
 	if n <= 0 || n > l.rule.capacity || l.closed.Load() {
-		return l.refuse(key, n)
+		return l.refuse(&l.rule, &l.rule.policy, key, n)
 	}
 	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, l.clock(), n, true)
 	l.rule.fill(&d, v)
@@ -336,22 +336,26 @@ func capacityText(p Policy) string {
 	return fmt.Sprintf("%v limit is %d per %v", p.Algorithm, p.Limit, p.Window)
 }
 
-// refuse answers the calls AllowN does not decide: a closed limiter, a
-// cost <= 0, and a cost that can never pass, which is a denial reporting the
-// key's current state, with no RetryAfter. Kept out of AllowN so that the
-// request path stays small.
-func (l *MemoryLimiter) refuse(key string, n int64) (Decision, error) {
+// refuse answers the calls AllowN and AllowPolicy (under r, or p's rule)
+// do not decide: a closed limiter, a cost <= 0, and a cost that can never
+// pass, which is a denial reporting the key's state as Peek would, with no
+// RetryAfter, and the key left as it is (under its own policy), as for
+// every call that errs. Kept out of AllowN so that the request path stays
+// small.
+func (l *MemoryLimiter) refuse(r *rule, p *Policy, key string, n int64) (d Decision, err error) {
 	switch {
 	case l.closed.Load():
 		return Decision{}, ErrClosed
 	case n <= 0:
 		return Decision{}, fmt.Errorf("%w, got %d", ErrInvalidCost, n)
 	}
-	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, l.clock(), 1, false)
-	var d Decision
-	l.rule.fill(&d, v)
-	d.Allowed, d.RetryAfter = false, 0
-	return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(l.rule.policy))
+	v, r, err := l.decide(r, p, key, l.clock(), 1, false)
+	if err != nil {
+		return Decision{}, err
+	}
+	r.fill(&d, v)
+	d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
+	return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(r.policy))
 }
 
 func (l *MemoryLimiter) janitor(every time.Duration) {

@@ -17,27 +17,15 @@ const maxRules = 1024
 // takes its shard's mutex once to convert its state. It returns the error
 // of p.Validate for an invalid p, and ErrAlgorithmMismatch for a policy of
 // another algorithm than the limiter's.
-func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n int64) (Decision, error) {
-	if n <= 0 || l.closed.Load() {
-		return l.refuse(key, n)
+func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n int64) (d Decision, err error) {
+	if n <= 0 || n > p.Capacity() || l.closed.Load() {
+		return l.refuse(nil, &p, key, n)
 	}
-	cost, over := n, n > p.Capacity()
-	if over {
-		// A cost no state of p admits: a denial reporting the key's
-		// state as Peek would, with no RetryAfter, and the key left as
-		// it is (under its own policy), as for every call that errs.
-		n = 1
-	}
-	v, r, err := l.decide(nil, &p, key, l.clock(), n, !over)
+	v, r, err := l.decide(nil, &p, key, l.clock(), n, true)
 	if err != nil {
 		return Decision{}, err
 	}
-	var d Decision
 	r.fill(&d, v)
-	if over {
-		d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
-		return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, cost, capacityText(r.policy))
-	}
 	return d, nil
 }
 

@@ -49,10 +49,8 @@ type stateOf[S any] interface {
 	// decide applies a request atomically; ok is false if the state was
 	// retired, and then nothing was consumed.
 	decide(r *rule, now, n int64, consume bool) (v verdict, ok bool)
-	// idle reports whether the state equals a new key's at now.
-	idle(r *rule, now int64) bool
-	// untilIdle is the time from now until idle holds, with no further
-	// traffic (<= 0: it holds now).
+	// untilIdle is the time from now until the state equals a new key's,
+	// with no further traffic (<= 0: it does now, the key is idle).
 	untilIdle(r *rule, now int64) int64
 	// retire marks the state so that no later decide accepts it, if the
 	// condition of mode holds; it reports whether it did. When into is not
@@ -62,10 +60,9 @@ type stateOf[S any] interface {
 	// whatever it then admits, src would have admitted too.
 	absorb(r *rule, now int64, src *S)
 	// convert makes the state, new and unreachable by readers, what src
-	// (decided under from) becomes under to at now, as "Policies per
-	// call" in doc.go says; with retire set it also retires src in the
-	// same atomic step. It reports false if src was already retired.
-	convert(from, to *rule, now int64, src *S, retire bool) bool
+	// (decided under from, not retired) becomes under to at now, as
+	// "Policies per call" in doc.go says.
+	convert(from, to *rule, now int64, src *S)
 	// usage is Usage.Used at now; it may advance the state as a decision
 	// would, consuming nothing.
 	usage(r *rule, now int64) int64
@@ -257,9 +254,18 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 			d, _ := P(&e.state).decide(e.rule, now, n, consume)
 			return d
 		}
+		src := &e.state
+		if consume {
+			// Retired first, into a copy: a decision in flight on
+			// the key then either counts in the copy or fails and
+			// comes here.
+			src = new(S)
+			P(src).init(e.rule)
+			P(&e.state).retire(e.rule, now, retireAlways, src)
+		}
 		c := &entry[S]{key: e.key, rule: r}
 		P(&c.state).init(r)
-		P(&c.state).convert(e.rule, r, now, &e.state, consume)
+		P(&c.state).convert(e.rule, r, now, src)
 		if consume {
 			sh.remove(s)
 			g.insert(sh, h, c)
@@ -292,7 +298,7 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, apply bool) (e *entry[S], room bool) {
 	var victim *entry[S]
 	if sh.live >= g.perShard {
-		if room, victim = g.makeRoom(sh, h, now, apply); !room {
+		if room, victim = g.makeRoom(sh, h, now, apply, retireUnlimited); !room {
 			return nil, false
 		}
 	}
@@ -302,7 +308,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 	if victim != nil {
 		var v S
 		P(&v).init(r)
-		P(&v).convert(victim.rule, r, now, &victim.state, false)
+		P(&v).convert(victim.rule, r, now, &victim.state)
 		P(&e.state).absorb(r, now, &v)
 	}
 	return e, true
@@ -347,20 +353,9 @@ func (g *registry[S, P]) startFrom(sh *shard[S], st *S, r *rule, now int64) {
 		}
 		var c S
 		P(&c).init(r)
-		P(&c).convert(h.rule, r, now, h.state, false)
+		P(&c).convert(h.rule, r, now, h.state)
 		P(st).absorb(r, now, &c)
 	}
-}
-
-// retireInto retires e's state if mode allows it, the inherited state of
-// its policy absorbing what it had used, holding sh.mu. A key whose policy
-// has no inherited state and cannot get one (maxHeirs) is not retired.
-func (g *registry[S, P]) retireInto(sh *shard[S], e *entry[S], now int64, mode retireMode) bool {
-	in := g.heir(sh, e.rule, now)
-	if in == nil {
-		return false
-	}
-	return P(&e.state).retire(e.rule, now, mode, in)
 }
 
 // heirSlot returns, holding sh.mu, the index of r's inherited state
@@ -376,7 +371,7 @@ func (g *registry[S, P]) heirSlot(sh *shard[S], r *rule, now int64) (i int, foun
 		if sameRule(h.rule, r) {
 			return i, true
 		}
-		if free < 0 && P(h.state).idle(h.rule, now) {
+		if free < 0 && P(h.state).untilIdle(h.rule, now) <= 0 {
 			free = i
 		}
 	}
@@ -407,7 +402,7 @@ func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64) *S {
 // idle at now, holding sh.mu.
 func (g *registry[S, P]) inheritedInUse(sh *shard[S], now int64) bool {
 	for _, h := range sh.inherited {
-		if !P(h.state).idle(h.rule, now) {
+		if P(h.state).untilIdle(h.rule, now) > 0 {
 			return true
 		}
 	}
@@ -470,10 +465,11 @@ func (sh *shard[S]) remove(s *slot[S]) {
 // (lossless); if none is idle, it retires the least-used key that is not
 // limited (the most Remaining), and the shard's inherited state absorbs what
 // that key had used, so that neither it nor any other newcomer gets quota
-// back by eviction. It reports whether room was made: false when every key
-// looked at is limited. With apply false it changes nothing and returns the
-// key it would have evicted (nil when an idle key would do).
-func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool) (room bool, victim *entry[S]) {
+// back by eviction; with mode retireAlways (Reset, Set) a limited key may go
+// too. It reports whether room was made: false when every key looked at is
+// limited. With apply false it changes nothing and returns the key it would
+// have evicted (nil when an idle key would do).
+func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool, mode retireMode) (room bool, victim *entry[S]) {
 	// A retire loses only to a concurrent decision that changed the key
 	// (a CompareAndSwap); look again rather than give up.
 	for range 4 {
@@ -493,7 +489,7 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 			}
 			examined++
 			st := P(&e.state)
-			if st.idle(e.rule, now) {
+			if st.untilIdle(e.rule, now) <= 0 {
 				if !apply {
 					return true, nil
 				}
@@ -506,7 +502,7 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 			if i, _ := g.heirSlot(sh, e.rule, now); i < 0 {
 				continue // nowhere to keep what it used
 			}
-			if d, ok := st.decide(e.rule, now, 1, false); ok && d.allowed && (best == nil || d.remaining > most) {
+			if d, ok := st.decide(e.rule, now, 1, false); ok && (d.allowed || mode == retireAlways) && (best == nil || d.remaining > most) {
 				best, most = s, d.remaining
 			}
 		}
@@ -520,7 +516,9 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool)
 		if !apply {
 			return true, e
 		}
-		if g.retireInto(sh, e, now, retireUnlimited) {
+		// The inherited state of its policy absorbs what it had used
+		// (heirSlot found it a place above).
+		if P(&e.state).retire(e.rule, now, mode, g.heir(sh, e.rule, now)) {
 			sh.remove(best)
 			return true, nil
 		}
@@ -569,9 +567,7 @@ func (g *registry[S, P]) set(r *rule, key string, now, used int64) {
 // evicting another key from a full shard whatever its state.
 func (g *registry[S, P]) put(sh *shard[S], h uint64, key string, r *rule, now, used int64) {
 	if sh.live >= g.perShard {
-		if room, _ := g.makeRoom(sh, h, now, true); !room {
-			g.evictAny(sh, now)
-		}
+		g.makeRoom(sh, h, now, true, retireAlways)
 	}
 	e := &entry[S]{key: strings.Clone(key), rule: r}
 	P(&e.state).init(r)
@@ -593,7 +589,7 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 		if !sameRule(e.rule, r) {
 			st = new(S)
 			P(st).init(r)
-			P(st).convert(e.rule, r, now, &e.state, false)
+			P(st).convert(e.rule, r, now, &e.state)
 		}
 	} else if e, room := g.newcomer(sh, h, r, now, false); room {
 		st = &e.state
@@ -606,20 +602,6 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 	}
 	d, _ := P(st).decide(r, now, 1, false)
 	return d, P(st).usage(r, now)
-}
-
-// evictAny evicts the first entry of a full shard whatever its state,
-// holding sh.mu; the inherited state absorbs it. Only Reset needs it, when
-// every key looked at is limited.
-func (g *registry[S, P]) evictAny(sh *shard[S], now int64) {
-	t := sh.table.Load()
-	for i := range t.slots {
-		s := &t.slots[i]
-		if e := s.entry.Load(); e != nil && g.retireInto(sh, e, now, retireAlways) {
-			sh.remove(s)
-			return
-		}
-	}
 }
 
 func (g *registry[S, P]) len() int {
@@ -647,7 +629,7 @@ func (g *registry[S, P]) sweep(now int64) {
 		at := sh.at(now)
 		kept := sh.inherited[:0]
 		for _, h := range sh.inherited {
-			if !P(h.state).idle(h.rule, at) {
+			if P(h.state).untilIdle(h.rule, at) > 0 {
 				kept = append(kept, h)
 			}
 		}
@@ -657,7 +639,7 @@ func (g *registry[S, P]) sweep(now int64) {
 		if len(sh.inherited) == 0 {
 			for j := range t.slots {
 				s := &t.slots[j]
-				if e := s.entry.Load(); e != nil && P(&e.state).idle(e.rule, at) && P(&e.state).retire(e.rule, at, retireIdle, nil) {
+				if e := s.entry.Load(); e != nil && P(&e.state).retire(e.rule, at, retireIdle, nil) {
 					sh.remove(s)
 				}
 			}

@@ -25,13 +25,15 @@ import (
 // span Window*(1+1/B), in which it sends at most Limit + ceil(Limit/B).
 //
 // The counters are several words that must be read and written together, so
-// unlike the one-word algorithms each key has a small mutex; see "Design
-// notes" in doc.go for the measurement behind that choice.
+// unlike the one-word algorithms each key has a small mutex; see docs/design.md,
+// "core: the seed's counter optimisations", for the measurement behind that
+// choice.
 type slidingState struct {
 	mu     sync.Mutex
+	dead   bool     // retired (see registry.go)
+	at     uint16   // head modulo len(counts), kept so as not to divide
 	head   int64    // newest bucket number written; 0 for a key never seen
 	total  int64    // sum of counts, kept as buckets are added and dropped
-	dead   bool     // retired (see registry.go)
 	counts []uint32 // by bucket number modulo len(counts)
 }
 
@@ -46,34 +48,46 @@ func (s *slidingState) advance(r *rule, k int64) {
 	if s.head == 0 || k-s.head >= r.ring {
 		clear(s.counts)
 		s.total = 0
+		s.at = uint16(k % r.ring)
 	} else {
-		for b := s.head + 1; b <= k; b++ {
-			s.total -= int64(s.counts[b%r.ring])
-			s.counts[b%r.ring] = 0
+		for b := s.head; b < k; b++ {
+			i := r.after(int64(s.at))
+			s.total -= int64(s.counts[i])
+			s.counts[i] = 0
+			s.at = uint16(i)
 		}
 	}
 	s.head = k
 }
 
+// after returns the counter after i in the ring.
+func (r *rule) after(i int64) int64 {
+	if i++; i == r.ring {
+		return 0
+	}
+	return i
+}
+
 // sums returns the counts of the trailing B buckets and of all B+1, at the
 // bucket the ring was advanced to.
 func (s *slidingState) sums(r *rule) (trailing, all int64) {
-	oldest := int64(s.counts[(s.head+1)%r.ring]) // bucket head-B
+	oldest := int64(s.counts[r.after(int64(s.at))]) // bucket head-B
 	return s.total - oldest, s.total
 }
 
 func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
 	var d verdict
-	k := floorDiv(now, r.interval)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
 		return d, false
 	}
-	// A clock that stepped back counts in the newest bucket seen, so it
-	// cannot revive buckets that already dropped out.
-	k = max(k, s.head)
-	s.advance(r, k)
+	// The ring moves to now's bucket, dividing only when that is not the
+	// newest bucket written. A clock that stepped back counts in the
+	// newest bucket, so it cannot revive buckets that already dropped out.
+	if now-s.head*r.interval >= r.interval {
+		s.advance(r, floorDiv(now, r.interval))
+	}
 	trailing, all := s.sums(r)
 	if trailing+n > r.limit || all+n > r.cap2 {
 		d.remaining = r.remaining(trailing, all)
@@ -83,7 +97,7 @@ func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, boo
 	}
 	d.allowed = true
 	if consume {
-		s.counts[k%r.ring] += uint32(n)
+		s.counts[s.at] += uint32(n)
 		s.total += n
 		trailing += n
 		all += n
@@ -106,7 +120,7 @@ func (s *slidingState) untilFull(r *rule, now int64) time.Duration {
 	if s.total == 0 {
 		return 0
 	}
-	m, i := s.head, s.head%r.ring // bucket m is counts[i]
+	m, i := s.head, int64(s.at) // bucket m is counts[i]
 	for s.counts[i] == 0 {
 		m--
 		if i == 0 {
@@ -128,7 +142,7 @@ func (s *slidingState) untilAdmits(r *rule, now, n int64) time.Duration {
 	trailing, all := s.sums(r)
 	// At bucket head+j, bucket head-B+j-1 leaves the B+1 sum and bucket
 	// head-B+j leaves the trailing sum. Bucket head-B is counts[i].
-	i := (s.head + 1) % r.ring
+	i := r.after(int64(s.at))
 	for j := int64(1); j < r.ring; j++ {
 		all -= int64(s.counts[i])
 		if i++; i == r.ring {
@@ -143,25 +157,19 @@ func (s *slidingState) untilAdmits(r *rule, now, n int64) time.Duration {
 	return durationNs((s.head+r.ring)*r.interval - now)
 }
 
-// idle is called with the shard's lock held, which excludes retire; decide
-// may run concurrently, hence the state's own lock.
-func (s *slidingState) idle(r *rule, now int64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.isIdle(r, now)
-}
-
+// untilIdle is called with the shard's lock held, which excludes retire;
+// decide may run concurrently, hence the state's own lock.
 func (s *slidingState) untilIdle(r *rule, now int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dead || s.head == 0 {
+	return s.untilIdleLocked(r, now)
+}
+
+func (s *slidingState) untilIdleLocked(r *rule, now int64) int64 {
+	if s.head == 0 {
 		return 0
 	}
 	return (s.head+r.ring)*r.interval - now
-}
-
-func (s *slidingState) isIdle(r *rule, now int64) bool {
-	return !s.dead && (s.head == 0 || floorDiv(now, r.interval)-s.head >= r.ring)
 }
 
 func (s *slidingState) retire(r *rule, now int64, mode retireMode, into *slidingState) bool {
@@ -170,7 +178,7 @@ func (s *slidingState) retire(r *rule, now int64, mode retireMode, into *sliding
 	if s.dead {
 		return false
 	}
-	if mode != retireAlways && !s.isIdle(r, now) {
+	if mode != retireAlways && s.untilIdleLocked(r, now) > 0 {
 		if mode == retireIdle {
 			return false
 		}
@@ -226,32 +234,28 @@ func (s *slidingState) absorbLocked(r *rule, now int64, src *slidingState) {
 // most it holds, which still denies. Now is taken no earlier than the
 // start of the newest bucket written (a caller whose clock reading is
 // behind another's).
-func (s *slidingState) convert(from, to *rule, now int64, src *slidingState, retire bool) bool {
+func (s *slidingState) convert(from, to *rule, now int64, src *slidingState) {
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	if src.dead {
-		return false
+	if src.head == 0 {
+		return
 	}
-	if src.head != 0 {
-		at := max(now, src.head*from.interval)
-		src.advance(from, floorDiv(at, from.interval))
-		k := floorDiv(at, to.interval)
-		for b := max(src.head-from.buckets, 1); b <= src.head; b++ {
-			c := src.counts[b%from.ring]
-			j := min(floorDiv((b+1)*from.interval-1, to.interval), k)
-			if c == 0 || k-j >= to.ring {
-				continue
-			}
-			sum := min(uint64(s.counts[j%to.ring])+uint64(c), math.MaxUint32)
-			s.total += int64(sum) - int64(s.counts[j%to.ring])
-			s.counts[j%to.ring] = uint32(sum)
+	at := max(now, src.head*from.interval)
+	src.advance(from, floorDiv(at, from.interval))
+	k := floorDiv(at, to.interval)
+	for b := max(src.head-from.buckets, 1); b <= src.head; b++ {
+		c := src.counts[b%from.ring]
+		j := min(floorDiv((b+1)*from.interval-1, to.interval), k)
+		if c == 0 || k-j >= to.ring {
+			continue
 		}
-		if s.total > 0 {
-			s.head = k
-		}
+		sum := min(uint64(s.counts[j%to.ring])+uint64(c), math.MaxUint32)
+		s.total += int64(sum) - int64(s.counts[j%to.ring])
+		s.counts[j%to.ring] = uint32(sum)
 	}
-	src.dead = retire
-	return true
+	if s.total > 0 {
+		s.head, s.at = k, uint16(k%to.ring)
+	}
 }
 
 // usage is what the trailing window counts.
@@ -269,7 +273,8 @@ func (s *slidingState) usage(r *rule, now int64) int64 {
 func (s *slidingState) set(r *rule, now, used int64) {
 	if used > 0 {
 		s.head = floorDiv(now, r.interval)
-		s.counts[s.head%r.ring] = uint32(used)
+		s.at = uint16(s.head % r.ring)
+		s.counts[s.at] = uint32(used)
 		s.total = used
 	}
 }

@@ -63,12 +63,6 @@ func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, bool) 
 	}
 }
 
-// idle reports whether the state is the same as a new key's at now.
-func (s *gcraState) idle(_ *rule, now int64) bool {
-	tat := s.tat.Load()
-	return tat != retired && tat <= now
-}
-
 func (s *gcraState) untilIdle(_ *rule, now int64) int64 { return s.tat.Load() - now }
 
 // retire marks the state retired if mode allows it at now, retrying when a
@@ -121,21 +115,13 @@ func (s *gcraState) raise(tat int64) {
 // every request. Moved to a delaying leaky bucket, a key keeps the
 // requests it has queued at their instants and schedules new ones after
 // them: its TAT never moves earlier.
-func (s *gcraState) convert(from, to *rule, now int64, src *gcraState, retire bool) bool {
-	for {
-		tat := src.tat.Load()
-		if tat == retired {
-			return false
-		}
-		next := rescaleTAT(tat, now, from.interval, to.interval)
-		if to.delay {
-			next = max(next, tat)
-		}
-		s.tat.Store(next)
-		if !retire || src.tat.CompareAndSwap(tat, retired) {
-			return true
-		}
+func (s *gcraState) convert(from, to *rule, now int64, src *gcraState) {
+	tat := src.tat.Load()
+	next := rescaleTAT(tat, now, from.interval, to.interval)
+	if to.delay {
+		next = max(next, tat)
 	}
+	s.tat.Store(next)
 }
 
 // rescaleTAT returns now + min((tat-now)·to/from rounded up, maxSpan) for

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/nethttp"
@@ -28,7 +26,9 @@ func newClock(t time.Time) *coretest.Clock { return coretest.NewClock(t) }
 func newLimiter(t testing.TB, p core.Policy, clk *coretest.Clock) *core.MemoryLimiter {
 	t.Helper()
 	lim, err := core.New(p, core.WithClock(clk.Now))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
 	t.Cleanup(func() { _ = lim.Close() })
 	return lim
 }
@@ -76,7 +76,9 @@ func rateHeaders(t testing.TB, w *httptest.ResponseRecorder) map[string]string {
 		nethttp.HeaderRetryAfter, nethttp.HeaderRateLimitPolicy, nethttp.HeaderRateLimit,
 	} {
 		if v := h.Values(k); len(v) > 0 {
-			require.Len(t, v, 1, "header %s appears on more than one line", k)
+			if got := len(v); got != 1 {
+				t.Fatalf("header %s appears on more than one line: got %d, want %d", k, got, 1)
+			}
 			out[k] = v[0]
 		}
 	}

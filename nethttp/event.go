@@ -49,20 +49,6 @@ type Event struct {
 	Latency time.Duration
 }
 
-// LimiterCalled reports whether the limiter was asked about the request
-// (and answered, or failed to): always for the outcomes only a decision
-// gives (allowed, denied, dry-run), and for the others when the call took
-// time (a store that failed, timed out or saw the client hang up). A key
-// or cost error and a failed WithPolicyFunc lookup come before the call:
-// Latency is 0. Metrics observe store latency only for these events.
-func (e Event) LimiterCalled() bool {
-	switch e.Outcome {
-	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
-		return true
-	}
-	return e.Latency > 0
-}
-
 // Outcome is what the middleware did with a request.
 type Outcome uint8
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/internal/policyname"
 )
 
 // Names of the response header fields the middleware writes, spelled as in
@@ -95,7 +96,7 @@ const maxCachedNumber = 1024
 // newRenderer returns a renderer for decisions of p. Only a long-lived one
 // (the engine's) is worth its table of numbers: see withNumbers.
 func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
-	name := sfString(PolicyName(p))
+	name := sfString(policyname.Of(p))
 	return renderer{
 		style:      style,
 		resetUnix:  resetUnix,
@@ -352,27 +353,6 @@ func policyItem(name string, p core.Policy) string {
 	b = append(b, ";w="...)
 	b = strconv.AppendInt(b, max(ceilSeconds(p.Window), 1), 10)
 	return string(b)
-}
-
-// PolicyName is the name the middleware gives p in the IETF
-// RateLimit-Policy and RateLimit fields, and the one the ready-made hooks
-// (sloghook, promhook, otelhook) report it by: p.Name when set, otherwise a
-// name derived from the policy alone, such as "tokenbucket-100-per-60s"
-// (never from anything the client sent); "" for the zero Policy, which an
-// Event carries when no policy was known (a key or cost error, a failed
-// WithPolicyFunc lookup).
-func PolicyName(p core.Policy) string {
-	switch {
-	case p.Name != "":
-		return p.Name
-	case p == core.Policy{}:
-		return ""
-	}
-	w := p.Window.String()
-	if p.Window > 0 && p.Window%time.Second == 0 {
-		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
-	}
-	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
 }
 
 // checkPolicyName reports whether name can be sent as a structured-field

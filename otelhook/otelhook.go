@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/internal/hookevent"
+	"github.com/go-ratelimit/ratelimit/internal/policyname"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -193,13 +195,13 @@ func (m *Metrics) Observe(ev nethttp.Event) {
 	if pa != nil && o < numOutcomes && s < numSources {
 		m.requests.Add(ctx, 1, pa.add[o][s]...)
 	} else {
-		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(nethttp.PolicyName(p), ev.Outcome, ev.Decision.Source)))
+		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(policyname.Of(p), ev.Outcome, ev.Decision.Source)))
 	}
-	if ev.LimiterCalled() {
+	if hookevent.LimiterCalled(ev) {
 		if pa != nil {
 			m.duration.Record(ctx, ev.Latency.Seconds(), pa.rec...)
 		} else {
-			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(nethttp.PolicyName(p)))))
+			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(policyname.Of(p)))))
 		}
 	}
 }
@@ -219,7 +221,7 @@ func (m *Metrics) policy(p core.Policy) *policyAttrs {
 	if len(old) >= maxCachedPolicies {
 		return nil
 	}
-	name := nethttp.PolicyName(p)
+	name := policyname.Of(p)
 	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(name)))}}
 	for o := range numOutcomes {
 		for s := range numSources {

@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/internal/hookevent"
+	"github.com/go-ratelimit/ratelimit/internal/policyname"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -154,7 +156,7 @@ func New(opts ...Option) *Metrics {
 func (m *Metrics) Observe(e nethttp.Event) {
 	s := m.seriesFor(e.Decision.Policy)
 	m.counter(s, e.Outcome, e.Decision.Source).Inc()
-	if e.LimiterCalled() {
+	if hookevent.LimiterCalled(e) {
 		m.observer(s).Observe(e.Latency.Seconds())
 	}
 }
@@ -170,7 +172,7 @@ func (m *Metrics) seriesFor(p core.Policy) *series {
 	if s, ok := old.get(p); ok {
 		return s
 	}
-	s := &series{policy: nethttp.PolicyName(p)}
+	s := &series{policy: policyname.Of(p)}
 	next := &index{named: old.named, unnamed: old.unnamed}
 	if p.Name != "" {
 		next.named = maps.Clone(old.named)

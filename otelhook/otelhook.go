@@ -116,14 +116,8 @@ type policyAttrs struct {
 	rec []metric.RecordOption
 }
 
-// KeyCounter is what WatchKeys reads at every collection: the number of
-// keys a limiter holds. *core.MemoryLimiter implements it.
-type KeyCounter interface {
-	Len() int
-}
-
 type watch struct {
-	lim KeyCounter
+	lim interface{ Len() int }
 	opt []metric.ObserveOption
 }
 
@@ -245,7 +239,7 @@ func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
 // the keys it holds. Use the policy's name for name, or any other name the
 // program chooses. Watching a name again replaces its limiter. It panics on
 // a nil lim.
-func (m *Metrics) WatchKeys(name string, lim KeyCounter) {
+func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
 	if lim == nil {
 		panic(fmt.Sprintf("otelhook: WatchKeys(%q) got a nil limiter", name))
 	}

@@ -56,12 +56,6 @@ func WithBuckets(upper ...float64) Option {
 	return func(c *config) { c.buckets = upper }
 }
 
-// KeyCounter is what WatchKeys reads at every scrape: the number of keys a
-// limiter holds. *core.MemoryLimiter implements it.
-type KeyCounter interface {
-	Len() int
-}
-
 // Metrics records the middleware's decisions as Prometheus metrics. It is
 // a prometheus.Collector: register it once (reg.MustRegister(m)) and pass
 // m.Observe to nethttp.WithHook on every middleware it should count. Its
@@ -78,7 +72,7 @@ type Metrics struct {
 	index atomic.Pointer[index]
 
 	mu      sync.Mutex
-	watched map[string]KeyCounter // under mu
+	watched map[string]interface{ Len() int } // under mu
 }
 
 // index finds the series of a policy: a named policy by its name, so that
@@ -142,7 +136,7 @@ func New(opts ...Option) *Metrics {
 		}, []string{"store"}),
 		keysDesc: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "", "keys"),
 			"Keys held in memory by an in-memory limiter.", []string{"limiter"}, nil),
-		watched: make(map[string]KeyCounter),
+		watched: make(map[string]interface{ Len() int }),
 	}
 	m.index.Store(&index{})
 	return m
@@ -220,12 +214,12 @@ func (m *Metrics) observer(s *series) prometheus.Observer {
 	return o
 }
 
-// WatchKeys reports the number of keys lim holds, read at every scrape, as
-// ratelimit_keys{limiter=name} (with the default namespace). Watching a
-// name again replaces its limiter.
-// It panics on a nil lim. Use the policy's name for name, or any other
-// name the program chooses.
-func (m *Metrics) WatchKeys(name string, lim KeyCounter) {
+// WatchKeys reports lim.Len(), read at every scrape, as
+// ratelimit_keys{limiter=name} (with the default namespace): for a
+// *core.MemoryLimiter, the keys it holds. Use the policy's name for name,
+// or any other name the program chooses. Watching a name again replaces
+// its limiter. It panics on a nil lim.
+func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
 	if lim == nil {
 		panic(fmt.Sprintf("promhook: WatchKeys(%q) got a nil limiter", name))
 	}

@@ -130,18 +130,15 @@ type storeState struct {
 // means the global provider, otel.GetMeterProvider(), as it is when
 // measurements are made (it delegates to a provider set later with
 // otel.SetMeterProvider). It returns an error if an instrument cannot be
-// created or an option is invalid. Call [Metrics.Close] to stop observing
+// created, and panics on a nil Option. Call [Metrics.Close] to stop observing
 // the watched limiters.
 func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	c := config{bounds: DefaultDurationBoundaries}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			return nil, errors.New("otelhook: New: nil Option")
+			panic(fmt.Errorf("otelhook: New: option %d is nil", i+1))
 		}
-		o.apply(&c)
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
+		o(&c)
 	}
 	if mp == nil {
 		mp = otel.GetMeterProvider()
@@ -241,7 +238,7 @@ func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
 // a nil lim.
 func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
 	if lim == nil {
-		panic(fmt.Sprintf("otelhook: WatchKeys(%q) got a nil limiter", name))
+		panic(fmt.Errorf("otelhook: WatchKeys(%q): nil limiter", name))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

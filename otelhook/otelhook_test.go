@@ -379,7 +379,7 @@ func TestWatchKeys(t *testing.T) {
 
 	t.Run("panics on a nil limiter", func(t *testing.T) {
 		m, _ := newMetrics(t)
-		assert.PanicsWithValue(t, `otelhook: WatchKeys("api") got a nil limiter`, func() { m.WatchKeys("api", nil) })
+		assert.PanicsWithError(t, `otelhook: WatchKeys("api"): nil limiter`, func() { m.WatchKeys("api", nil) })
 	})
 }
 
@@ -410,18 +410,24 @@ func TestSetFallbackActive(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	t.Run("rejects boundaries that are not increasing and finite", func(t *testing.T) {
-		mp := sdkmetric.NewMeterProvider()
-		defer func() { _ = mp.Shutdown(context.Background()) }()
-		for _, b := range [][]float64{{0.1, 0.1}, {0.2, 0.1}, {0.1, math.Inf(1)}, {math.NaN()}} {
-			_, err := otelhook.New(mp, otelhook.WithDurationBoundaries(b...))
-			assert.ErrorContains(t, err, "otelhook: WithDurationBoundaries", "%v", b)
+	t.Run("panics on boundaries that are not increasing and finite", func(t *testing.T) {
+		for _, tc := range []struct {
+			bounds []float64
+			want   string
+		}{
+			{nil, "[]"},
+			{[]float64{0.1, 0.1}, "[0.1 0.1]"},
+			{[]float64{0.2, 0.1}, "[0.2 0.1]"},
+			{[]float64{0.1, math.Inf(1)}, "[0.1 +Inf]"},
+			{[]float64{math.NaN()}, "[NaN]"},
+		} {
+			assert.PanicsWithError(t, "otelhook: WithDurationBoundaries("+tc.want+"): the boundaries must be finite and increasing, at least one",
+				func() { otelhook.WithDurationBoundaries(tc.bounds...) })
 		}
 	})
 
-	t.Run("rejects a nil Option", func(t *testing.T) {
-		_, err := otelhook.New(sdkmetric.NewMeterProvider(), nil)
-		assert.ErrorContains(t, err, "nil Option")
+	t.Run("panics on a nil Option", func(t *testing.T) {
+		assert.PanicsWithError(t, "otelhook: New: option 1 is nil", func() { _, _ = otelhook.New(sdkmetric.NewMeterProvider(), nil) })
 	})
 
 	t.Run("uses the global provider when given nil", func(t *testing.T) {

@@ -3,6 +3,7 @@ package promhook
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,15 +46,24 @@ func WithNamespace(ns string) Option {
 	return func(c *config) { c.namespace = ns }
 }
 
-// WithBuckets sets the upper bounds, in seconds and increasing, of the
-// latency histogram's buckets (prometheus.ExponentialBuckets builds them).
-// It panics when none is given; New panics when they are not increasing.
+// WithBuckets sets the upper bounds, in seconds, of the latency
+// histogram's buckets (prometheus.ExponentialBuckets builds them). It
+// panics unless at least one is given and they are increasing.
 func WithBuckets(upper ...float64) Option {
-	if len(upper) == 0 {
-		panic("promhook: WithBuckets needs at least one bucket")
+	if !increasing(upper) {
+		panic(fmt.Errorf("promhook: WithBuckets(%v): the bounds must be increasing, at least one", upper))
 	}
 	upper = slices.Clone(upper)
 	return func(c *config) { c.buckets = upper }
+}
+
+func increasing(upper []float64) bool {
+	for i, b := range upper {
+		if math.IsNaN(b) || i > 0 && b <= upper[i-1] {
+			return false
+		}
+	}
+	return len(upper) > 0
 }
 
 // Metrics records the middleware's decisions as Prometheus metrics. It is
@@ -109,9 +119,9 @@ const (
 // panic.
 func New(opts ...Option) *Metrics {
 	c := config{namespace: DefaultNamespace, buckets: DefaultBuckets}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			panic("promhook: New got a nil Option")
+			panic(fmt.Errorf("promhook: New: option %d is nil", i+1))
 		}
 		o(&c)
 	}
@@ -221,7 +231,7 @@ func (m *Metrics) observer(s *series) prometheus.Observer {
 // its limiter. It panics on a nil lim.
 func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
 	if lim == nil {
-		panic(fmt.Sprintf("promhook: WatchKeys(%q) got a nil limiter", name))
+		panic(fmt.Errorf("promhook: WatchKeys(%q): nil limiter", name))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

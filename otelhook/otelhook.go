@@ -18,53 +18,20 @@ import (
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
-// ScopeName is the instrumentation scope (the meter's name) of the
-// instruments, this package's import path as OpenTelemetry asks.
-const ScopeName = "github.com/go-ratelimit/ratelimit/otelhook"
-
-// The names of the instruments. There is no semantic convention for rate
-// limiting outside ASP.NET Core's own (aspnetcore.rate_limiting.*), so these
-// follow the general naming rules: a namespace, dot-separated lowercase
-// words, units in UCUM.
+// The scope, instruments and attributes, as the package documentation
+// lists them.
 const (
-	// RequestsName is a counter of requests, unit {request}, with the
-	// attributes PolicyKey, OutcomeKey and SourceKey.
-	RequestsName = "ratelimit.requests"
-	// StoreDurationName is a histogram of the limiter's call durations
-	// (Event.Latency), unit s, with the attribute PolicyKey: one per
-	// request for which the limiter was called, never for a key or cost
-	// error.
-	StoreDurationName = "ratelimit.store.duration"
-	// KeysName is an asynchronous up-down counter of the keys that the
-	// limiters given to WatchKeys hold, unit {key}, with the attribute
-	// LimiterKey. An up-down counter, not a gauge: the keys of several
-	// limiters or servers add up.
-	KeysName = "ratelimit.keys"
-	// FallbackActiveName is an asynchronous gauge, unit 1: 1 while a store
-	// is decided by its fallback (SetFallbackActive), 0 otherwise, with the
-	// attribute StoreKey.
-	FallbackActiveName = "ratelimit.fallback.active"
-)
+	scopeName          = "github.com/go-ratelimit/ratelimit/otelhook"
+	requestsName       = "ratelimit.requests"
+	storeDurationName  = "ratelimit.store.duration"
+	keysName           = "ratelimit.keys"
+	fallbackActiveName = "ratelimit.fallback.active"
 
-// The attribute keys. The request's key (Event.Key, an IP address or an API
-// key) is personal data and never an attribute.
-const (
-	// PolicyKey is the policy's name: core.Policy.Name, or for a policy
-	// without a name the one the middleware gives it in the IETF
-	// RateLimit-Policy header ("tokenbucket-100-per-60s"); "" when no
-	// policy was known (a failed WithPolicyFunc lookup, or a key or cost
-	// error under WithPolicyFunc, which needs the key).
-	PolicyKey = attribute.Key("ratelimit.policy")
-	// OutcomeKey is nethttp.Outcome.String(): "allowed", "denied", ...
-	OutcomeKey = attribute.Key("ratelimit.outcome")
-	// SourceKey is core.Source.String() of the decision: "store",
-	// "deny-cache" or "fallback"; the zero value, "store", when the
-	// limiter was not asked (key and cost errors).
-	SourceKey = attribute.Key("ratelimit.source")
-	// LimiterKey is the name given to WatchKeys.
-	LimiterKey = attribute.Key("ratelimit.limiter")
-	// StoreKey is the name given to SetFallbackActive.
-	StoreKey = attribute.Key("ratelimit.store")
+	policyKey  = attribute.Key("ratelimit.policy")
+	outcomeKey = attribute.Key("ratelimit.outcome")
+	sourceKey  = attribute.Key("ratelimit.source")
+	limiterKey = attribute.Key("ratelimit.limiter")
+	storeKey   = attribute.Key("ratelimit.store")
 )
 
 // DefaultDurationBoundaries are the bucket boundaries, in seconds, of the
@@ -126,7 +93,7 @@ type storeState struct {
 	opt    []metric.ObserveOption
 }
 
-// New creates the instruments on a meter of mp named [ScopeName]. A nil mp
+// New creates the instruments on a meter of mp named after this package. A nil mp
 // means the global provider, otel.GetMeterProvider(), as it is when
 // measurements are made (it delegates to a provider set later with
 // otel.SetMeterProvider). It returns an error if an instrument cannot be
@@ -143,20 +110,20 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	meter := mp.Meter(ScopeName)
+	meter := mp.Meter(scopeName)
 	m := &Metrics{watched: map[string]watch{}, stores: map[string]storeState{}}
 	var errs [5]error
-	m.requests, errs[0] = meter.Int64Counter(RequestsName,
+	m.requests, errs[0] = meter.Int64Counter(requestsName,
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Requests decided by the rate-limiting middleware, by policy, outcome and decision source."))
-	m.duration, errs[1] = meter.Float64Histogram(StoreDurationName,
+	m.duration, errs[1] = meter.Float64Histogram(storeDurationName,
 		metric.WithUnit("s"),
 		metric.WithDescription("Duration of the rate limiter's calls (the store's round trip), by policy."),
 		metric.WithExplicitBucketBoundaries(c.bounds...))
-	m.keys, errs[2] = meter.Int64ObservableUpDownCounter(KeysName,
+	m.keys, errs[2] = meter.Int64ObservableUpDownCounter(keysName,
 		metric.WithUnit("{key}"),
 		metric.WithDescription("Keys held by the watched in-memory rate limiters."))
-	m.fallback, errs[3] = meter.Int64ObservableGauge(FallbackActiveName,
+	m.fallback, errs[3] = meter.Int64ObservableGauge(fallbackActiveName,
 		metric.WithUnit("1"),
 		metric.WithDescription("1 while a rate-limit store is decided by its local fallback, 0 otherwise."))
 	if err := errors.Join(errs[:4]...); err != nil {
@@ -192,7 +159,7 @@ func (m *Metrics) Observe(ev nethttp.Event) {
 		if pa != nil {
 			m.duration.Record(ctx, ev.Latency.Seconds(), pa.rec...)
 		} else {
-			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(policyname.Of(p)))))
+			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(policyKey.String(policyname.Of(p)))))
 		}
 	}
 }
@@ -213,7 +180,7 @@ func (m *Metrics) policy(p core.Policy) *policyAttrs {
 		return nil
 	}
 	name := policyname.Of(p)
-	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(name)))}}
+	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(policyKey.String(name)))}}
 	for o := range numOutcomes {
 		for s := range numSources {
 			set := requestSet(name, nethttp.Outcome(o), core.Source(s))
@@ -228,7 +195,7 @@ func (m *Metrics) policy(p core.Policy) *policyAttrs {
 }
 
 func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
-	return attribute.NewSet(PolicyKey.String(policy), OutcomeKey.String(o.String()), SourceKey.String(s.String()))
+	return attribute.NewSet(policyKey.String(policy), outcomeKey.String(o.String()), sourceKey.String(s.String()))
 }
 
 // WatchKeys reports lim.Len() as ratelimit.keys with the attribute
@@ -243,7 +210,7 @@ func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.watched[name] = watch{lim: lim, opt: []metric.ObserveOption{
-		metric.WithAttributeSet(attribute.NewSet(LimiterKey.String(name))),
+		metric.WithAttributeSet(attribute.NewSet(limiterKey.String(name))),
 	}}
 }
 
@@ -271,7 +238,7 @@ func (m *Metrics) SetFallbackActive(store string, active bool) {
 	defer m.mu.Unlock()
 	st, ok := m.stores[store]
 	if !ok {
-		st.opt = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(StoreKey.String(store)))}
+		st.opt = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(storeKey.String(store)))}
 	}
 	st.active = active
 	m.stores[store] = st

@@ -20,16 +20,15 @@ import (
 const DefaultNamespace = "ratelimit"
 
 // DefaultBuckets are the upper bounds, in seconds, of the latency
-// histogram's buckets without WithBuckets: from 10µs (an in-memory decision
-// takes well under a microsecond) to 250ms (past redisstore's default 50ms
-// timeout). prometheus.DefBuckets starts at 5ms, where a rate limiter that
-// works has long answered.
+// histogram's buckets without WithBuckets: from 10µs, for an in-memory
+// decision, to 250ms, past redisstore's default timeout.
 var DefaultBuckets = []float64{
 	.00001, .000025, .00005, .0001, .00025, .0005,
 	.001, .0025, .005, .01, .025, .05, .1, .25,
 }
 
-// Option configures New.
+// Option configures [New]. An option given an invalid value panics, naming
+// itself: a mistake in the program, reported where it is made.
 type Option func(*config)
 
 type config struct {
@@ -115,8 +114,7 @@ const (
 	numSources  = int(core.SourceFallback) + 1
 )
 
-// New returns Metrics with nothing counted yet. Options that are nil
-// panic.
+// New returns Metrics with nothing counted yet. It panics on a nil Option.
 func New(opts ...Option) *Metrics {
 	c := config{namespace: DefaultNamespace, buckets: DefaultBuckets}
 	for i, o := range opts {

@@ -11,7 +11,6 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/nethttp"
-	"github.com/go-ratelimit/ratelimit/nethttp/adaptertest"
 )
 
 // t0 starts a fixed window of a minute (windows are aligned to the Unix
@@ -104,11 +103,20 @@ func with(m map[string]string, kv ...string) map[string]string {
 	return out
 }
 
-// recorder and outcomes are the adapter suite's.
-var (
-	recorder = adaptertest.Recorder
-	outcomes = adaptertest.Outcomes
-)
+// recorder returns a WithHook option appending every Event to *events (not
+// safe for concurrent requests).
+func recorder(events *[]nethttp.Event) nethttp.Option {
+	return nethttp.WithHook(func(ev nethttp.Event) { *events = append(*events, ev) })
+}
+
+// outcomes lists the events' outcomes.
+func outcomes(events []nethttp.Event) []nethttp.Outcome {
+	out := make([]nethttp.Outcome, len(events))
+	for i, ev := range events {
+		out[i] = ev.Outcome
+	}
+	return out
+}
 
 // The plans of the WithPolicyFunc tests: free (the limiter's own policy)
 // and pro, chosen by the X-Plan header.

@@ -397,9 +397,9 @@ func TestOutcomeString(t *testing.T) {
 	for o := nethttp.OutcomeAllowed; o <= nethttp.OutcomeCanceled+1; o++ {
 		got = append(got, o.String())
 	}
-	if got, want := got, ([]string{
+	if want := ([]string{
 		"allowed", "denied", "dry-run", "failed-open", "failed-closed", "key-error", "cost-error", "canceled", "Outcome(8)",
 	}); !reflect.DeepEqual(got, want) {
-		t.Errorf("got: got %v, want %v", got, want)
+		t.Errorf("outcome names: got %v, want %v", got, want)
 	}
 }

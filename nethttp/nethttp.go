@@ -91,8 +91,6 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 		e.plim = pl
 	}
 	e.render = newRenderer(p, e.cfg.style, e.cfg.resetUnix)
-	// With per-request policies, the table of numbers serves every policy.
-	e.render = e.render.withNumbers(e.cfg.policy != nil)
 	return e
 }
 
@@ -220,8 +218,8 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 			return e.failure(w, Event{Request: r, Key: key, Cost: n, Decision: known, Err: err, Latency: latency})
 		}
 	}
-	// Without header fields a denial needs only the table of numbers, for
-	// Retry-After, which the engine's own renderer has.
+	// Without header fields a denial needs only Retry-After, which any
+	// renderer writes.
 	rd := &e.render
 	if rd.style != HeadersNone {
 		rd = e.rendererFor(d.Policy)

@@ -1000,7 +1000,7 @@ func TestWriteHeadersForAnotherPolicy(t *testing.T) {
 }
 
 func TestMiddlewareLargeNumbers(t *testing.T) {
-	// Beyond the renderer's table of small numbers: built per request.
+	// Numbers of four digits and more.
 	clk := newClock(time.Unix(1_699_999_200, 0)) // a 2-hour boundary
 	h := wrap(t, newLimiter(t, core.FixedWindow(5000, 2*time.Hour).WithName("big"), clk),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth),
@@ -1087,7 +1087,7 @@ func TestRendererWritesEveryFieldOfADenial(t *testing.T) {
 	for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "RateLimit-Policy", "RateLimit"} {
 		got[name] = h.Get(name)
 	}
-	if got, want := got, (map[string]string{
+	if want := (map[string]string{
 		"X-RateLimit-Limit":     "100",
 		"X-RateLimit-Remaining": "0",
 		"X-RateLimit-Reset":     "6",
@@ -1095,7 +1095,7 @@ func TestRendererWritesEveryFieldOfADenial(t *testing.T) {
 		"RateLimit-Policy":      `"per-ip";q=100;w=60`,
 		"RateLimit":             `"per-ip";r=0;t=6`,
 	}); !reflect.DeepEqual(got, want) {
-		t.Errorf("got: got %v, want %v", got, want)
+		t.Errorf("headers: got %v, want %v", got, want)
 	}
 }
 

@@ -319,14 +319,14 @@ func (s suite) stacked(t *testing.T) {
 	}
 }
 
-// Recorder returns a WithHook option appending every Event to *events (not
+// recorder returns a WithHook option appending every Event to *events (not
 // safe for concurrent requests).
-func Recorder(events *[]nethttp.Event) nethttp.Option {
+func recorder(events *[]nethttp.Event) nethttp.Option {
 	return nethttp.WithHook(func(ev nethttp.Event) { *events = append(*events, ev) })
 }
 
-// Outcomes lists the events' outcomes.
-func Outcomes(events []nethttp.Event) []nethttp.Outcome {
+// outcomes lists the events' outcomes.
+func outcomes(events []nethttp.Event) []nethttp.Outcome {
 	out := make([]nethttp.Outcome, len(events))
 	for i, ev := range events {
 		out[i] = ev.Outcome
@@ -337,7 +337,7 @@ func Outcomes(events []nethttp.Event) []nethttp.Outcome {
 func (s suite) dryRun(t *testing.T) {
 	lim, _ := s.limiter(t, core.FixedWindow(1, time.Minute))
 	var events []nethttp.Event
-	h := s.Mount(t, lim, nethttp.WithDryRun(), Recorder(&events))
+	h := s.Mount(t, lim, nethttp.WithDryRun(), recorder(&events))
 	for range 3 {
 		w := get(h, "/items/1")
 		if got := w.Code; got != http.StatusOK {
@@ -347,7 +347,7 @@ func (s suite) dryRun(t *testing.T) {
 			t.Errorf("Retry-After: got %q, want empty", got)
 		}
 	}
-	if got, want := Outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun, nethttp.OutcomeDryRun}); !reflect.DeepEqual(got, want) {
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun, nethttp.OutcomeDryRun}); !reflect.DeepEqual(got, want) {
 		t.Errorf("outcomes: got %v, want %v", got, want)
 	}
 	if got, want := rateHeaders(get(h, "/items/1")), x("1", "0", "60"); !reflect.DeepEqual(got, want) {
@@ -365,7 +365,7 @@ func (s suite) failure(t *testing.T) {
 	both := nethttp.WithHeaderStyle(nethttp.HeadersBoth)
 	known := headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`)
 
-	w := get(s.Mount(t, broken, Recorder(&events), both), "/items/1")
+	w := get(s.Mount(t, broken, recorder(&events), both), "/items/1")
 	if got := w.Code; got != http.StatusOK {
 		t.Errorf("status: got %v, want %v", got, http.StatusOK)
 	}
@@ -376,7 +376,7 @@ func (s suite) failure(t *testing.T) {
 		t.Errorf("headers: got %v, want %v", got, want)
 	}
 
-	w = get(s.Mount(t, broken, Recorder(&events), both, nethttp.WithFailClosed()), "/items/1")
+	w = get(s.Mount(t, broken, recorder(&events), both, nethttp.WithFailClosed()), "/items/1")
 	s.assertRejected(t, w, http.StatusServiceUnavailable)
 	if got, want := rateHeaders(w), known; !reflect.DeepEqual(got, want) {
 		t.Errorf("headers: got %v, want %v", got, want)
@@ -388,8 +388,8 @@ func (s suite) failure(t *testing.T) {
 		t.Errorf("headers: got %q, want none to contain %q", got, "secret")
 	}
 
-	if got, want := Outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedOpen, nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Outcomes(events): got %v, want %v", got, want)
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedOpen, nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("outcomes(events): got %v, want %v", got, want)
 	}
 	for _, ev := range events {
 		if err := ev.Err; !errors.Is(err, secret) {
@@ -433,7 +433,7 @@ func (s suite) plans(t *testing.T) {
 	pro := core.FixedWindow(50, time.Minute).WithName("pro")
 	lim, _ := s.limiter(t, free)
 	var events []nethttp.Event
-	h := s.Mount(t, lim, Recorder(&events),
+	h := s.Mount(t, lim, recorder(&events),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth),
 		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")),
 		nethttp.WithPolicyFunc(func(_ *http.Request, key string) (core.Policy, error) {
@@ -476,7 +476,7 @@ func (s suite) plans(t *testing.T) {
 	if got := len(events); got != 5 {
 		t.Fatalf("len(events): got %d, want %d", got, 5)
 	}
-	if got, want := Outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeAllowed, nethttp.OutcomeAllowed,
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeAllowed, nethttp.OutcomeAllowed,
 		nethttp.OutcomeDenied, nethttp.OutcomeAllowed}); !reflect.DeepEqual(got, want) {
 		t.Errorf("outcomes: got %v, want %v", got, want)
 	}

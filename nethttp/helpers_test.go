@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 	"time"
 
@@ -138,3 +139,20 @@ func plans(r *http.Request, _ string) (core.Policy, error) {
 }
 
 var errPlanLookup = errors.New("plan lookup failed")
+
+// wantHeaders reports an error unless the rate-limit fields of w are want
+// (see rateHeaders).
+func wantHeaders(t testing.TB, w *httptest.ResponseRecorder, want map[string]string) {
+	t.Helper()
+	if got := rateHeaders(t, w); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
+}
+
+// wantStatus reports an error unless w's status is want.
+func wantStatus(t testing.TB, w *httptest.ResponseRecorder, want int) {
+	t.Helper()
+	if w.Code != want {
+		t.Errorf("status: got %d, want %d", w.Code, want)
+	}
+}

@@ -134,9 +134,7 @@ func TestHookSeesTheOutcomeAfterALeakyBucketDelay(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		w := send(h, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "")
-		if got := w.Code; got != http.StatusServiceUnavailable {
-			t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-		}
+		wantStatus(t, w, http.StatusServiceUnavailable)
 
 		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeAllowed, nethttp.OutcomeCanceled}); !reflect.DeepEqual(got, want) {
 			t.Errorf("outcomes: got %v, want %v", got, want)
@@ -197,9 +195,7 @@ func TestCallerCancellationIsNotALimiterFailure(t *testing.T) {
 			}()
 			w := send(h, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "")
 
-			if got := w.Code; got != http.StatusServiceUnavailable {
-				t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-			}
+			wantStatus(t, w, http.StatusServiceUnavailable)
 			if got := w.Body.String(); got != "Service Unavailable\n" {
 				t.Errorf("body: got %q, want %q", got, "Service Unavailable\n")
 			}
@@ -227,9 +223,7 @@ func TestCallerCancellationIsNotALimiterFailure(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Millisecond)
 			defer cancel()
 			w := send(h, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "")
-			if got := w.Code; got != http.StatusServiceUnavailable {
-				t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-			}
+			wantStatus(t, w, http.StatusServiceUnavailable)
 			if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeCanceled}); !reflect.DeepEqual(got, want) {
 				t.Fatalf("outcomes(events): got %v, want %v", got, want)
 			}
@@ -266,12 +260,8 @@ func TestLimiterTimeoutIsAFailure(t *testing.T) {
 	var events []nethttp.Event
 	lim := timingOut{coretest.Failing{Err: fmt.Errorf("store: %w", context.DeadlineExceeded), P: core.FixedWindow(5, time.Second)}}
 	w := get(wrap(t, lim, recorder(&events)), "")
-	if got := w.Code; got != http.StatusOK {
-		t.Errorf("status: got %v, want %v", got, http.StatusOK)
-	}
-	if got, want := rateHeaders(t, w), (map[string]string{nethttp.HeaderLimit: "5"}); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantStatus(t, w, http.StatusOK)
+	wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "5"})
 	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedOpen}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("outcomes(events): got %v, want %v", got, want)
 	}
@@ -297,14 +287,10 @@ func TestFailureHeadersCarryWhatIsKnown(t *testing.T) {
 		lim := partial{coretest.Failing{Err: broken, P: own}, core.Decision{Limit: 80, Policy: stored, Source: core.SourceStore}}
 		var events []nethttp.Event
 		w := get(wrap(t, lim, recorder(&events), nethttp.WithHeaderStyle(nethttp.HeadersBoth)), "")
-		if got := w.Code; got != http.StatusOK {
-			t.Errorf("status: got %v, want %v", got, http.StatusOK)
-		}
-		if got, want := rateHeaders(t, w), (map[string]string{
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, map[string]string{
 			nethttp.HeaderLimit: "80", nethttp.HeaderRateLimitPolicy: `"stored";q=80;w=60`,
-		}); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		})
 		if got := len(events); got != 1 {
 			t.Fatalf("len(events): got %d, want %d", got, 1)
 		}
@@ -328,9 +314,7 @@ func TestFailureHeadersCarryWhatIsKnown(t *testing.T) {
 					opts, want = append(opts, nethttp.WithFailClosed()), http.StatusServiceUnavailable
 				}
 				w := get(wrap(t, coretest.Failing{Err: broken, P: own}, opts...), "")
-				if got := w.Code; got != want {
-					t.Errorf("status: got %v, want %v", got, want)
-				}
+				wantStatus(t, w, want)
 				if got, want := rateHeaders(t, w), tc.want; !reflect.DeepEqual(got, want) {
 					t.Errorf("%v, failClosed=%v: got %v, want %v", tc.style, failClosed, got, want)
 				}
@@ -343,14 +327,10 @@ func TestFailureHeadersCarryWhatIsKnown(t *testing.T) {
 			nethttp.WithHeaderStyle(nethttp.HeadersBoth))
 		inner := nethttp.Middleware(coretest.Failing{Err: broken, P: own}, nethttp.WithHeaderStyle(nethttp.HeadersBoth))
 		w := get(outer(inner(ok)), "")
-		if got := w.Code; got != http.StatusOK {
-			t.Errorf("status: got %v, want %v", got, http.StatusOK)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("10", "9", "60"),
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, with(xHeaders("10", "9", "60"),
 			nethttp.HeaderRateLimitPolicy, `"outer";q=10;w=60, "per-ip";q=100;w=60`,
-			nethttp.HeaderRateLimit, `"outer";r=9;t=60`); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+			nethttp.HeaderRateLimit, `"outer";r=9;t=60`))
 	})
 }
 
@@ -382,12 +362,8 @@ func TestUnknownStateIsNotWritten(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := get(tc.h, "")
-			if got := w.Code; got != http.StatusTooManyRequests {
-				t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-			}
-			if got, want := rateHeaders(t, w), tc.want; !reflect.DeepEqual(got, want) {
-				t.Errorf("headers: got %v, want %v", got, want)
-			}
+			wantStatus(t, w, http.StatusTooManyRequests)
+			wantHeaders(t, w, tc.want)
 		})
 	}
 }

@@ -41,12 +41,8 @@ func TestMiddlewareLimitsAWindow(t *testing.T) {
 	t.Run("denies the 101st request in a window with exact headers", func(t *testing.T) {
 		clk.Set(t0.Add(54 * time.Second))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"))
 		if got := w.Header().Get("Content-Type"); got != "text/plain; charset=utf-8" {
 			t.Errorf("Content-Type: got %q, want %q", got, "text/plain; charset=utf-8")
 		}
@@ -57,41 +53,25 @@ func TestMiddlewareLimitsAWindow(t *testing.T) {
 	t.Run("rounds Retry-After and the reset up to whole seconds", func(t *testing.T) {
 		clk.Set(t0.Add(54*time.Second + 500*time.Millisecond))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"))
 	})
 	t.Run("keeps Retry-After at 1 or more just before the reset", func(t *testing.T) {
 		clk.Set(t0.Add(time.Minute - time.Millisecond))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("100", "0", "1"), nethttp.HeaderRetryAfter, "1"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("100", "0", "1"), nethttp.HeaderRetryAfter, "1"))
 	})
 	t.Run("counts another client separately", func(t *testing.T) {
 		w := get(h, "198.51.100.7:999")
-		if got := w.Code; got != http.StatusOK {
-			t.Errorf("status: got %v, want %v", got, http.StatusOK)
-		}
-		if got, want := rateHeaders(t, w), xHeaders("100", "99", "1"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, xHeaders("100", "99", "1"))
 	})
 	t.Run("admits again in the next window", func(t *testing.T) {
 		clk.Set(t0.Add(time.Minute))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusOK {
-			t.Errorf("status: got %v, want %v", got, http.StatusOK)
-		}
-		if got, want := rateHeaders(t, w), xHeaders("100", "99", "60"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, xHeaders("100", "99", "60"))
 	})
 }
 
@@ -109,9 +89,7 @@ func TestMiddlewareResetAsUnixTime(t *testing.T) {
 
 		time.Sleep(2500 * time.Millisecond)
 		w := get(h, "")
-		if got, want := rateHeaders(t, w), xHeaders("3", "2", fmt.Sprint(start.Unix()+10)); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantHeaders(t, w, xHeaders("3", "2", fmt.Sprint(start.Unix()+10)))
 	})
 }
 
@@ -173,17 +151,13 @@ func TestMiddlewareHeaderStyles(t *testing.T) {
 			if got := w.Code; got != http.StatusOK {
 				t.Fatalf("status: got %v, want %v", got, http.StatusOK)
 			}
-			if got, want := rateHeaders(t, w), tc.allowed; !reflect.DeepEqual(got, want) {
-				t.Errorf("headers: got %v, want %v", got, want)
-			}
+			wantHeaders(t, w, tc.allowed)
 			clk.Set(t0.Add(54 * time.Second))
 			w = get(h, "")
 			if got := w.Code; got != http.StatusTooManyRequests {
 				t.Fatalf("status: got %v, want %v", got, http.StatusTooManyRequests)
 			}
-			if got, want := rateHeaders(t, w), tc.denied; !reflect.DeepEqual(got, want) {
-				t.Errorf("headers: got %v, want %v", got, want)
-			}
+			wantHeaders(t, w, tc.denied)
 		})
 	}
 	t.Run("rounds a sub-second IETF window up to w=1", func(t *testing.T) {
@@ -254,19 +228,11 @@ func TestMiddlewareCost(t *testing.T) {
 	t.Run("charges the request's cost", func(t *testing.T) {
 		h, events := setup(t)
 		w := get(h, "", "X-Cost", "10")
-		if got := w.Code; got != http.StatusOK {
-			t.Errorf("status: got %v, want %v", got, http.StatusOK)
-		}
-		if got, want := rateHeaders(t, w), xHeaders("100", "90", "60"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, xHeaders("100", "90", "60"))
 		w = get(h, "", "X-Cost", "91")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("100", "90", "60"), "Retry-After", "60"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("100", "90", "60"), "Retry-After", "60"))
 		if got := len(*events); got != 2 {
 			t.Fatalf("len(*events): got %d, want %d", got, 2)
 		}
@@ -283,12 +249,8 @@ func TestMiddlewareCost(t *testing.T) {
 	t.Run("denies a cost above capacity without Retry-After", func(t *testing.T) {
 		h, events := setup(t)
 		w := get(h, "", "X-Cost", "101")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), xHeaders("100", "100", "0"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, xHeaders("100", "100", "0"))
 		if got := w.Body.String(); got != "Too Many Requests: the request costs more than the rate limit ever admits\n" {
 			t.Errorf("body: got %q, want %q", got, "Too Many Requests: the request costs more than the rate limit ever admits\n")
 		}
@@ -315,9 +277,7 @@ func TestMiddlewareCost(t *testing.T) {
 	t.Run("answers 500 when the cost function fails", func(t *testing.T) {
 		h, events := setup(t)
 		w := get(h, "", "X-Cost", "<script>")
-		if got := w.Code; got != http.StatusInternalServerError {
-			t.Errorf("status: got %v, want %v", got, http.StatusInternalServerError)
-		}
+		wantStatus(t, w, http.StatusInternalServerError)
 		if got := w.Body.String(); got != "Internal Server Error\n" {
 			t.Errorf("body: got %q, want %q", got, "Internal Server Error\n")
 		}
@@ -351,9 +311,7 @@ func TestMiddlewareCost(t *testing.T) {
 	t.Run("answers 500 for a cost of zero, a server bug", func(t *testing.T) {
 		h, events := setup(t)
 		w := get(h, "", "X-Cost", "0")
-		if got := w.Code; got != http.StatusInternalServerError {
-			t.Errorf("status: got %v, want %v", got, http.StatusInternalServerError)
-		}
+		wantStatus(t, w, http.StatusInternalServerError)
 		if got := len(*events); got != 1 {
 			t.Fatalf("len(*events): got %d, want %d", got, 1)
 		}
@@ -379,15 +337,11 @@ func TestMiddlewareDryRun(t *testing.T) {
 			t.Errorf("status: got %v, want %v", got, http.StatusOK)
 		}
 		w := get(h, "")
-		if got := w.Code; got != http.StatusOK {
-			t.Errorf("status: got %v, want %v", got, http.StatusOK)
-		}
+		wantStatus(t, w, http.StatusOK)
 		if got := w.Body.String(); got != "ok" {
 			t.Errorf("body: got %q, want %q", got, "ok")
 		}
-		if got, want := rateHeaders(t, w), xHeaders("1", "0", "60"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantHeaders(t, w, xHeaders("1", "0", "60"))
 		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun}); !reflect.DeepEqual(got, want) {
 			t.Errorf("outcomes: got %v, want %v", got, want)
 		}
@@ -423,12 +377,8 @@ func TestMiddlewareDryRun(t *testing.T) {
 		h := wrap(t, coretest.Failing{Err: errors.New("boom"), P: core.FixedWindow(3, time.Second)},
 			append(opts, nethttp.WithFailClosed())...)
 		w := get(h, "")
-		if got := w.Code; got != http.StatusOK {
-			t.Errorf("status: got %v, want %v", got, http.StatusOK)
-		}
-		if got, want := rateHeaders(t, w), (map[string]string{nethttp.HeaderLimit: "3"}); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "3"})
 		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedOpen}); !reflect.DeepEqual(got, want) {
 			t.Fatalf("outcomes(events): got %v, want %v", got, want)
 		}
@@ -465,15 +415,11 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 		var events []nethttp.Event
 		h := wrap(t, broken, recorder(&events))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusOK {
-			t.Errorf("status: got %v, want %v", got, http.StatusOK)
-		}
+		wantStatus(t, w, http.StatusOK)
 		if got := w.Body.String(); got != "ok" {
 			t.Errorf("body: got %q, want %q", got, "ok")
 		}
-		if got, want := rateHeaders(t, w), (map[string]string{nethttp.HeaderLimit: "10"}); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "10"})
 		if got := len(events); got != 1 {
 			t.Fatalf("len(events): got %d, want %d", got, 1)
 		}
@@ -498,18 +444,14 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 		var events []nethttp.Event
 		h := wrap(t, broken, nethttp.WithFailClosed(), recorder(&events))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusServiceUnavailable {
-			t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-		}
+		wantStatus(t, w, http.StatusServiceUnavailable)
 		if got := w.Body.String(); got != "Service Unavailable\n" {
 			t.Errorf("body: got %q, want %q", got, "Service Unavailable\n")
 		}
 		if got := fmt.Sprint(w.Result().Header); strings.Contains(got, "secret") {
 			t.Errorf("headers: got %q, want none to contain %q", got, "secret")
 		}
-		if got, want := rateHeaders(t, w), (map[string]string{nethttp.HeaderLimit: "10"}); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "10"})
 		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
 			t.Fatalf("outcomes(events): got %v, want %v", got, want)
 		}
@@ -520,9 +462,7 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 	t.Run("fails closed with Retry-After when the error says when to retry", func(t *testing.T) {
 		knows := coretest.Failing{P: broken.P, Err: retryError{1500 * time.Millisecond}}
 		w := get(wrap(t, knows, nethttp.WithFailClosed()), "")
-		if got := w.Code; got != http.StatusServiceUnavailable {
-			t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-		}
+		wantStatus(t, w, http.StatusServiceUnavailable)
 		if got, want := w.Result().Header.Values(nethttp.HeaderRetryAfter), ([]string{"2"}); !reflect.DeepEqual(got, want) {
 			t.Errorf("Retry-After: got %v, want %v", got, want)
 		}
@@ -574,9 +514,7 @@ func TestMiddlewareKeyErrors(t *testing.T) {
 		var events []nethttp.Event
 		h := newH(t, recorder(&events))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusBadRequest {
-			t.Errorf("status: got %v, want %v", got, http.StatusBadRequest)
-		}
+		wantStatus(t, w, http.StatusBadRequest)
 		if got := w.Body.String(); got != "Bad Request: the request carries no rate-limit key\n" {
 			t.Errorf("body: got %q, want %q", got, "Bad Request: the request carries no rate-limit key\n")
 		}
@@ -645,9 +583,7 @@ func TestMiddlewareKeyErrors(t *testing.T) {
 			http.Error(w, "API key required", http.StatusUnauthorized)
 		}))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusUnauthorized {
-			t.Errorf("status: got %v, want %v", got, http.StatusUnauthorized)
-		}
+		wantStatus(t, w, http.StatusUnauthorized)
 		if got := w.Body.String(); got != "API key required\n" {
 			t.Errorf("body: got %q, want %q", got, "API key required\n")
 		}
@@ -664,9 +600,7 @@ func TestMiddlewareDenyHandlers(t *testing.T) {
 			}))
 		get(h, "")
 		w := get(h, "")
-		if got := w.Code; got != http.StatusServiceUnavailable {
-			t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-		}
+		wantStatus(t, w, http.StatusServiceUnavailable)
 		if got, want := rateHeaders(t, w), with(xHeaders("1", "0", "60"), "Retry-After", "60"); !reflect.DeepEqual(got, want) {
 			t.Errorf("headers are set before: got %v, want %v", got, want)
 		}
@@ -684,9 +618,7 @@ func TestMiddlewareDenyHandlers(t *testing.T) {
 		get(h, "")
 		clk.Set(t0.Add(54 * time.Second))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
 		if got := w.Header().Get("Content-Type"); got != "application/problem+json" {
 			t.Errorf("Content-Type: got %q, want %q", got, "application/problem+json")
 		}
@@ -713,9 +645,7 @@ func TestMiddlewareDenyHandlers(t *testing.T) {
 			nethttp.WithDenyHandler(nethttp.ProblemJSON),
 			nethttp.WithCostFunc(func(*http.Request) (int64, error) { return 2, nil }))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
 		if got := w.Header().Get("Retry-After"); got != "" {
 			t.Errorf("Retry-After: got %q, want empty", got)
 		}
@@ -775,12 +705,8 @@ func TestMiddlewareLeakyBucketDelay(t *testing.T) {
 			if got := time.Since(start); got != 300*time.Millisecond {
 				t.Errorf("released when the context ended, not after 1s: got %v, want %v", got, 300*time.Millisecond)
 			}
-			if got := w.Code; got != http.StatusServiceUnavailable {
-				t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-			}
-			if got, want := rateHeaders(t, w), xHeaders("1", "1", "2"); !reflect.DeepEqual(got, want) {
-				t.Errorf("headers: got %v, want %v", got, want)
-			}
+			wantStatus(t, w, http.StatusServiceUnavailable)
+			wantHeaders(t, w, xHeaders("1", "1", "2"))
 			if got := served; got != 1 {
 				t.Errorf("served: got %v, want %v", got, 1)
 			}
@@ -805,30 +731,22 @@ func TestMiddlewareStacking(t *testing.T) {
 	t.Run("reports the per-IP limit while it is the tighter", func(t *testing.T) {
 		h := stack(t, newClock(day), 1000, nethttp.HeadersBoth)
 		w := get(h, "", "X-API-Key", "k")
-		if got := w.Code; got != http.StatusOK {
-			t.Errorf("status: got %v, want %v", got, http.StatusOK)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("5", "4", "1"),
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, with(xHeaders("5", "4", "1"),
 			"RateLimit-Policy", `"per-ip";q=5;w=1, "per-key";q=1000;w=86400`,
-			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=999;t=86400`); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=999;t=86400`))
 	})
 	t.Run("reports the per-key limit once it is the tighter", func(t *testing.T) {
 		h := stack(t, newClock(day), 3, nethttp.HeadersBoth)
 		w := get(h, "", "X-API-Key", "k")
-		if got, want := rateHeaders(t, w), with(xHeaders("3", "2", "86400"),
+		wantHeaders(t, w, with(xHeaders("3", "2", "86400"),
 			"RateLimit-Policy", `"per-ip";q=5;w=1, "per-key";q=3;w=86400`,
-			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=2;t=86400`); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=2;t=86400`))
 	})
 	t.Run("breaks a tie in Remaining by the later reset", func(t *testing.T) {
 		h := stack(t, newClock(day), 5, nethttp.HeadersXRateLimit)
 		w := get(h, "", "X-API-Key", "k")
-		if got, want := rateHeaders(t, w), xHeaders("5", "4", "86400"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantHeaders(t, w, xHeaders("5", "4", "86400"))
 	})
 	t.Run("keeps the outer limit on a tie when its reset is later", func(t *testing.T) {
 		clk := newClock(day)
@@ -836,9 +754,7 @@ func TestMiddlewareStacking(t *testing.T) {
 			nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")))
 		perIP := nethttp.Middleware(newLimiter(t, core.FixedWindow(5, time.Second), clk))
 		w := get(perKey(perIP(ok)), "", "X-API-Key", "k")
-		if got, want := rateHeaders(t, w), xHeaders("5", "4", "86400"); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantHeaders(t, w, xHeaders("5", "4", "86400"))
 	})
 	t.Run("reports the inner denial with its Retry-After", func(t *testing.T) {
 		clk := newClock(day)
@@ -847,14 +763,10 @@ func TestMiddlewareStacking(t *testing.T) {
 		get(h, "", "X-API-Key", "k")
 		clk.Set(day.Add(2 * time.Second))
 		w := get(h, "", "X-API-Key", "k")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("2", "0", "86398"), "Retry-After", "86398",
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("2", "0", "86398"), "Retry-After", "86398",
 			"RateLimit-Policy", `"per-ip";q=5;w=1, "per-key";q=2;w=86400`,
-			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=0;t=86398`); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=0;t=86398`))
 	})
 	t.Run("reports the outer denial alone", func(t *testing.T) {
 		h := stack(t, newClock(day), 1000, nethttp.HeadersBoth)
@@ -862,13 +774,9 @@ func TestMiddlewareStacking(t *testing.T) {
 			get(h, "", "X-API-Key", "k")
 		}
 		w := get(h, "", "X-API-Key", "k")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("5", "0", "1"), "Retry-After", "1",
-			"RateLimit-Policy", `"per-ip";q=5;w=1`, "RateLimit", `"per-ip";r=0;t=1`); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("5", "0", "1"), "Retry-After", "1",
+			"RateLimit-Policy", `"per-ip";q=5;w=1`, "RateLimit", `"per-ip";r=0;t=1`))
 	})
 }
 
@@ -1006,10 +914,8 @@ func TestMiddlewareLargeNumbers(t *testing.T) {
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth),
 		nethttp.WithCostFunc(func(*http.Request) (int64, error) { return 679, nil }))
 	w := get(h, "")
-	if got, want := rateHeaders(t, w), with(xHeaders("5000", "4321", "7200"),
-		"RateLimit-Policy", `"big";q=5000;w=7200`, "RateLimit", `"big";r=4321;t=7200`); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantHeaders(t, w, with(xHeaders("5000", "4321", "7200"),
+		"RateLimit-Policy", `"big";q=5000;w=7200`, "RateLimit", `"big";r=4321;t=7200`))
 }
 
 func TestRejectionError(t *testing.T) {

@@ -52,12 +52,8 @@ func TestPolicyFuncAppliesEachRequestsPolicy(t *testing.T) {
 		t.Errorf("headers: got %v, want %v", got, want)
 	}
 	w := planned(h, "a", "")
-	if got := w.Code; got != http.StatusTooManyRequests {
-		t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-	}
-	if got, want := rateHeaders(t, w), with(free("0", "60"), "Retry-After", "60"); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantStatus(t, w, http.StatusTooManyRequests)
+	wantHeaders(t, w, with(free("0", "60"), "Retry-After", "60"))
 	if got, want := rateHeaders(t, planned(h, "b", "pro")), pro("48"); !reflect.DeepEqual(got, want) {
 		t.Errorf("headers: got %v, want %v", got, want)
 	}
@@ -164,9 +160,7 @@ func TestPolicyFuncErrorIsALimiterFailure(t *testing.T) {
 			}
 			h := wrap(t, planLimiter{Failing: coretest.Failing{P: freePlan}, calls: &calls}, opts...)
 			w := planned(h, "k", "broken")
-			if got := w.Code; got != tc.status {
-				t.Errorf("status: got %v, want %v", got, tc.status)
-			}
+			wantStatus(t, w, tc.status)
 			if got := rateHeaders(t, w); len(got) != 0 {
 				t.Errorf("no policy is known: got %v, want empty", got)
 			}
@@ -205,9 +199,7 @@ func TestPolicyFuncErrorIsALimiterFailure(t *testing.T) {
 				return proPlan.WithName("pro\r\nX-Evil: 1"), nil
 			}))
 		w := get(h, "")
-		if got := w.Code; got != http.StatusServiceUnavailable {
-			t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-		}
+		wantStatus(t, w, http.StatusServiceUnavailable)
 		if got := rateHeaders(t, w); len(got) != 0 {
 			t.Errorf("headers: got %v, want empty", got)
 		}
@@ -231,9 +223,7 @@ func TestPolicyFuncErrorIsALimiterFailure(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		w := send(h, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "")
-		if got := w.Code; got != http.StatusServiceUnavailable {
-			t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-		}
+		wantStatus(t, w, http.StatusServiceUnavailable)
 		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeCanceled}); !reflect.DeepEqual(got, want) {
 			t.Fatalf("outcomes(events): got %v, want %v", got, want)
 		}
@@ -263,9 +253,7 @@ func TestPolicyFuncWithAnInvalidPolicyAdvertisesNothing(t *testing.T) {
 			}
 			h := wrap(t, newLimiter(t, core.TokenBucket(10, time.Minute), newClock(t0)), opts...)
 			w := get(h, "")
-			if got := w.Code; got != status {
-				t.Errorf("status: got %v, want %v", got, status)
-			}
+			wantStatus(t, w, status)
 			if got := rateHeaders(t, w); len(got) != 0 {
 				t.Errorf("an invalid policy's limit is not known: got %v, want empty", got)
 			}
@@ -288,14 +276,10 @@ func TestPolicyLimiterFailureShowsTheRequestsPolicy(t *testing.T) {
 	h := wrap(t, planLimiter{Failing: coretest.Failing{P: freePlan}, err: broken}, recorder(&events),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth), nethttp.WithPolicyFunc(plans))
 	w := planned(h, "k", "pro")
-	if got := w.Code; got != http.StatusOK {
-		t.Errorf("status: got %v, want %v", got, http.StatusOK)
-	}
-	if got, want := rateHeaders(t, w), (map[string]string{
+	wantStatus(t, w, http.StatusOK)
+	wantHeaders(t, w, map[string]string{
 		nethttp.HeaderLimit: "50", nethttp.HeaderRateLimitPolicy: `"pro";q=50;w=60`,
-	}); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	})
 	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedOpen}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("outcomes(events): got %v, want %v", got, want)
 	}
@@ -314,12 +298,8 @@ func TestPolicyFuncWithAnotherAlgorithmIsAFailure(t *testing.T) {
 			return core.TokenBucket(10, time.Minute).WithName("tb"), nil
 		}))
 	w := get(h, "")
-	if got := w.Code; got != http.StatusServiceUnavailable {
-		t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
-	}
-	if got, want := rateHeaders(t, w), (map[string]string{nethttp.HeaderLimit: "10"}); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantStatus(t, w, http.StatusServiceUnavailable)
+	wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "10"})
 	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("outcomes(events): got %v, want %v", got, want)
 	}

@@ -83,15 +83,11 @@ func TestStackedCostDenialShowsTheDenyingLimit(t *testing.T) {
 				}
 			}
 			w := get(h, "", "X-API-Key", "k", "X-Cost", "5")
-			if got := w.Code; got != http.StatusTooManyRequests {
-				t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-			}
+			wantStatus(t, w, http.StatusTooManyRequests)
 			outer := strconv.FormatInt(perIP-3, 10) // the per-IP Remaining after 3 requests
-			if got, want := rateHeaders(t, w), with(xHeaders("10", "2", "86400"), "Retry-After", "86400",
+			wantHeaders(t, w, with(xHeaders("10", "2", "86400"), "Retry-After", "86400",
 				"RateLimit-Policy", `"per-ip";q=`+strconv.FormatInt(perIP, 10)+`;w=1, "per-key";q=10;w=86400`,
-				"RateLimit", `"per-ip";r=`+outer+`;t=1, "per-key";r=2;t=86400`); !reflect.DeepEqual(got, want) {
-				t.Errorf("headers: got %v, want %v", got, want)
-			}
+				"RateLimit", `"per-ip";r=`+outer+`;t=1, "per-key";r=2;t=86400`))
 			if got := w.Body.String(); got != "Too Many Requests\n" {
 				t.Errorf("body: got %q, want %q", got, "Too Many Requests\n")
 			}
@@ -114,13 +110,9 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
 		}
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "5")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("1", "0", "1"), "Retry-After", "1",
-			"RateLimit-Policy", `"per-ip";q=1;w=1`, "RateLimit", `"per-ip";r=0;t=1`); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("1", "0", "1"), "Retry-After", "1",
+			"RateLimit-Policy", `"per-ip";q=1;w=1`, "RateLimit", `"per-ip";r=0;t=1`))
 		if got, want := []int{ipCalls, keyCalls}, ([]int{2, 1}); !reflect.DeepEqual(got, want) {
 			t.Errorf("limiter calls (per-ip, per-key): got %v, want %v", got, want)
 		}
@@ -134,9 +126,7 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
 		}
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "5") // per-key has 2 left: it would deny too
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
 		if got, want := xOnly(rateHeaders(t, w)), with(xHeaders("1", "0", "1"), "Retry-After", "1"); !reflect.DeepEqual(got, want) {
 			t.Errorf("X-RateLimit headers: got %v, want %v", got, want)
 		}
@@ -162,14 +152,10 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
 		}
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "5") // per-ip denies in dry run (r=0), per-key for real (r=2)
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("10", "2", "86400"), "Retry-After", "86400",
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("10", "2", "86400"), "Retry-After", "86400",
 			"RateLimit-Policy", `"per-ip";q=1;w=1, "per-key";q=10;w=86400`,
-			"RateLimit", `"per-ip";r=0;t=1, "per-key";r=2;t=86400`); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+			"RateLimit", `"per-ip";r=0;t=1, "per-key";r=2;t=86400`))
 	})
 
 	t.Run("a cost above the inner capacity shows its limit and no Retry-After", func(t *testing.T) {
@@ -180,14 +166,10 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
 		}
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "11")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("10", "9", "86400"),
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("10", "9", "86400"),
 			"RateLimit-Policy", `"per-ip";q=3;w=1, "per-key";q=10;w=86400`,
-			"RateLimit", `"per-ip";r=1;t=1, "per-key";r=9;t=86400`); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+			"RateLimit", `"per-ip";r=1;t=1, "per-key";r=9;t=86400`))
 		if got := w.Body.String(); got != "Too Many Requests: the request costs more than the rate limit ever admits\n" {
 			t.Errorf("body: got %q, want %q", got, "Too Many Requests: the request costs more than the rate limit ever admits\n")
 		}
@@ -198,9 +180,7 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 		var ipCalls, keyCalls int
 		h := perKeyLayer(t, clk, 10, &keyCalls)(perIPLayer(t, clk, 3, &ipCalls)(ok))
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "11")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
+		wantStatus(t, w, http.StatusTooManyRequests)
 		if got, want := xOnly(rateHeaders(t, w)), xHeaders("10", "10", "0"); !reflect.DeepEqual(got, want) {
 			t.Errorf("X-RateLimit headers: got %v, want %v", got, want)
 		}
@@ -223,9 +203,7 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 			get(h, "", "X-API-Key", "k", "X-Cost", "4")
 			get(h, "", "X-API-Key", "k", "X-Cost", "4")
 			w := get(h, "", "X-API-Key", "k", "X-Cost", "5")
-			if got := w.Code; got != http.StatusTooManyRequests {
-				t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-			}
+			wantStatus(t, w, http.StatusTooManyRequests)
 			if got, want := xOnly(rateHeaders(t, w)), with(xHeaders("10", "2", "86400"), "Retry-After", "86400"); !reflect.DeepEqual(got, want) {
 				t.Errorf("X-RateLimit headers: got %v, want %v", got, want)
 			}
@@ -248,14 +226,10 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
 		}
 		w := get(h, "", "X-API-Key", "k")
-		if got := w.Code; got != http.StatusTooManyRequests {
-			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-		}
-		if got, want := rateHeaders(t, w), with(xHeaders("1", "0", "1"), "Retry-After", "1",
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("1", "0", "1"), "Retry-After", "1",
 			"RateLimit-Policy", `"per-key";q=3;w=86400, "per-ip";q=1;w=1`,
-			"RateLimit", `"per-key";r=0;t=86399, "per-ip";r=0;t=1`); !reflect.DeepEqual(got, want) {
-			t.Errorf("headers: got %v, want %v", got, want)
-		}
+			"RateLimit", `"per-key";r=0;t=86399, "per-ip";r=0;t=1`))
 	})
 }
 

@@ -140,9 +140,7 @@ func x(limit, remaining, reset string, more ...string) map[string]string {
 func (s suite) assertRejected(t *testing.T, w *httptest.ResponseRecorder, status int) {
 	t.Helper()
 	body, ctype := s.Body(status)
-	if got := w.Code; got != status {
-		t.Errorf("status: got %v, want %v", got, status)
-	}
+	wantStatus(t, w, status)
 	if got := w.Body.String(); got != body {
 		t.Errorf("body: got %q, want %q", got, body)
 	}
@@ -169,18 +167,14 @@ func (s suite) window(t *testing.T) {
 	clk.Set(t0.Add(54 * time.Second))
 	w := get(h, "/items/1")
 	s.assertRejected(t, w, http.StatusTooManyRequests)
-	if got, want := rateHeaders(w), x("100", "0", "6", "Retry-After", "6"); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantHeaders(t, w, x("100", "0", "6", "Retry-After", "6"))
 
 	clk.Set(t0.Add(time.Minute))
 	w = get(h, "/items/1")
 	if got := w.Code; got != http.StatusOK {
 		t.Errorf("a new window admits again: got %v, want %v", got, http.StatusOK)
 	}
-	if got, want := rateHeaders(w), x("100", "99", "60"); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantHeaders(t, w, x("100", "99", "60"))
 }
 
 func (s suite) styles(t *testing.T) {
@@ -204,17 +198,13 @@ func (s suite) styles(t *testing.T) {
 			if got := w.Code; got != http.StatusOK {
 				t.Fatalf("status: got %v, want %v", got, http.StatusOK)
 			}
-			if got, want := rateHeaders(w), tc.allowed; !reflect.DeepEqual(got, want) {
-				t.Errorf("headers: got %v, want %v", got, want)
-			}
+			wantHeaders(t, w, tc.allowed)
 			clk.Set(t0.Add(54 * time.Second))
 			w = get(h, "/items/1")
 			if got := w.Code; got != http.StatusTooManyRequests {
 				t.Fatalf("status: got %v, want %v", got, http.StatusTooManyRequests)
 			}
-			if got, want := rateHeaders(w), tc.denied; !reflect.DeepEqual(got, want) {
-				t.Errorf("headers: got %v, want %v", got, want)
-			}
+			wantHeaders(t, w, tc.denied)
 		})
 	}
 }
@@ -245,18 +235,12 @@ func (s suite) cost(t *testing.T) {
 		return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64)
 	}))
 	w := get(h, "/items/1", "X-Cost", "60")
-	if got := w.Code; got != http.StatusOK {
-		t.Errorf("status: got %v, want %v", got, http.StatusOK)
-	}
-	if got, want := rateHeaders(w), x("100", "40", "60"); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantStatus(t, w, http.StatusOK)
+	wantHeaders(t, w, x("100", "40", "60"))
 
 	w = get(h, "/items/1", "X-Cost", "41")
 	s.assertRejected(t, w, http.StatusTooManyRequests)
-	if got, want := rateHeaders(w), x("100", "40", "60", "Retry-After", "60"); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantHeaders(t, w, x("100", "40", "60", "Retry-After", "60"))
 
 	w = get(h, "/items/1", "X-Cost", "101")
 	if got := w.Code; got != http.StatusTooManyRequests {
@@ -366,21 +350,15 @@ func (s suite) failure(t *testing.T) {
 	known := headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`)
 
 	w := get(s.Mount(t, broken, recorder(&events), both), "/items/1")
-	if got := w.Code; got != http.StatusOK {
-		t.Errorf("status: got %v, want %v", got, http.StatusOK)
-	}
+	wantStatus(t, w, http.StatusOK)
 	if got := w.Body.String(); got != "ok" {
 		t.Errorf("body: got %q, want %q", got, "ok")
 	}
-	if got, want := rateHeaders(w), known; !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantHeaders(t, w, known)
 
 	w = get(s.Mount(t, broken, recorder(&events), both, nethttp.WithFailClosed()), "/items/1")
 	s.assertRejected(t, w, http.StatusServiceUnavailable)
-	if got, want := rateHeaders(w), known; !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantHeaders(t, w, known)
 	if got := w.Body.String(); strings.Contains(got, "secret") {
 		t.Errorf("body: got %q, want it not to contain %q", got, "secret")
 	}
@@ -418,12 +396,8 @@ func (s suite) unknownState(t *testing.T) {
 	p := core.FixedWindow(7, time.Second).WithName("per-ip")
 	lim := unknownStore{coretest.Failing{Err: fmt.Errorf("store: %w (key state unknown)", core.ErrCostExceedsCapacity), P: p}}
 	w := get(s.Mount(t, lim, nethttp.WithHeaderStyle(nethttp.HeadersBoth)), "/items/1")
-	if got := w.Code; got != http.StatusTooManyRequests {
-		t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
-	}
-	if got, want := rateHeaders(w), headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantStatus(t, w, http.StatusTooManyRequests)
+	wantHeaders(t, w, headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`))
 }
 
 // plans: one limiter, a policy per API key (WithPolicyFunc). Each answer
@@ -444,34 +418,22 @@ func (s suite) plans(t *testing.T) {
 		}))
 
 	w := get(h, "/items/1", "X-API-Key", "k-free")
-	if got := w.Code; got != http.StatusOK {
-		t.Errorf("status: got %v, want %v", got, http.StatusOK)
-	}
-	if got, want := rateHeaders(w), x("2", "1", "60", "RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=1;t=60`); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantStatus(t, w, http.StatusOK)
+	wantHeaders(t, w, x("2", "1", "60", "RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=1;t=60`))
 	w = get(h, "/items/1", "X-API-Key", "k-pro")
-	if got := w.Code; got != http.StatusOK {
-		t.Errorf("status: got %v, want %v", got, http.StatusOK)
-	}
-	if got, want := rateHeaders(w), x("50", "49", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=49;t=60`); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantStatus(t, w, http.StatusOK)
+	wantHeaders(t, w, x("50", "49", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=49;t=60`))
 
 	get(h, "/items/1", "X-API-Key", "k-free")
 	w = get(h, "/items/1", "X-API-Key", "k-free")
 	s.assertRejected(t, w, http.StatusTooManyRequests)
-	if got, want := rateHeaders(w), x("2", "0", "60", "Retry-After", "60",
-		"RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=0;t=60`); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantHeaders(t, w, x("2", "0", "60", "Retry-After", "60",
+		"RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=0;t=60`))
 	w = get(h, "/items/1", "X-API-Key", "k-pro")
 	if got := w.Code; got != http.StatusOK {
 		t.Errorf("the pro key has its own, larger quota: got %v, want %v", got, http.StatusOK)
 	}
-	if got, want := rateHeaders(w), x("50", "48", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=48;t=60`); !reflect.DeepEqual(got, want) {
-		t.Errorf("headers: got %v, want %v", got, want)
-	}
+	wantHeaders(t, w, x("50", "48", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=48;t=60`))
 
 	if got := len(events); got != 5 {
 		t.Fatalf("len(events): got %d, want %d", got, 5)
@@ -519,9 +481,7 @@ func (s suite) keyErrors(t *testing.T) {
 			http.Error(w, "key required", http.StatusUnauthorized)
 		}))
 	w := get(h, "/items/1")
-	if got := w.Code; got != http.StatusUnauthorized {
-		t.Errorf("status: got %v, want %v", got, http.StatusUnauthorized)
-	}
+	wantStatus(t, w, http.StatusUnauthorized)
 	if got := w.Body.String(); got != "key required\n" {
 		t.Errorf("body: got %q, want %q", got, "key required\n")
 	}
@@ -568,5 +528,22 @@ func (s suite) loopback(t *testing.T) {
 	wg.Wait()
 	if got, want := codes, (map[int]int{http.StatusOK: limit, http.StatusTooManyRequests: clients*perClient - limit}); !reflect.DeepEqual(got, want) {
 		t.Errorf("codes: got %v, want %v", got, want)
+	}
+}
+
+// wantHeaders reports an error unless the rate-limit fields of w are want
+// (see rateHeaders).
+func wantHeaders(t testing.TB, w *httptest.ResponseRecorder, want map[string]string) {
+	t.Helper()
+	if got := rateHeaders(w); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
+}
+
+// wantStatus reports an error unless w's status is want.
+func wantStatus(t testing.TB, w *httptest.ResponseRecorder, want int) {
+	t.Helper()
+	if w.Code != want {
+		t.Errorf("status: got %d, want %d", w.Code, want)
 	}
 }

@@ -16,15 +16,10 @@ import (
 //
 //	e.Use(echomw.Limit(lim))
 //
-// It takes nethttp's options (and [WithSkipper]) and decides exactly as
-// [nethttp.Middleware]. An admitted request gets the rate-limit headers and
-// goes on. A rejected one gets its headers too, and Limit returns an
-// *echo.HTTPError with the status (429, or 400, 500, 503 for a key, cost or
-// fail-closed limiter error), which echo's HTTPErrorHandler renders: the
-// headers already set stay on the response. When an option supplies the
-// response (nethttp.WithDenyHandler, nethttp.WithKeyErrorHandler), it is
-// written first and echo's handler, finding the response committed, leaves
-// it alone. It panics for a nil limiter and as nethttp.Middleware does.
+// It takes nethttp's options (and [WithSkipper]) and decides as
+// [nethttp.Middleware]; a rejected request is returned as an
+// *echo.HTTPError, as the package documentation says. It panics for a nil
+// limiter and as nethttp.Middleware does.
 func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 	if lim == nil {
 		panic(errors.New("echomw: Limit: nil limiter"))

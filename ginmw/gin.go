@@ -18,12 +18,9 @@ import (
 //
 //	r.Use(ginmw.Limit(lim))
 //
-// It takes nethttp's options and behaves exactly as [nethttp.Middleware]:
-// an admitted request gets the rate-limit headers and goes on (c.Next); a
-// rejected one is answered by nethttp's engine (429 with Retry-After, or the
-// configured denial handler) and the chain is aborted (c.Abort), so no later
-// handler runs. [keyfunc.Route] keys on gin's route (c.FullPath(),
-// "/users/:id"). It panics for a nil limiter and as nethttp.Middleware does.
+// It takes nethttp's options and behaves as [nethttp.Middleware]; a
+// rejected request is answered and the chain aborted (c.Abort). It panics
+// for a nil limiter and as nethttp.Middleware does.
 func Limit(lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
 	if lim == nil {
 		panic(errors.New("ginmw: Limit: nil limiter"))
@@ -84,13 +81,10 @@ func fromRequest(r *http.Request) (*gin.Context, bool) {
 var errNoGinContext = fmt.Errorf("%w: ginmw.ClientIP used outside ginmw.Limit", keyfunc.ErrNoKey)
 
 // ClientIP returns a key function for nethttp.WithKeyFunc that keys on gin's
-// c.ClientIP(), in keyfunc.IP's canonical form ([keyfunc.CanonicalIP]:
-// IPv4-mapped addresses folded, IPv6 masked to /64). It is opt-in: c.ClientIP() believes X-Forwarded-For and
-// X-Real-IP from every peer unless the engine is told which proxies to trust,
-// and gin trusts all of them by default, so any client could then choose its
-// own key. Use it only after engine.SetTrustedProxies([]string{...your
-// proxies...}) (or engine.TrustedPlatform). The default key, without this
-// option, is the TCP peer address, which no header changes.
+// c.ClientIP(), in keyfunc.IP's canonical form ([keyfunc.CanonicalIP]). Use
+// it only after engine.SetTrustedProxies (or engine.TrustedPlatform): gin
+// trusts every peer's forwarding headers by default (see the package
+// documentation).
 func ClientIP() keyfunc.Func {
 	return clientIP
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/internal/httpbench"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
@@ -26,7 +24,9 @@ func BenchmarkMiddleware(b *testing.B) {
 	// Every request admitted: the allowed path, with a key already in the
 	// registry after the first request.
 	lim, err := core.New(httpbench.Policy)
-	require.NoError(b, err)
+	if err != nil {
+		b.Fatalf("unexpected error: %v", err)
+	}
 	b.Cleanup(func() { _ = lim.Close() })
 
 	limited := func(opts ...nethttp.Option) http.Handler {

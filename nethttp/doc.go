@@ -9,33 +9,31 @@
 // so it works with every net/http router. Wrap one handler for a per-route
 // limit; http.Request.Pattern, and so [keyfunc.Route], is set only in
 // handlers registered on a ServeMux, not in middleware wrapping the whole
-// mux. The constructors panic on programmer errors (a nil limiter, a nil or
-// invalid option).
+// mux.
 //
 // # Admitted requests
 //
 // The response carries X-RateLimit-Limit (the quota), X-RateLimit-Remaining
 // (unit-cost requests left now) and X-RateLimit-Reset (whole seconds until the
-// full quota is back, rounded up; [WithResetAsUnixTime] makes it a Unix
-// time), then the next handler runs. A leaky-bucket limiter may ask an
-// admitted request to wait ([core.Decision].Delay): the middleware holds it
-// first. If the request's context ends during the wait, the next handler is
-// not called and the answer is 503 Service Unavailable.
+// full quota is back, rounded up), then the next handler runs. A
+// leaky-bucket limiter may ask an admitted request to wait
+// ([core.Decision].Delay): the middleware holds it first. If the request's
+// context ends during the wait, the next handler is not called and the
+// answer is 503 Service Unavailable.
 //
 // # Denied requests
 //
 // 429 Too Many Requests, with the same X-RateLimit-* fields and Retry-After
 // in whole seconds, rounded up and at least 1, so that a client waiting
-// exactly that long succeeds. The body is "Too Many Requests" as text/plain;
-// [WithDenyHandler] replaces it ([ProblemJSON] writes RFC 9457 problem
-// details). A request whose cost is more than the policy can ever admit
-// ([core.ErrCostExceedsCapacity]) is denied with 429 and no Retry-After.
+// exactly that long succeeds. The body is "Too Many Requests" as text/plain
+// ([WithDenyHandler] replaces it). A request whose cost is more than the
+// policy can ever admit ([core.ErrCostExceedsCapacity]) is denied with 429
+// and no Retry-After.
 //
 // Nothing guessed is written: for a decision whose state is unknown
 // ([core.Decision].StateUnknown: a store that failed could not tell it), as
-// for a limiter failure below, only X-RateLimit-Limit and the
-// RateLimit-Policy member are, never Remaining, Reset or the RateLimit
-// field.
+// for a limiter failure, only X-RateLimit-Limit and the RateLimit-Policy
+// member are, never Remaining, Reset or the RateLimit field.
 //
 // [WithHeaderStyle] chooses X-RateLimit-* (the default), the IETF fields of
 // draft-ietf-httpapi-ratelimit-headers-11, both, or none:
@@ -58,46 +56,23 @@
 // that an inner one denies, so put the limit most likely to deny outermost,
 // and give stacked middlewares the same header style and reset format.
 //
-// # Keys, costs and skipping
+// # Keys, failures and hooks
 //
-// The key defaults to [keyfunc.IP]: the TCP peer address, never a header.
-// When the key function fails (a missing API key: [keyfunc.ErrNoKey]), the
-// request is counted under the [WithKeyFallback] key if there is one, and
-// otherwise rejected with 400 Bad Request ([WithKeyErrorHandler] replaces
-// that answer). A missing key never means "not limited". [WithCostFunc]
-// weighs requests; a cost function that fails or returns a cost <= 0 is a
-// server bug, answered 500 and reported to the hooks. [WithSkip]
-// exempts requests entirely: no headers, no hooks, nothing counted.
-//
-// # Policies per request
-//
-// [WithPolicyFunc] picks the policy of each request (a plan looked up from
-// its API key) and the limiter, a [core.PolicyLimiter], applies it; the
-// headers describe the policy applied, by its name.
-//
-// # Failures, hooks and dry runs
-//
-// Any other limiter error (a Redis store that cannot be reached and has no
-// local fallback), or an error from the WithPolicyFunc function, fails
-// open by default: the
-// request is served. [WithFailClosed] answers 503 instead. Either way the
-// response carries what is known of the limit, X-RateLimit-Limit and the
-// RateLimit-Policy member (taken from the limiter's answer, or the policy it
-// was asked to apply), never Remaining or Reset, and never error text or
-// anything the client sent. A request whose own context ends while the
-// limiter decides (the client went away) is not a failure: it is answered
-// 503, whatever the failure policy, and its handler does not run.
-//
-// Hooks added with [WithHook] get one [Event] per request not skipped: the
-// key, cost, [Outcome], decision (with the policy applied and its source),
-// error and the limiter's latency. [WithDryRun] computes decisions, calls
-// the hooks and writes the headers but never blocks.
+// The key defaults to [keyfunc.IP]: the TCP peer address, never a header. A
+// request without a key is answered 400 ([WithKeyFallback],
+// [WithKeyErrorHandler]): a missing key never means "not limited". A
+// limiter that fails (a Redis store that cannot be reached and has no local
+// fallback) fails open by default ([WithFailClosed]); the response never
+// carries error text or anything the client sent. A request whose own
+// context ends while the limiter decides is answered 503 and not served
+// ([OutcomeCanceled]). [WithCostFunc] weighs requests, [WithSkip] exempts
+// them and [WithPolicyFunc] picks each one's policy. Hooks ([WithHook]) get
+// one [Event] per request not skipped; [WithDryRun] decides and reports
+// without blocking.
 //
 // # Adapters
 //
 // An adapter for a router whose middleware has another shape builds an
-// [Engine] from the same options: [Engine.Check] decides a request and sets
-// its headers, [Engine.Respond] writes the answer to a [Rejection] (see the
-// Engine example). Package adaptertest is the behavioural suite every
-// adapter passes.
+// [Engine] from the same options (see the Engine example). Package
+// adaptertest is the behavioural suite every adapter passes.
 package nethttp

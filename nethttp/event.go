@@ -24,18 +24,16 @@ type Event struct {
 	Cost int64
 	// Outcome is what happened to the request.
 	Outcome Outcome
-	// Decision is the limiter's answer. Decision.Policy is the policy
-	// applied (the per-request one with WithPolicyFunc) and Decision.Source
-	// where the decision was made. On a limiter failure (OutcomeFailedOpen,
-	// OutcomeFailedClosed, or OutcomeCanceled while the limiter was
-	// deciding) it holds what is known: Limit and Policy (from the
-	// limiter's answer, or else the policy it was asked to apply) and
-	// Source, Allowed false. For OutcomeKeyError and OutcomeCostError it
-	// holds the Limit and Policy of the limiter (of the request, for a cost
-	// the limiter refused under WithPolicyFunc), so that metrics can say
-	// which limit the request met. It is zero when the WithPolicyFunc
-	// function failed, and for a key or cost error before it was called
-	// (it needs the key): no policy is known then.
+	// Decision is the limiter's answer: Policy is the policy applied (the
+	// per-request one with WithPolicyFunc), Source where the decision was
+	// made. On a limiter failure (OutcomeFailedOpen, OutcomeFailedClosed,
+	// or OutcomeCanceled while the limiter was deciding) it holds what is
+	// known: Limit and Policy (from the limiter's answer, or else the
+	// policy it was asked to apply) and Source. For OutcomeKeyError and
+	// OutcomeCostError it holds the Limit and Policy of the limiter (of the
+	// request, for a cost refused under WithPolicyFunc). It is zero when no
+	// policy is known: the WithPolicyFunc function failed, or a key or cost
+	// error came before it was called.
 	Decision core.Decision
 	// Err is the failure, for OutcomeFailedOpen, OutcomeFailedClosed,
 	// OutcomeKeyError, OutcomeCostError and OutcomeCanceled: the limiter's
@@ -47,20 +45,6 @@ type Event struct {
 	// Latency is how long the limiter call (the store's round trip) took;
 	// 0 when the limiter was not called.
 	Latency time.Duration
-}
-
-// LimiterCalled reports whether the limiter was asked about the request
-// (and answered, or failed to): always for the outcomes only a decision
-// gives (allowed, denied, dry-run), and for the others when the call took
-// time (a store that failed, timed out or saw the client hang up). A key
-// or cost error and a failed WithPolicyFunc lookup come before the call:
-// Latency is 0. Metrics observe store latency only for these events.
-func (e Event) LimiterCalled() bool {
-	switch e.Outcome {
-	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
-		return true
-	}
-	return e.Latency > 0
 }
 
 // Outcome is what the middleware did with a request.
@@ -89,12 +73,10 @@ const (
 	OutcomeCostError
 	// OutcomeCanceled: the request's own context ended (the client hung
 	// up, a server timeout) while the limiter or the policy function was
-	// deciding, which then failed with the context's error, or during a
-	// leaky-bucket delay. Not a limiter failure, whatever WithFailClosed
-	// says: the next handler is not run and the answer, which the client is
-	// unlikely to read, is 503 without rate-limit headers after a failed
-	// decision, with them after a delay (served under WithDryRun, which
-	// applies no delay).
+	// deciding, or during a leaky-bucket delay. Not a limiter failure,
+	// whatever WithFailClosed says: the next handler is not run and the
+	// answer is 503, without rate-limit headers after a failed decision,
+	// with them after a delay (served under WithDryRun).
 	OutcomeCanceled
 )
 
@@ -140,17 +122,12 @@ func WithHook(f func(Event)) Option {
 // an API key, a route's own limit), which the limiter applies with
 // [core.PolicyLimiter].AllowPolicy; the middleware panics at construction if
 // the limiter is not a core.PolicyLimiter. The headers describe the policy
-// applied ([core.Decision].Policy), by its name. An error from f (a lookup
-// that failed or timed out: f gets the request, and so its context) is
-// handled as a limiter failure: the request is served without a limit, or
-// answered 503 with [WithFailClosed], and the hooks get [OutcomeFailedOpen]
-// or [OutcomeFailedClosed] with the error prefixed "policy func: " (or
-// [OutcomeCanceled] if the request's context ended); no rate-limit header
-// is written, as no policy is known. A policy whose name cannot be sent in
-// a header (printable ASCII only), or that is invalid (the limiter rejects
-// it: see [core.Policy.Validate]), is handled as such an error. f runs after the key and the
-// cost are known, only for requests that get that far; WithHook's Latency
-// does not include it.
+// applied, by its name. An error from f (f gets the request, and so its
+// context) is handled as a limiter failure ([WithFailClosed]), its text
+// prefixed "policy func: ", with no rate-limit header, as no policy is
+// known. So is a policy whose name is not printable ASCII, or that the
+// limiter rejects ([core.Policy.Validate]). f runs after the key and the
+// cost are known; WithHook's Latency does not include it.
 func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Option {
 	if f == nil {
 		panic(nilFunc("WithPolicyFunc"))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/internal/policyname"
 )
 
 // Names of the response header fields the middleware writes, spelled as in
@@ -73,9 +74,7 @@ func (s HeaderStyle) x() bool     { return s == HeadersXRateLimit || s == Header
 func (s HeaderStyle) ietf() bool  { return s == HeadersIETF || s == HeadersBoth }
 
 // renderer turns decisions into header values. It caches the strings that
-// depend only on the policy, and the decimal strings of the numbers the
-// policy's headers usually carry, so that rendering X-RateLimit-* for its own
-// policy allocates once: the slice backing every header value.
+// depend only on the policy.
 type renderer struct {
 	style     HeaderStyle
 	resetUnix bool
@@ -84,18 +83,11 @@ type renderer struct {
 	limit      string      // strconv of policy.Limit
 	name       string      // policy name as an sf-string, quotes included
 	policyItem string      // one RateLimit-Policy list member
-	numbers    []string    // numbers[i] is strconv of i: Remaining and Reset
 }
 
-// maxCachedNumber bounds the table of decimal strings (about 16 kB at most):
-// Remaining is at most the limit and Reset at most the window in seconds,
-// so most policies' values are all in it.
-const maxCachedNumber = 1024
-
-// newRenderer returns a renderer for decisions of p. Only a long-lived one
-// (the engine's) is worth its table of numbers: see withNumbers.
+// newRenderer returns a renderer for decisions of p.
 func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
-	name := sfString(PolicyName(p))
+	name := sfString(policyname.Of(p))
 	return renderer{
 		style:      style,
 		resetUnix:  resetUnix,
@@ -104,21 +96,6 @@ func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
 		name:       name,
 		policyItem: policyItem(name, p),
 	}
-}
-
-// withNumbers fills the table of the decimal strings of the numbers the
-// policy's headers carry; all of them up to maxCachedNumber when the table
-// is to serve other policies too (see Engine.rendererFor).
-func (rd renderer) withNumbers(all bool) renderer {
-	n := min(max(rd.policy.Limit, ceilSeconds(rd.policy.Window)), maxCachedNumber)
-	if all {
-		n = maxCachedNumber
-	}
-	rd.numbers = make([]string, n+1)
-	for i := range rd.numbers {
-		rd.numbers[i] = strconv.Itoa(i)
-	}
-	return rd
 }
 
 // maxRenderers bounds the renderers an engine keeps for policies other than
@@ -137,7 +114,6 @@ func (e *Engine) rendererFor(p core.Policy) *renderer {
 		return rd
 	}
 	rd := newRenderer(p, e.render.style, e.render.resetUnix)
-	rd.numbers = e.render.numbers
 	return e.renders.LoadOrStore(p, &rd)
 }
 
@@ -149,11 +125,8 @@ type value struct {
 	i, j int
 }
 
-// number returns n from the table, or appends it to b.
-func (rd *renderer) number(b []byte, n int64) ([]byte, value) {
-	if n >= 0 && n < int64(len(rd.numbers)) {
-		return b, value{s: rd.numbers[n]}
-	}
+// number appends n to b.
+func number(b []byte, n int64) ([]byte, value) {
 	i := len(b)
 	b = strconv.AppendInt(b, n, 10)
 	return b, value{i: i, j: len(b)}
@@ -210,14 +183,14 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 		if d.Limit == rd.policy.Limit {
 			limit = value{s: rd.limit}
 		} else {
-			b, limit = rd.number(b, d.Limit)
+			b, limit = number(b, d.Limit)
 		}
-		b, remaining = rd.number(b, d.Remaining)
-		b, resetV = rd.number(b, reset)
+		b, remaining = number(b, d.Remaining)
+		b, resetV = number(b, reset)
 	}
 	if retry {
 		n++
-		b, retryV = rd.number(b, max(ceilSeconds(d.RetryAfter), 1))
+		b, retryV = number(b, max(ceilSeconds(d.RetryAfter), 1))
 	}
 	if ietf {
 		n += 2
@@ -352,27 +325,6 @@ func policyItem(name string, p core.Policy) string {
 	b = append(b, ";w="...)
 	b = strconv.AppendInt(b, max(ceilSeconds(p.Window), 1), 10)
 	return string(b)
-}
-
-// PolicyName is the name the middleware gives p in the IETF
-// RateLimit-Policy and RateLimit fields, and the one the ready-made hooks
-// (sloghook, promhook, otelhook) report it by: p.Name when set, otherwise a
-// name derived from the policy alone, such as "tokenbucket-100-per-60s"
-// (never from anything the client sent); "" for the zero Policy, which an
-// Event carries when no policy was known (a key or cost error, a failed
-// WithPolicyFunc lookup).
-func PolicyName(p core.Policy) string {
-	switch {
-	case p.Name != "":
-		return p.Name
-	case p == core.Policy{}:
-		return ""
-	}
-	w := p.Window.String()
-	if p.Window > 0 && p.Window%time.Second == 0 {
-		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
-	}
-	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
 }
 
 // checkPolicyName reports whether name can be sent as a structured-field

@@ -5,15 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 	"time"
-
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/nethttp"
-	"github.com/go-ratelimit/ratelimit/nethttp/adaptertest"
 )
 
 // t0 starts a fixed window of a minute (windows are aligned to the Unix
@@ -28,7 +26,9 @@ func newClock(t time.Time) *coretest.Clock { return coretest.NewClock(t) }
 func newLimiter(t testing.TB, p core.Policy, clk *coretest.Clock) *core.MemoryLimiter {
 	t.Helper()
 	lim, err := core.New(p, core.WithClock(clk.Now))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
 	t.Cleanup(func() { _ = lim.Close() })
 	return lim
 }
@@ -76,7 +76,9 @@ func rateHeaders(t testing.TB, w *httptest.ResponseRecorder) map[string]string {
 		nethttp.HeaderRetryAfter, nethttp.HeaderRateLimitPolicy, nethttp.HeaderRateLimit,
 	} {
 		if v := h.Values(k); len(v) > 0 {
-			require.Len(t, v, 1, "header %s appears on more than one line", k)
+			if got := len(v); got != 1 {
+				t.Fatalf("header %s appears on more than one line: got %d, want %d", k, got, 1)
+			}
 			out[k] = v[0]
 		}
 	}
@@ -102,11 +104,20 @@ func with(m map[string]string, kv ...string) map[string]string {
 	return out
 }
 
-// recorder and outcomes are the adapter suite's.
-var (
-	recorder = adaptertest.Recorder
-	outcomes = adaptertest.Outcomes
-)
+// recorder returns a WithHook option appending every Event to *events (not
+// safe for concurrent requests).
+func recorder(events *[]nethttp.Event) nethttp.Option {
+	return nethttp.WithHook(func(ev nethttp.Event) { *events = append(*events, ev) })
+}
+
+// outcomes lists the events' outcomes.
+func outcomes(events []nethttp.Event) []nethttp.Outcome {
+	out := make([]nethttp.Outcome, len(events))
+	for i, ev := range events {
+		out[i] = ev.Outcome
+	}
+	return out
+}
 
 // The plans of the WithPolicyFunc tests: free (the limiter's own policy)
 // and pro, chosen by the X-Plan header.
@@ -128,3 +139,20 @@ func plans(r *http.Request, _ string) (core.Policy, error) {
 }
 
 var errPlanLookup = errors.New("plan lookup failed")
+
+// wantHeaders reports an error unless the rate-limit fields of w are want
+// (see rateHeaders).
+func wantHeaders(t testing.TB, w *httptest.ResponseRecorder, want map[string]string) {
+	t.Helper()
+	if got := rateHeaders(t, w); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
+}
+
+// wantStatus reports an error unless w's status is want.
+func wantStatus(t testing.TB, w *httptest.ResponseRecorder, want int) {
+	t.Helper()
+	if w.Code != want {
+		t.Errorf("status: got %d, want %d", w.Code, want)
+	}
+}

@@ -91,8 +91,6 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 		e.plim = pl
 	}
 	e.render = newRenderer(p, e.cfg.style, e.cfg.resetUnix)
-	// With per-request policies, the table of numbers serves every policy.
-	e.render = e.render.withNumbers(e.cfg.policy != nil)
 	return e
 }
 
@@ -220,8 +218,8 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 			return e.failure(w, Event{Request: r, Key: key, Cost: n, Decision: known, Err: err, Latency: latency})
 		}
 	}
-	// Without header fields a denial needs only the table of numbers, for
-	// Retry-After, which the engine's own renderer has.
+	// Without header fields a denial needs only Retry-After, which any
+	// renderer writes.
 	rd := &e.render
 	if rd.style != HeadersNone {
 		rd = e.rendererFor(d.Policy)
@@ -249,13 +247,11 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 }
 
 // PassesRequest reports whether Check hands its request to a function of
-// the options: a key function ([WithKeyFunc], [WithKeyFallback]), a
-// [WithSkip], [WithCostFunc] or [WithPolicyFunc] function, or a hook
-// ([WithHook], in [Event].Request). When it does not, Check reads of the
-// request only its RemoteAddr (the default key, [keyfunc.IP]) and its
-// context, so an adapter may pass the request as it came instead of the
-// copy it builds for those functions (with the router's route in Pattern),
-// and build the copy only for Respond, whose handlers get the request.
+// the options (a key, skip, cost or policy function, or a hook). When it
+// does not, Check reads of the request only its RemoteAddr and its context,
+// so an adapter may pass the request as it came and build its copy (with
+// the router's route in Pattern) only for Respond, whose handlers get the
+// request.
 func (e *Engine) PassesRequest() bool { return e.passes }
 
 // knownBeforeCall is what an Event can say of the limit before the policy

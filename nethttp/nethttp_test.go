@@ -2,17 +2,17 @@ package nethttp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
@@ -27,41 +27,51 @@ func TestMiddlewareLimitsAWindow(t *testing.T) {
 	t.Run("admits 100 requests with exact headers", func(t *testing.T) {
 		for i := 1; i <= 100; i++ {
 			w := get(h, "")
-			require.Equal(t, http.StatusOK, w.Code, "request %d", i)
-			require.Equal(t, xHeaders("100", fmt.Sprint(100-i), "60"), rateHeaders(t, w), "request %d", i)
-			require.Equal(t, "ok", w.Body.String())
+			if got := w.Code; got != http.StatusOK {
+				t.Fatalf("request %d: got %v, want %v", i, got, http.StatusOK)
+			}
+			if got, want := rateHeaders(t, w), xHeaders("100", fmt.Sprint(100-i), "60"); !reflect.DeepEqual(got, want) {
+				t.Fatalf("request %d: got %v, want %v", i, got, want)
+			}
+			if got := w.Body.String(); got != "ok" {
+				t.Fatalf("body: got %q, want %q", got, "ok")
+			}
 		}
 	})
 	t.Run("denies the 101st request in a window with exact headers", func(t *testing.T) {
 		clk.Set(t0.Add(54 * time.Second))
 		w := get(h, "")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"), rateHeaders(t, w))
-		assert.Equal(t, "text/plain; charset=utf-8", w.Header().Get("Content-Type"))
-		assert.Equal(t, "Too Many Requests\n", w.Body.String())
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"))
+		if got := w.Header().Get("Content-Type"); got != "text/plain; charset=utf-8" {
+			t.Errorf("Content-Type: got %q, want %q", got, "text/plain; charset=utf-8")
+		}
+		if got := w.Body.String(); got != "Too Many Requests\n" {
+			t.Errorf("body: got %q, want %q", got, "Too Many Requests\n")
+		}
 	})
 	t.Run("rounds Retry-After and the reset up to whole seconds", func(t *testing.T) {
 		clk.Set(t0.Add(54*time.Second + 500*time.Millisecond))
 		w := get(h, "")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"), rateHeaders(t, w))
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("100", "0", "6"), nethttp.HeaderRetryAfter, "6"))
 	})
 	t.Run("keeps Retry-After at 1 or more just before the reset", func(t *testing.T) {
 		clk.Set(t0.Add(time.Minute - time.Millisecond))
 		w := get(h, "")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("100", "0", "1"), nethttp.HeaderRetryAfter, "1"), rateHeaders(t, w))
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("100", "0", "1"), nethttp.HeaderRetryAfter, "1"))
 	})
 	t.Run("counts another client separately", func(t *testing.T) {
 		w := get(h, "198.51.100.7:999")
-		assert.Equal(t, http.StatusOK, w.Code)
-		assert.Equal(t, xHeaders("100", "99", "1"), rateHeaders(t, w))
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, xHeaders("100", "99", "1"))
 	})
 	t.Run("admits again in the next window", func(t *testing.T) {
 		clk.Set(t0.Add(time.Minute))
 		w := get(h, "")
-		assert.Equal(t, http.StatusOK, w.Code)
-		assert.Equal(t, xHeaders("100", "99", "60"), rateHeaders(t, w))
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, xHeaders("100", "99", "60"))
 	})
 }
 
@@ -71,13 +81,15 @@ func TestMiddlewareResetAsUnixTime(t *testing.T) {
 		// when every goroutine is blocked: exact Unix times.
 		start := time.Now()
 		lim, err := core.New(core.FixedWindow(3, 10*time.Second))
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
 		defer lim.Close()
 		h := wrap(t, lim, nethttp.WithResetAsUnixTime())
 
 		time.Sleep(2500 * time.Millisecond)
 		w := get(h, "")
-		assert.Equal(t, xHeaders("3", "2", fmt.Sprint(start.Unix()+10)), rateHeaders(t, w))
+		wantHeaders(t, w, xHeaders("3", "2", fmt.Sprint(start.Unix()+10)))
 	})
 }
 
@@ -131,21 +143,29 @@ func TestMiddlewareHeaderStyles(t *testing.T) {
 			clk := newClock(t0)
 			h := wrap(t, newLimiter(t, tc.policy, clk), nethttp.WithHeaderStyle(tc.style))
 			for range 99 {
-				require.Equal(t, http.StatusOK, get(h, "").Code)
+				if got := get(h, "").Code; got != http.StatusOK {
+					t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+				}
 			}
 			w := get(h, "")
-			require.Equal(t, http.StatusOK, w.Code)
-			assert.Equal(t, tc.allowed, rateHeaders(t, w))
+			if got := w.Code; got != http.StatusOK {
+				t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+			}
+			wantHeaders(t, w, tc.allowed)
 			clk.Set(t0.Add(54 * time.Second))
 			w = get(h, "")
-			require.Equal(t, http.StatusTooManyRequests, w.Code)
-			assert.Equal(t, tc.denied, rateHeaders(t, w))
+			if got := w.Code; got != http.StatusTooManyRequests {
+				t.Fatalf("status: got %v, want %v", got, http.StatusTooManyRequests)
+			}
+			wantHeaders(t, w, tc.denied)
 		})
 	}
 	t.Run("rounds a sub-second IETF window up to w=1", func(t *testing.T) {
 		h := wrap(t, newLimiter(t, core.FixedWindow(5, 500*time.Millisecond).WithName("burst"), newClock(t0)),
 			nethttp.WithHeaderStyle(nethttp.HeadersIETF))
-		assert.Equal(t, `"burst";q=5;w=1`, get(h, "").Header().Get("RateLimit-Policy"))
+		if got := get(h, "").Header().Get("RateLimit-Policy"); got != `"burst";q=5;w=1` {
+			t.Errorf("RateLimit-Policy: got %q, want %q", got, `"burst";q=5;w=1`)
+		}
 	})
 }
 
@@ -161,18 +181,34 @@ func TestMiddlewareSkip(t *testing.T) {
 	t.Run("lets skipped requests through without headers, hooks or cost", func(t *testing.T) {
 		for range 5 {
 			w := send(h, httptest.NewRequest(http.MethodGet, "/healthz", nil), "")
-			require.Equal(t, http.StatusOK, w.Code)
-			assert.Empty(t, rateHeaders(t, w))
+			if got := w.Code; got != http.StatusOK {
+				t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+			}
+			if got := rateHeaders(t, w); len(got) != 0 {
+				t.Errorf("headers: got %v, want empty", got)
+			}
 		}
-		assert.Zero(t, hooks)
+		if got := hooks; got != 0 {
+			t.Errorf("hooks: got %v, want zero", got)
+		}
 		d, err := lim.Peek(context.Background(), "192.0.2.1")
-		require.NoError(t, err)
-		assert.Equal(t, int64(1), d.Remaining)
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		if got := d.Remaining; got != int64(1) {
+			t.Errorf("d.Remaining: got %v, want %v", got, int64(1))
+		}
 	})
 	t.Run("limits the other requests", func(t *testing.T) {
-		assert.Equal(t, http.StatusOK, get(h, "").Code)
-		assert.Equal(t, http.StatusTooManyRequests, get(h, "").Code)
-		assert.Equal(t, 2, hooks)
+		if got := get(h, "").Code; got != http.StatusOK {
+			t.Errorf("status: got %v, want %v", got, http.StatusOK)
+		}
+		if got := get(h, "").Code; got != http.StatusTooManyRequests {
+			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
+		}
+		if got := hooks; got != 2 {
+			t.Errorf("hooks: got %v, want %v", got, 2)
+		}
 	})
 }
 
@@ -192,54 +228,102 @@ func TestMiddlewareCost(t *testing.T) {
 	t.Run("charges the request's cost", func(t *testing.T) {
 		h, events := setup(t)
 		w := get(h, "", "X-Cost", "10")
-		assert.Equal(t, http.StatusOK, w.Code)
-		assert.Equal(t, xHeaders("100", "90", "60"), rateHeaders(t, w))
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, xHeaders("100", "90", "60"))
 		w = get(h, "", "X-Cost", "91")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("100", "90", "60"), "Retry-After", "60"), rateHeaders(t, w))
-		require.Len(t, *events, 2)
-		assert.Equal(t, []int64{10, 91}, []int64{(*events)[0].Cost, (*events)[1].Cost})
-		assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDenied}, outcomes(*events))
-		assert.NoError(t, (*events)[1].Err, "a denial is not an error")
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("100", "90", "60"), "Retry-After", "60"))
+		if got := len(*events); got != 2 {
+			t.Fatalf("len(*events): got %d, want %d", got, 2)
+		}
+		if got, want := []int64{(*events)[0].Cost, (*events)[1].Cost}, []int64{10, 91}; !reflect.DeepEqual(got, want) {
+			t.Errorf("costs: got %v, want %v", got, want)
+		}
+		if got, want := outcomes(*events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDenied}); !reflect.DeepEqual(got, want) {
+			t.Errorf("outcomes: got %v, want %v", got, want)
+		}
+		if err := (*events)[1].Err; err != nil {
+			t.Errorf("a denial is not an error: %v", err)
+		}
 	})
 	t.Run("denies a cost above capacity without Retry-After", func(t *testing.T) {
 		h, events := setup(t)
 		w := get(h, "", "X-Cost", "101")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, xHeaders("100", "100", "0"), rateHeaders(t, w))
-		assert.Equal(t, "Too Many Requests: the request costs more than the rate limit ever admits\n", w.Body.String())
-		require.Len(t, *events, 1)
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, xHeaders("100", "100", "0"))
+		if got := w.Body.String(); got != "Too Many Requests: the request costs more than the rate limit ever admits\n" {
+			t.Errorf("body: got %q, want %q", got, "Too Many Requests: the request costs more than the rate limit ever admits\n")
+		}
+		if got := len(*events); got != 1 {
+			t.Fatalf("len(*events): got %d, want %d", got, 1)
+		}
 		ev := (*events)[0]
-		assert.Equal(t, nethttp.OutcomeDenied, ev.Outcome)
-		assert.Equal(t, int64(101), ev.Cost)
-		assert.False(t, ev.Decision.Allowed)
-		assert.Zero(t, ev.Decision.RetryAfter)
-		assert.ErrorIs(t, ev.Err, core.ErrCostExceedsCapacity)
+		if got := ev.Outcome; got != nethttp.OutcomeDenied {
+			t.Errorf("ev.Outcome: got %v, want %v", got, nethttp.OutcomeDenied)
+		}
+		if got := ev.Cost; got != int64(101) {
+			t.Errorf("ev.Cost: got %v, want %v", got, int64(101))
+		}
+		if ev.Decision.Allowed {
+			t.Errorf("ev.Decision.Allowed: got true, want false")
+		}
+		if got := ev.Decision.RetryAfter; got != 0 {
+			t.Errorf("ev.Decision.RetryAfter: got %v, want zero", got)
+		}
+		if err := ev.Err; !errors.Is(err, core.ErrCostExceedsCapacity) {
+			t.Errorf("ev.Err: got %v, want %v", err, core.ErrCostExceedsCapacity)
+		}
 	})
 	t.Run("answers 500 when the cost function fails", func(t *testing.T) {
 		h, events := setup(t)
 		w := get(h, "", "X-Cost", "<script>")
-		assert.Equal(t, http.StatusInternalServerError, w.Code)
-		assert.Equal(t, "Internal Server Error\n", w.Body.String())
-		assert.Empty(t, rateHeaders(t, w))
-		require.Len(t, *events, 1)
+		wantStatus(t, w, http.StatusInternalServerError)
+		if got := w.Body.String(); got != "Internal Server Error\n" {
+			t.Errorf("body: got %q, want %q", got, "Internal Server Error\n")
+		}
+		if got := rateHeaders(t, w); len(got) != 0 {
+			t.Errorf("headers: got %v, want empty", got)
+		}
+		if got := len(*events); got != 1 {
+			t.Fatalf("len(*events): got %d, want %d", got, 1)
+		}
 		ev := (*events)[0]
-		assert.Equal(t, nethttp.OutcomeCostError, ev.Outcome)
-		assert.Equal(t, "192.0.2.1", ev.Key)
-		assert.Zero(t, ev.Cost)
-		assert.Zero(t, ev.Latency, "the limiter was not called")
+		if got := ev.Outcome; got != nethttp.OutcomeCostError {
+			t.Errorf("ev.Outcome: got %v, want %v", got, nethttp.OutcomeCostError)
+		}
+		if got := ev.Key; got != "192.0.2.1" {
+			t.Errorf("ev.Key: got %q, want %q", got, "192.0.2.1")
+		}
+		if got := ev.Cost; got != 0 {
+			t.Errorf("ev.Cost: got %v, want zero", got)
+		}
+		if got := ev.Latency; got != 0 {
+			t.Errorf("the limiter was not called: got %v, want zero", got)
+		}
 		p := core.FixedWindow(100, time.Minute)
-		assert.Equal(t, core.Decision{Limit: 100, Policy: p}, ev.Decision, "the limit the request met, for metrics")
-		assert.EqualError(t, ev.Err, "cost function: expected integer")
+		if got, want := ev.Decision, (core.Decision{Limit: 100, Policy: p}); got != want {
+			t.Errorf("the limit the request met, for metrics: got %v, want %v", got, want)
+		}
+		if err := ev.Err; err == nil || err.Error() != "cost function: expected integer" {
+			t.Errorf("ev.Err: got %v, want %q", err, "cost function: expected integer")
+		}
 	})
 	t.Run("answers 500 for a cost of zero, a server bug", func(t *testing.T) {
 		h, events := setup(t)
 		w := get(h, "", "X-Cost", "0")
-		assert.Equal(t, http.StatusInternalServerError, w.Code)
-		require.Len(t, *events, 1)
-		assert.Equal(t, nethttp.OutcomeCostError, (*events)[0].Outcome)
-		assert.ErrorIs(t, (*events)[0].Err, core.ErrInvalidCost)
-		assert.EqualError(t, (*events)[0].Err, "cost function returned 0: core: cost must be > 0")
+		wantStatus(t, w, http.StatusInternalServerError)
+		if got := len(*events); got != 1 {
+			t.Fatalf("len(*events): got %d, want %d", got, 1)
+		}
+		if got := (*events)[0].Outcome; got != nethttp.OutcomeCostError {
+			t.Errorf("(*events)[0].Outcome: got %v, want %v", got, nethttp.OutcomeCostError)
+		}
+		if err := (*events)[0].Err; !errors.Is(err, core.ErrInvalidCost) {
+			t.Errorf("(*events)[0].Err: got %v, want %v", err, core.ErrInvalidCost)
+		}
+		if err := (*events)[0].Err; err == nil || err.Error() != "cost function returned 0: core: cost must be > 0" {
+			t.Errorf("(*events)[0].Err: got %v, want %q", err, "cost function returned 0: core: cost must be > 0")
+		}
 	})
 }
 
@@ -249,46 +333,76 @@ func TestMiddlewareDryRun(t *testing.T) {
 	t.Run("serves a request the limit would deny, with headers but no Retry-After", func(t *testing.T) {
 		events = nil
 		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)), opts...)
-		assert.Equal(t, http.StatusOK, get(h, "").Code)
+		if got := get(h, "").Code; got != http.StatusOK {
+			t.Errorf("status: got %v, want %v", got, http.StatusOK)
+		}
 		w := get(h, "")
-		assert.Equal(t, http.StatusOK, w.Code)
-		assert.Equal(t, "ok", w.Body.String())
-		assert.Equal(t, xHeaders("1", "0", "60"), rateHeaders(t, w))
-		assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun}, outcomes(events))
-		assert.True(t, events[0].Decision.Allowed)
-		assert.False(t, events[1].Decision.Allowed)
-		assert.Equal(t, time.Minute, events[1].Decision.RetryAfter)
+		wantStatus(t, w, http.StatusOK)
+		if got := w.Body.String(); got != "ok" {
+			t.Errorf("body: got %q, want %q", got, "ok")
+		}
+		wantHeaders(t, w, xHeaders("1", "0", "60"))
+		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun}); !reflect.DeepEqual(got, want) {
+			t.Errorf("outcomes: got %v, want %v", got, want)
+		}
+		if !events[0].Decision.Allowed {
+			t.Errorf("events[0].Decision.Allowed: got false, want true")
+		}
+		if events[1].Decision.Allowed {
+			t.Errorf("events[1].Decision.Allowed: got true, want false")
+		}
+		if got := events[1].Decision.RetryAfter; got != time.Minute {
+			t.Errorf("events[1].Decision.RetryAfter: got %v, want %v", got, time.Minute)
+		}
 	})
 	t.Run("serves a request without a key, reporting the error", func(t *testing.T) {
 		events = nil
 		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)),
 			append(opts, nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")))...)
-		assert.Equal(t, http.StatusOK, get(h, "").Code)
-		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeKeyError}, outcomes(events))
-		assert.ErrorIs(t, events[0].Err, keyfunc.ErrNoKey)
-		assert.Empty(t, events[0].Key)
+		if got := get(h, "").Code; got != http.StatusOK {
+			t.Errorf("status: got %v, want %v", got, http.StatusOK)
+		}
+		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeKeyError}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("outcomes(events): got %v, want %v", got, want)
+		}
+		if err := events[0].Err; !errors.Is(err, keyfunc.ErrNoKey) {
+			t.Errorf("events[0].Err: got %v, want %v", err, keyfunc.ErrNoKey)
+		}
+		if got := events[0].Key; got != "" {
+			t.Errorf("events[0].Key: got %q, want empty", got)
+		}
 	})
 	t.Run("serves requests when the limiter fails, even fail-closed", func(t *testing.T) {
 		events = nil
 		h := wrap(t, coretest.Failing{Err: errors.New("boom"), P: core.FixedWindow(3, time.Second)},
 			append(opts, nethttp.WithFailClosed())...)
 		w := get(h, "")
-		assert.Equal(t, http.StatusOK, w.Code)
-		assert.Equal(t, map[string]string{nethttp.HeaderLimit: "3"}, rateHeaders(t, w))
-		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedOpen}, outcomes(events))
-		assert.EqualError(t, events[0].Err, "boom")
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "3"})
+		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedOpen}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("outcomes(events): got %v, want %v", got, want)
+		}
+		if err := events[0].Err; err == nil || err.Error() != "boom" {
+			t.Errorf("events[0].Err: got %v, want %q", err, "boom")
+		}
 	})
 	t.Run("does not apply leaky-bucket delays", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			lim, err := core.New(core.LeakyBucket(1, time.Second).WithBurst(5))
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
 			defer lim.Close()
 			h := wrap(t, lim, opts...)
 			start := time.Now()
 			for range 3 {
-				assert.Equal(t, http.StatusOK, get(h, "").Code)
+				if got := get(h, "").Code; got != http.StatusOK {
+					t.Errorf("status: got %v, want %v", got, http.StatusOK)
+				}
 			}
-			assert.Zero(t, time.Since(start))
+			if got := time.Since(start); got != 0 {
+				t.Errorf("time.Since(start): got %v, want zero", got)
+			}
 		})
 	})
 }
@@ -301,46 +415,86 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 		var events []nethttp.Event
 		h := wrap(t, broken, recorder(&events))
 		w := get(h, "")
-		assert.Equal(t, http.StatusOK, w.Code)
-		assert.Equal(t, "ok", w.Body.String())
-		assert.Equal(t, map[string]string{nethttp.HeaderLimit: "10"}, rateHeaders(t, w))
-		require.Len(t, events, 1)
+		wantStatus(t, w, http.StatusOK)
+		if got := w.Body.String(); got != "ok" {
+			t.Errorf("body: got %q, want %q", got, "ok")
+		}
+		wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "10"})
+		if got := len(events); got != 1 {
+			t.Fatalf("len(events): got %d, want %d", got, 1)
+		}
 		ev := events[0]
-		assert.Equal(t, nethttp.OutcomeFailedOpen, ev.Outcome)
-		assert.ErrorIs(t, ev.Err, secret)
-		assert.Equal(t, "192.0.2.1", ev.Key)
-		assert.Equal(t, int64(1), ev.Cost)
-		assert.Equal(t, core.Decision{Limit: 10, Policy: broken.P}, ev.Decision)
+		if got := ev.Outcome; got != nethttp.OutcomeFailedOpen {
+			t.Errorf("ev.Outcome: got %v, want %v", got, nethttp.OutcomeFailedOpen)
+		}
+		if err := ev.Err; !errors.Is(err, secret) {
+			t.Errorf("ev.Err: got %v, want %v", err, secret)
+		}
+		if got := ev.Key; got != "192.0.2.1" {
+			t.Errorf("ev.Key: got %q, want %q", got, "192.0.2.1")
+		}
+		if got := ev.Cost; got != int64(1) {
+			t.Errorf("ev.Cost: got %v, want %v", got, int64(1))
+		}
+		if got, want := ev.Decision, (core.Decision{Limit: 10, Policy: broken.P}); got != want {
+			t.Errorf("ev.Decision: got %v, want %v", got, want)
+		}
 	})
 	t.Run("fails closed with 503, the limit only and no error text", func(t *testing.T) {
 		var events []nethttp.Event
 		h := wrap(t, broken, nethttp.WithFailClosed(), recorder(&events))
 		w := get(h, "")
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-		assert.Equal(t, "Service Unavailable\n", w.Body.String())
-		assert.NotContains(t, fmt.Sprint(w.Result().Header), "secret")
-		assert.Equal(t, map[string]string{nethttp.HeaderLimit: "10"}, rateHeaders(t, w))
-		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedClosed}, outcomes(events))
-		assert.ErrorIs(t, events[0].Err, secret)
+		wantStatus(t, w, http.StatusServiceUnavailable)
+		if got := w.Body.String(); got != "Service Unavailable\n" {
+			t.Errorf("body: got %q, want %q", got, "Service Unavailable\n")
+		}
+		if got := fmt.Sprint(w.Result().Header); strings.Contains(got, "secret") {
+			t.Errorf("headers: got %q, want none to contain %q", got, "secret")
+		}
+		wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "10"})
+		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("outcomes(events): got %v, want %v", got, want)
+		}
+		if err := events[0].Err; !errors.Is(err, secret) {
+			t.Errorf("events[0].Err: got %v, want %v", err, secret)
+		}
 	})
 	t.Run("fails closed with Retry-After when the error says when to retry", func(t *testing.T) {
 		knows := coretest.Failing{P: broken.P, Err: retryError{1500 * time.Millisecond}}
 		w := get(wrap(t, knows, nethttp.WithFailClosed()), "")
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-		assert.Equal(t, []string{"2"}, w.Result().Header.Values(nethttp.HeaderRetryAfter))
-		assert.Empty(t, get(wrap(t, knows), "").Result().Header.Values(nethttp.HeaderRetryAfter), "failing open")
+		wantStatus(t, w, http.StatusServiceUnavailable)
+		if got, want := w.Result().Header.Values(nethttp.HeaderRetryAfter), ([]string{"2"}); !reflect.DeepEqual(got, want) {
+			t.Errorf("Retry-After: got %v, want %v", got, want)
+		}
+		if got := get(wrap(t, knows), "").Result().Header.Values(nethttp.HeaderRetryAfter); len(got) != 0 {
+			t.Errorf("failing open: got %v, want empty", got)
+		}
 		unknown := coretest.Failing{P: broken.P, Err: retryError{0}}
-		assert.Empty(t, get(wrap(t, unknown, nethttp.WithFailClosed()), "").Result().Header.Values(nethttp.HeaderRetryAfter))
+		if got := get(wrap(t, unknown, nethttp.WithFailClosed()), "").Result().Header.Values(nethttp.HeaderRetryAfter); len(got) != 0 {
+			t.Errorf("failing closed with no retry time: got Retry-After %v, want none", got)
+		}
 	})
 	t.Run("never serves unlimited through a closed limiter", func(t *testing.T) {
 		lim, err := core.New(core.FixedWindow(10, time.Second))
-		require.NoError(t, err)
-		require.NoError(t, lim.Close())
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		if err := lim.Close(); err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
 		var events []nethttp.Event
-		assert.Equal(t, http.StatusServiceUnavailable, get(wrap(t, lim, nethttp.WithFailClosed()), "").Code)
-		assert.Equal(t, http.StatusServiceUnavailable, get(wrap(t, lim, recorder(&events)), "").Code, "failing open")
-		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedClosed}, outcomes(events))
-		assert.ErrorIs(t, events[0].Err, core.ErrClosed)
+		if got := get(wrap(t, lim, nethttp.WithFailClosed()), "").Code; got != http.StatusServiceUnavailable {
+			t.Errorf("status: got %v, want %v", got, http.StatusServiceUnavailable)
+		}
+		if got := get(wrap(t, lim, recorder(&events)), "").Code; got != http.StatusServiceUnavailable {
+			t.Errorf("failing open: got %v, want %v", got, http.StatusServiceUnavailable)
+		}
+		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("outcomes(events): got %v, want %v", got, want)
+		}
+		if err := events[0].Err; !errors.Is(err, core.ErrClosed) {
+			t.Errorf("events[0].Err: got %v, want %v", err, core.ErrClosed)
+		}
 	})
 }
 
@@ -360,36 +514,68 @@ func TestMiddlewareKeyErrors(t *testing.T) {
 		var events []nethttp.Event
 		h := newH(t, recorder(&events))
 		w := get(h, "")
-		assert.Equal(t, http.StatusBadRequest, w.Code)
-		assert.Equal(t, "Bad Request: the request carries no rate-limit key\n", w.Body.String())
-		assert.Empty(t, rateHeaders(t, w))
-		require.Len(t, events, 1)
-		assert.Equal(t, nethttp.OutcomeKeyError, events[0].Outcome)
-		assert.ErrorIs(t, events[0].Err, keyfunc.ErrNoKey)
-		assert.Empty(t, events[0].Key)
-		assert.Zero(t, events[0].Cost)
+		wantStatus(t, w, http.StatusBadRequest)
+		if got := w.Body.String(); got != "Bad Request: the request carries no rate-limit key\n" {
+			t.Errorf("body: got %q, want %q", got, "Bad Request: the request carries no rate-limit key\n")
+		}
+		if got := rateHeaders(t, w); len(got) != 0 {
+			t.Errorf("headers: got %v, want empty", got)
+		}
+		if got := len(events); got != 1 {
+			t.Fatalf("len(events): got %d, want %d", got, 1)
+		}
+		if got := events[0].Outcome; got != nethttp.OutcomeKeyError {
+			t.Errorf("events[0].Outcome: got %v, want %v", got, nethttp.OutcomeKeyError)
+		}
+		if err := events[0].Err; !errors.Is(err, keyfunc.ErrNoKey) {
+			t.Errorf("events[0].Err: got %v, want %v", err, keyfunc.ErrNoKey)
+		}
+		if got := events[0].Key; got != "" {
+			t.Errorf("events[0].Key: got %q, want empty", got)
+		}
+		if got := events[0].Cost; got != 0 {
+			t.Errorf("events[0].Cost: got %v, want zero", got)
+		}
 		p := core.FixedWindow(2, time.Minute)
-		assert.Equal(t, core.Decision{Limit: 2, Policy: p}, events[0].Decision, "the limit the request met, for metrics")
+		if got, want := events[0].Decision, (core.Decision{Limit: 2, Policy: p}); got != want {
+			t.Errorf("the limit the request met, for metrics: got %v, want %v", got, want)
+		}
 	})
 	t.Run("limits each key separately", func(t *testing.T) {
 		h := newH(t)
 		for _, k := range []string{"a", "a", "b", "b"} {
-			assert.Equal(t, http.StatusOK, get(h, "", "X-API-Key", k).Code)
+			if got := get(h, "", "X-API-Key", k).Code; got != http.StatusOK {
+				t.Errorf("status: got %v, want %v", got, http.StatusOK)
+			}
 		}
-		assert.Equal(t, http.StatusTooManyRequests, get(h, "", "X-API-Key", "a").Code)
+		if got := get(h, "", "X-API-Key", "a").Code; got != http.StatusTooManyRequests {
+			t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
+		}
 	})
 	t.Run("falls back to another key function", func(t *testing.T) {
 		h := newH(t, nethttp.WithKeyFallback(keyfunc.IP()))
-		assert.Equal(t, http.StatusOK, get(h, "192.0.2.1:1").Code)
-		assert.Equal(t, http.StatusOK, get(h, "192.0.2.1:2").Code)
+		if got := get(h, "192.0.2.1:1").Code; got != http.StatusOK {
+			t.Errorf("status: got %v, want %v", got, http.StatusOK)
+		}
+		if got := get(h, "192.0.2.1:2").Code; got != http.StatusOK {
+			t.Errorf("status: got %v, want %v", got, http.StatusOK)
+		}
 		w := get(h, "192.0.2.1:3")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code, "the fallback key is the peer's IP")
-		assert.Equal(t, http.StatusOK, get(h, "192.0.2.2:1").Code)
-		assert.Equal(t, http.StatusOK, get(h, "192.0.2.1:1", "X-API-Key", "a").Code)
+		if got := w.Code; got != http.StatusTooManyRequests {
+			t.Errorf("the fallback key is the peer's IP: got %v, want %v", got, http.StatusTooManyRequests)
+		}
+		if got := get(h, "192.0.2.2:1").Code; got != http.StatusOK {
+			t.Errorf("status: got %v, want %v", got, http.StatusOK)
+		}
+		if got := get(h, "192.0.2.1:1", "X-API-Key", "a").Code; got != http.StatusOK {
+			t.Errorf("status: got %v, want %v", got, http.StatusOK)
+		}
 	})
 	t.Run("rejects when the fallback fails too", func(t *testing.T) {
 		h := newH(t, nethttp.WithKeyFallback(keyfunc.IP()))
-		assert.Equal(t, http.StatusBadRequest, get(h, "not-an-address").Code)
+		if got := get(h, "not-an-address").Code; got != http.StatusBadRequest {
+			t.Errorf("status: got %v, want %v", got, http.StatusBadRequest)
+		}
 	})
 	t.Run("answers with a replaced key-error handler", func(t *testing.T) {
 		h := newH(t, nethttp.WithKeyErrorHandler(func(w http.ResponseWriter, _ *http.Request, err error) {
@@ -397,8 +583,10 @@ func TestMiddlewareKeyErrors(t *testing.T) {
 			http.Error(w, "API key required", http.StatusUnauthorized)
 		}))
 		w := get(h, "")
-		assert.Equal(t, http.StatusUnauthorized, w.Code)
-		assert.Equal(t, "API key required\n", w.Body.String())
+		wantStatus(t, w, http.StatusUnauthorized)
+		if got := w.Body.String(); got != "API key required\n" {
+			t.Errorf("body: got %q, want %q", got, "API key required\n")
+		}
 	})
 }
 
@@ -412,10 +600,16 @@ func TestMiddlewareDenyHandlers(t *testing.T) {
 			}))
 		get(h, "")
 		w := get(h, "")
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-		assert.Equal(t, with(xHeaders("1", "0", "60"), "Retry-After", "60"), rateHeaders(t, w), "headers are set before")
-		assert.False(t, got.Allowed)
-		assert.Equal(t, time.Minute, got.RetryAfter)
+		wantStatus(t, w, http.StatusServiceUnavailable)
+		if got, want := rateHeaders(t, w), with(xHeaders("1", "0", "60"), "Retry-After", "60"); !reflect.DeepEqual(got, want) {
+			t.Errorf("headers are set before: got %v, want %v", got, want)
+		}
+		if got.Allowed {
+			t.Errorf("got.Allowed: got true, want false")
+		}
+		if got := got.RetryAfter; got != time.Minute {
+			t.Errorf("got.RetryAfter: got %v, want %v", got, time.Minute)
+		}
 	})
 	t.Run("writes RFC 9457 problem details", func(t *testing.T) {
 		clk := newClock(t0)
@@ -424,26 +618,43 @@ func TestMiddlewareDenyHandlers(t *testing.T) {
 		get(h, "")
 		clk.Set(t0.Add(54 * time.Second))
 		w := get(h, "")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, "application/problem+json", w.Header().Get("Content-Type"))
-		assert.Equal(t, "6", w.Header().Get("Retry-After"))
-		assert.JSONEq(t, `{
+		wantStatus(t, w, http.StatusTooManyRequests)
+		if got := w.Header().Get("Content-Type"); got != "application/problem+json" {
+			t.Errorf("Content-Type: got %q, want %q", got, "application/problem+json")
+		}
+		if got := w.Header().Get("Retry-After"); got != "6" {
+			t.Errorf("Retry-After: got %q, want %q", got, "6")
+		}
+		var got, want any
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+			t.Fatalf("body %q: %v", w.Body, err)
+		}
+		_ = json.Unmarshal([]byte(`{
 			"type": "https://iana.org/assignments/http-problem-types#quota-exceeded",
 			"title": "Request cannot be satisfied as assigned quota has been exceeded",
 			"status": 429,
 			"detail": "Retry later; see the Retry-After header.",
 			"violated-policies": ["per-ip"]
-		}`, w.Body.String())
+		}`), &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("body: got %v, want %v", got, want)
+		}
 	})
 	t.Run("writes problem details for a cost above capacity", func(t *testing.T) {
 		h := wrap(t, newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0)),
 			nethttp.WithDenyHandler(nethttp.ProblemJSON),
 			nethttp.WithCostFunc(func(*http.Request) (int64, error) { return 2, nil }))
 		w := get(h, "")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Empty(t, w.Header().Get("Retry-After"))
-		assert.Contains(t, w.Body.String(), `"detail":"The request costs more than the policy ever admits; retrying cannot succeed."`)
-		assert.Contains(t, w.Body.String(), `"violated-policies":["fixedwindow-1-per-60s"]`)
+		wantStatus(t, w, http.StatusTooManyRequests)
+		if got := w.Header().Get("Retry-After"); got != "" {
+			t.Errorf("Retry-After: got %q, want empty", got)
+		}
+		if got := w.Body.String(); !strings.Contains(got, `"detail":"The request costs more than the policy ever admits; retrying cannot succeed."`) {
+			t.Errorf("body: got %q, want it to contain %q", got, `"detail":"The request costs more than the policy ever admits; retrying cannot succeed."`)
+		}
+		if got := w.Body.String(); !strings.Contains(got, `"violated-policies":["fixedwindow-1-per-60s"]`) {
+			t.Errorf("body: got %q, want it to contain %q", got, `"violated-policies":["fixedwindow-1-per-60s"]`)
+		}
 	})
 }
 
@@ -453,7 +664,9 @@ func TestMiddlewareLeakyBucketDelay(t *testing.T) {
 	t.Run("holds each request for its delay before serving it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			lim, err := core.New(core.LeakyBucket(10, time.Second))
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
 			defer lim.Close()
 			start := time.Now()
 			var served []time.Duration
@@ -462,29 +675,41 @@ func TestMiddlewareLeakyBucketDelay(t *testing.T) {
 				served = append(served, time.Since(start))
 			}))
 			for range 3 {
-				assert.Equal(t, http.StatusOK, get(h, "").Code)
+				if got := get(h, "").Code; got != http.StatusOK {
+					t.Errorf("status: got %v, want %v", got, http.StatusOK)
+				}
 			}
-			assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, served)
+			if got, want := served, ([]time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}); !reflect.DeepEqual(got, want) {
+				t.Errorf("served: got %v, want %v", got, want)
+			}
 		})
 	})
 	t.Run("answers 503 without serving when the request ends during the delay", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			lim, err := core.New(core.LeakyBucket(1, time.Second).WithBurst(3))
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
 			defer lim.Close()
 			served := 0
 			mw := nethttp.Middleware(lim)
 			h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
-			assert.Equal(t, http.StatusOK, get(h, "").Code)
+			if got := get(h, "").Code; got != http.StatusOK {
+				t.Errorf("status: got %v, want %v", got, http.StatusOK)
+			}
 
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()
 			w := send(h, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "")
-			assert.Equal(t, 300*time.Millisecond, time.Since(start), "released when the context ended, not after 1s")
-			assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-			assert.Equal(t, xHeaders("1", "1", "2"), rateHeaders(t, w))
-			assert.Equal(t, 1, served)
+			if got := time.Since(start); got != 300*time.Millisecond {
+				t.Errorf("released when the context ended, not after 1s: got %v, want %v", got, 300*time.Millisecond)
+			}
+			wantStatus(t, w, http.StatusServiceUnavailable)
+			wantHeaders(t, w, xHeaders("1", "1", "2"))
+			if got := served; got != 1 {
+				t.Errorf("served: got %v, want %v", got, 1)
+			}
 		})
 	})
 }
@@ -506,22 +731,22 @@ func TestMiddlewareStacking(t *testing.T) {
 	t.Run("reports the per-IP limit while it is the tighter", func(t *testing.T) {
 		h := stack(t, newClock(day), 1000, nethttp.HeadersBoth)
 		w := get(h, "", "X-API-Key", "k")
-		assert.Equal(t, http.StatusOK, w.Code)
-		assert.Equal(t, with(xHeaders("5", "4", "1"),
+		wantStatus(t, w, http.StatusOK)
+		wantHeaders(t, w, with(xHeaders("5", "4", "1"),
 			"RateLimit-Policy", `"per-ip";q=5;w=1, "per-key";q=1000;w=86400`,
-			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=999;t=86400`), rateHeaders(t, w))
+			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=999;t=86400`))
 	})
 	t.Run("reports the per-key limit once it is the tighter", func(t *testing.T) {
 		h := stack(t, newClock(day), 3, nethttp.HeadersBoth)
 		w := get(h, "", "X-API-Key", "k")
-		assert.Equal(t, with(xHeaders("3", "2", "86400"),
+		wantHeaders(t, w, with(xHeaders("3", "2", "86400"),
 			"RateLimit-Policy", `"per-ip";q=5;w=1, "per-key";q=3;w=86400`,
-			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=2;t=86400`), rateHeaders(t, w))
+			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=2;t=86400`))
 	})
 	t.Run("breaks a tie in Remaining by the later reset", func(t *testing.T) {
 		h := stack(t, newClock(day), 5, nethttp.HeadersXRateLimit)
 		w := get(h, "", "X-API-Key", "k")
-		assert.Equal(t, xHeaders("5", "4", "86400"), rateHeaders(t, w))
+		wantHeaders(t, w, xHeaders("5", "4", "86400"))
 	})
 	t.Run("keeps the outer limit on a tie when its reset is later", func(t *testing.T) {
 		clk := newClock(day)
@@ -529,7 +754,7 @@ func TestMiddlewareStacking(t *testing.T) {
 			nethttp.WithKeyFunc(mustHeader(t, "X-API-Key")))
 		perIP := nethttp.Middleware(newLimiter(t, core.FixedWindow(5, time.Second), clk))
 		w := get(perKey(perIP(ok)), "", "X-API-Key", "k")
-		assert.Equal(t, xHeaders("5", "4", "86400"), rateHeaders(t, w))
+		wantHeaders(t, w, xHeaders("5", "4", "86400"))
 	})
 	t.Run("reports the inner denial with its Retry-After", func(t *testing.T) {
 		clk := newClock(day)
@@ -538,10 +763,10 @@ func TestMiddlewareStacking(t *testing.T) {
 		get(h, "", "X-API-Key", "k")
 		clk.Set(day.Add(2 * time.Second))
 		w := get(h, "", "X-API-Key", "k")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("2", "0", "86398"), "Retry-After", "86398",
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("2", "0", "86398"), "Retry-After", "86398",
 			"RateLimit-Policy", `"per-ip";q=5;w=1, "per-key";q=2;w=86400`,
-			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=0;t=86398`), rateHeaders(t, w))
+			"RateLimit", `"per-ip";r=4;t=1, "per-key";r=0;t=86398`))
 	})
 	t.Run("reports the outer denial alone", func(t *testing.T) {
 		h := stack(t, newClock(day), 1000, nethttp.HeadersBoth)
@@ -549,9 +774,9 @@ func TestMiddlewareStacking(t *testing.T) {
 			get(h, "", "X-API-Key", "k")
 		}
 		w := get(h, "", "X-API-Key", "k")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("5", "0", "1"), "Retry-After", "1",
-			"RateLimit-Policy", `"per-ip";q=5;w=1`, "RateLimit", `"per-ip";r=0;t=1`), rateHeaders(t, w))
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("5", "0", "1"), "Retry-After", "1",
+			"RateLimit-Policy", `"per-ip";q=5;w=1`, "RateLimit", `"per-ip";r=0;t=1`))
 	})
 }
 
@@ -578,12 +803,28 @@ func TestMiddlewareEchoesNothingFromTheClient(t *testing.T) {
 			"X-API-Key", "other", "X-Cost", marker),
 	} {
 		t.Run("in the "+name+" response", func(t *testing.T) {
-			assert.NotContains(t, fmt.Sprint(w.Result().Header), marker)
+			if got := fmt.Sprint(w.Result().Header); strings.Contains(got, marker) {
+				t.Errorf("headers: got %q, want none to contain %q", got, marker)
+			}
 			if name != "admitted" {
-				assert.NotContains(t, w.Body.String(), marker)
+				if got := w.Body.String(); strings.Contains(got, marker) {
+					t.Errorf("body: got %q, want it not to contain %q", got, marker)
+				}
 			}
 		})
 	}
+}
+
+// panicMessage returns the message of the error f panics with, or "" if f
+// returns.
+func panicMessage(f func()) (msg string) {
+	defer func() {
+		if err, ok := recover().(error); ok {
+			msg = err.Error()
+		}
+	}()
+	f()
+	return ""
 }
 
 func TestMiddlewareConstructorPanics(t *testing.T) {
@@ -614,12 +855,16 @@ func TestMiddlewareConstructorPanics(t *testing.T) {
 		}, `nethttp: Middleware: policy name "pér\n" cannot be sent in a header: use printable ASCII only`},
 	} {
 		t.Run("panics at construction for "+tc.name, func(t *testing.T) {
-			assert.PanicsWithError(t, tc.want, tc.build)
+			if got := panicMessage(tc.build); got != tc.want {
+				t.Errorf("panic: got %q, want %q", got, tc.want)
+			}
 		})
 	}
 	t.Run("serves admitted requests with 404 when next is nil", func(t *testing.T) {
 		mw := nethttp.Middleware(lim)
-		assert.Equal(t, http.StatusNotFound, get(mw(nil), "").Code)
+		if got := get(mw(nil), "").Code; got != http.StatusNotFound {
+			t.Errorf("status: got %v, want %v", got, http.StatusNotFound)
+		}
 	})
 }
 
@@ -632,12 +877,16 @@ func TestHeaderNamesAreCanonicalisedAsExpected(t *testing.T) {
 		nethttp.HeaderRateLimitPolicy: "Ratelimit-Policy",
 		nethttp.HeaderRateLimit:       "Ratelimit",
 	} {
-		assert.Equal(t, canonical, http.CanonicalHeaderKey(name))
+		if got := http.CanonicalHeaderKey(name); got != canonical {
+			t.Errorf("http.CanonicalHeaderKey(name): got %q, want %q", got, canonical)
+		}
 		h := http.Header{}
 		nethttp.WriteHeaders(h, core.Decision{
 			Limit: 1, RetryAfter: time.Second, Policy: core.FixedWindow(1, time.Second),
 		}, nethttp.HeadersBoth, false)
-		assert.NotEmpty(t, h.Get(name), "WriteHeaders sets %s under its canonical key", name)
+		if got := h.Get(name); !(got != "") {
+			t.Errorf("WriteHeaders sets %s under its canonical key: got %q, want non-empty", name, got)
+		}
 	}
 }
 
@@ -647,32 +896,40 @@ func TestWriteHeadersForAnotherPolicy(t *testing.T) {
 		Allowed: true, Limit: 7, Remaining: 3, ResetAfter: 1500 * time.Millisecond,
 		Policy: core.TokenBucket(7, 2*time.Second),
 	}, nethttp.HeadersBoth, false)
-	assert.Equal(t, http.Header{
+	if got, want := h, (http.Header{
 		"X-Ratelimit-Limit":     {"7"},
 		"X-Ratelimit-Remaining": {"3"},
 		"X-Ratelimit-Reset":     {"2"},
 		"Ratelimit-Policy":      {`"tokenbucket-7-per-2s";q=7;w=2`},
 		"Ratelimit":             {`"tokenbucket-7-per-2s";r=3;t=2`},
-	}, h)
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("h: got %v, want %v", got, want)
+	}
 }
 
 func TestMiddlewareLargeNumbers(t *testing.T) {
-	// Beyond the renderer's table of small numbers: built per request.
+	// Numbers of four digits and more.
 	clk := newClock(time.Unix(1_699_999_200, 0)) // a 2-hour boundary
 	h := wrap(t, newLimiter(t, core.FixedWindow(5000, 2*time.Hour).WithName("big"), clk),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth),
 		nethttp.WithCostFunc(func(*http.Request) (int64, error) { return 679, nil }))
 	w := get(h, "")
-	assert.Equal(t, with(xHeaders("5000", "4321", "7200"),
-		"RateLimit-Policy", `"big";q=5000;w=7200`, "RateLimit", `"big";r=4321;t=7200`), rateHeaders(t, w))
+	wantHeaders(t, w, with(xHeaders("5000", "4321", "7200"),
+		"RateLimit-Policy", `"big";q=5000;w=7200`, "RateLimit", `"big";r=4321;t=7200`))
 }
 
 func TestRejectionError(t *testing.T) {
 	cause := errors.New("cause")
-	assert.EqualError(t, &nethttp.Rejection{Status: 429}, "nethttp: rate limit exceeded")
+	if got, want := (&nethttp.Rejection{Status: 429}).Error(), "nethttp: rate limit exceeded"; got != want {
+		t.Errorf("Error(): got %q, want %q", got, want)
+	}
 	rej := &nethttp.Rejection{Status: 429, Err: cause}
-	assert.EqualError(t, rej, "nethttp: rate limit exceeded: cause")
-	assert.ErrorIs(t, rej, cause)
+	if rej == nil || rej.Error() != "nethttp: rate limit exceeded: cause" {
+		t.Errorf("rej: got %v, want %q", rej, "nethttp: rate limit exceeded: cause")
+	}
+	if !errors.Is(rej, cause) {
+		t.Errorf("rej: got %v, want %v", rej, cause)
+	}
 }
 
 // TestMiddlewareOverLoopback drives a real server with concurrent clients:
@@ -690,7 +947,8 @@ func TestMiddlewareOverLoopback(t *testing.T) {
 		wg.Go(func() {
 			for range perClient {
 				resp, err := srv.Client().Get(srv.URL)
-				if !assert.NoError(t, err) {
+				if err != nil {
+					t.Error(err)
 					return
 				}
 				_ = resp.Body.Close()
@@ -700,7 +958,9 @@ func TestMiddlewareOverLoopback(t *testing.T) {
 					admitted++
 				case http.StatusTooManyRequests:
 					denied++
-					assert.Equal(t, "60", resp.Header.Get("Retry-After"))
+					if got := resp.Header.Get("Retry-After"); got != "60" {
+						t.Errorf("Retry-After: got %q, want %q", got, "60")
+					}
 				default:
 					other++
 				}
@@ -709,9 +969,15 @@ func TestMiddlewareOverLoopback(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.Equal(t, limit, admitted)
-	assert.Equal(t, clients*perClient-limit, denied)
-	assert.Zero(t, other)
+	if got := admitted; got != limit {
+		t.Errorf("admitted: got %v, want %v", got, limit)
+	}
+	if got := denied; got != clients*perClient-limit {
+		t.Errorf("denied: got %v, want %v", got, clients*perClient-limit)
+	}
+	if got := other; got != 0 {
+		t.Errorf("other: got %v, want zero", got)
+	}
 }
 
 // The renderer writes every field of a denial (formerly ExampleWriteHeaders,
@@ -727,14 +993,16 @@ func TestRendererWritesEveryFieldOfADenial(t *testing.T) {
 	for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "RateLimit-Policy", "RateLimit"} {
 		got[name] = h.Get(name)
 	}
-	assert.Equal(t, map[string]string{
+	if want := (map[string]string{
 		"X-RateLimit-Limit":     "100",
 		"X-RateLimit-Remaining": "0",
 		"X-RateLimit-Reset":     "6",
 		"Retry-After":           "6",
 		"RateLimit-Policy":      `"per-ip";q=100;w=60`,
 		"RateLimit":             `"per-ip";r=0;t=6`,
-	}, got)
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
 }
 
 // retryError is a store error that says when to retry, as the Redis
@@ -766,6 +1034,8 @@ func TestEnginePassesRequest(t *testing.T) {
 		{"WithPolicyFunc", []nethttp.Option{nethttp.WithPolicyFunc(func(*http.Request, string) (core.Policy, error) { return lim.Policy(), nil })}, true},
 		{"WithHook", []nethttp.Option{nethttp.WithHook(func(nethttp.Event) {})}, true},
 	} {
-		assert.Equal(t, c.passes, nethttp.NewEngine(lim, c.opts...).PassesRequest(), c.name)
+		if got := nethttp.NewEngine(lim, c.opts...).PassesRequest(); got != c.passes {
+			t.Errorf("%v: got %v, want %v", c.name, got, c.passes)
+		}
 	}
 }

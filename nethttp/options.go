@@ -49,8 +49,7 @@ func WithKeyFunc(f keyfunc.Func) Option {
 // WithKeyFallback sets a key function used when the main one fails (for
 // instance a per-API-key limit that falls back to the client's IP when the
 // request carries no key). When both fail, or without a fallback, the
-// request is rejected: see WithKeyErrorHandler. A missing key never lets a
-// request through unlimited, except in dry-run mode.
+// request is rejected (served in dry-run mode): see WithKeyErrorHandler.
 func WithKeyFallback(f keyfunc.Func) Option {
 	if f == nil {
 		panic(nilFunc("WithKeyFallback"))
@@ -71,12 +70,10 @@ func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err erro
 }
 
 // WithCostFunc sets the cost of a request (weighted limiting, for instance by
-// the size of a batch). The default cost is 1. A cost above what the policy
-// can ever admit is denied with 429 and no Retry-After. An error from f, or
-// a cost <= 0, is a server bug: the request is answered 500 Internal Server
-// Error (served anyway in dry-run mode) and the hooks get [OutcomeCostError],
-// so that a broken cost function is noticed instead of silently disabling
-// the limit.
+// the size of a batch). The default cost is 1. An error from f, or a cost
+// <= 0, is a server bug: the request is answered 500 Internal Server Error
+// (served in dry-run mode) and the hooks get [OutcomeCostError], so that a
+// broken cost function is noticed instead of silently disabling the limit.
 func WithCostFunc(f func(*http.Request) (int64, error)) Option {
 	if f == nil {
 		panic(nilFunc("WithCostFunc"))
@@ -97,18 +94,16 @@ func WithSkip(f func(*http.Request) bool) Option {
 }
 
 // WithFailClosed answers 503 Service Unavailable when the limiter fails (a
-// store error other than a denial, e.g. Redis unreachable) or the
-// [WithPolicyFunc] function returns an error. The default is to fail open:
-// the request is served, as an unreachable store should not take the service
-// down. Either way the response carries only what is known of the limit
-// (X-RateLimit-Limit, RateLimit-Policy), the hooks get the error
-// ([OutcomeFailedOpen] or [OutcomeFailedClosed]) and the client never sees
-// its text. The 503 carries Retry-After when the error says when to retry:
-// when it has a method RetryAfter() time.Duration returning more than 0, as
-// the Redis store's errors do while its circuit breaker is open. An error caused by the request's own context ending (the client
-// went away) is not a failure: see [OutcomeCanceled]. A limiter used after
+// store error other than a denial) or the [WithPolicyFunc] function returns
+// an error. The default is to fail open: the request is served, as an
+// unreachable store should not take the service down. Either way the
+// response carries only what is known of the limit (X-RateLimit-Limit,
+// RateLimit-Policy) and the hooks get the error ([OutcomeFailedOpen] or
+// [OutcomeFailedClosed]). The 503 carries Retry-After when the error has a
+// method RetryAfter() time.Duration returning more than 0, as the Redis
+// store's errors do while its circuit breaker is open. A limiter used after
 // its Close ([core.ErrClosed]) is answered 503 whatever the failure policy:
-// it is a mistake of the program, which must not quietly stop limiting.
+// a mistake of the program must not quietly stop limiting.
 func WithFailClosed() Option {
 	return func(c *config) { c.failClosed = true }
 }

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 	"time"
-
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
@@ -44,20 +42,36 @@ func TestPolicyFuncAppliesEachRequestsPolicy(t *testing.T) {
 		return with(xHeaders("50", remaining, "60"),
 			"RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=`+remaining+`;t=60`)
 	}
-	assert.Equal(t, free("1", "60"), rateHeaders(t, planned(h, "a", "")))
-	assert.Equal(t, pro("49"), rateHeaders(t, planned(h, "b", "pro")))
-	assert.Equal(t, free("0", "60"), rateHeaders(t, planned(h, "a", "")))
+	if got, want := rateHeaders(t, planned(h, "a", "")), free("1", "60"); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
+	if got, want := rateHeaders(t, planned(h, "b", "pro")), pro("49"); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
+	if got, want := rateHeaders(t, planned(h, "a", "")), free("0", "60"); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
 	w := planned(h, "a", "")
-	assert.Equal(t, http.StatusTooManyRequests, w.Code)
-	assert.Equal(t, with(free("0", "60"), "Retry-After", "60"), rateHeaders(t, w))
-	assert.Equal(t, pro("48"), rateHeaders(t, planned(h, "b", "pro")))
+	wantStatus(t, w, http.StatusTooManyRequests)
+	wantHeaders(t, w, with(free("0", "60"), "Retry-After", "60"))
+	if got, want := rateHeaders(t, planned(h, "b", "pro")), pro("48"); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
 
-	assert.Equal(t, []string{"a", "b", "a", "a", "b"}, keys, "f gets the key")
-	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeAllowed, nethttp.OutcomeAllowed,
-		nethttp.OutcomeDenied, nethttp.OutcomeAllowed}, outcomes(events))
+	if got, want := keys, ([]string{"a", "b", "a", "a", "b"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("f gets the key: got %v, want %v", got, want)
+	}
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeAllowed, nethttp.OutcomeAllowed,
+		nethttp.OutcomeDenied, nethttp.OutcomeAllowed}); !reflect.DeepEqual(got, want) {
+		t.Errorf("outcomes: got %v, want %v", got, want)
+	}
 	if len(events) == 5 {
-		assert.Equal(t, proPlan, events[1].Decision.Policy)
-		assert.Equal(t, freePlan, events[3].Decision.Policy)
+		if got := events[1].Decision.Policy; got != proPlan {
+			t.Errorf("events[1].Decision.Policy: got %v, want %v", got, proPlan)
+		}
+		if got := events[3].Decision.Policy; got != freePlan {
+			t.Errorf("events[3].Decision.Policy: got %v, want %v", got, freePlan)
+		}
 	}
 }
 
@@ -76,14 +90,24 @@ func TestPolicyFuncIsCalledAfterKeyAndCost(t *testing.T) {
 			calls++
 			return plans(r, key)
 		}))
-	assert.Equal(t, http.StatusBadRequest, get(h, "").Code)
-	assert.Equal(t, http.StatusInternalServerError, get(h, "", "X-API-Key", "a", "X-Cost", "bad").Code)
-	assert.Zero(t, calls)
+	if got := get(h, "").Code; got != http.StatusBadRequest {
+		t.Errorf("status: got %v, want %v", got, http.StatusBadRequest)
+	}
+	if got := get(h, "", "X-API-Key", "a", "X-Cost", "bad").Code; got != http.StatusInternalServerError {
+		t.Errorf("status: got %v, want %v", got, http.StatusInternalServerError)
+	}
+	if got := calls; got != 0 {
+		t.Errorf("calls: got %v, want zero", got)
+	}
 	// The request's policy is not known without calling f, so the events
 	// do not name the limiter's own, which could be another plan's.
-	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeKeyError, nethttp.OutcomeCostError}, outcomes(events))
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeKeyError, nethttp.OutcomeCostError}); !reflect.DeepEqual(got, want) {
+		t.Errorf("outcomes: got %v, want %v", got, want)
+	}
 	for _, ev := range events {
-		assert.Equal(t, core.Decision{}, ev.Decision)
+		if got, want := ev.Decision, (core.Decision{}); got != want {
+			t.Errorf("ev.Decision: got %v, want %v", got, want)
+		}
 	}
 }
 
@@ -136,16 +160,34 @@ func TestPolicyFuncErrorIsALimiterFailure(t *testing.T) {
 			}
 			h := wrap(t, planLimiter{Failing: coretest.Failing{P: freePlan}, calls: &calls}, opts...)
 			w := planned(h, "k", "broken")
-			assert.Equal(t, tc.status, w.Code)
-			assert.Empty(t, rateHeaders(t, w), "no policy is known")
-			assert.Zero(t, calls, "the limiter is not asked")
-			require.Len(t, events, 1)
-			assert.Equal(t, tc.outcome, events[0].Outcome)
-			assert.ErrorIs(t, events[0].Err, errPlanLookup)
-			assert.EqualError(t, events[0].Err, "policy func: plan lookup failed")
-			assert.Equal(t, core.Decision{}, events[0].Decision)
-			assert.Zero(t, events[0].Latency)
-			assert.Equal(t, int64(1), events[0].Cost)
+			wantStatus(t, w, tc.status)
+			if got := rateHeaders(t, w); len(got) != 0 {
+				t.Errorf("no policy is known: got %v, want empty", got)
+			}
+			if got := calls; got != 0 {
+				t.Errorf("the limiter is not asked: got %v, want zero", got)
+			}
+			if got := len(events); got != 1 {
+				t.Fatalf("len(events): got %d, want %d", got, 1)
+			}
+			if got := events[0].Outcome; got != tc.outcome {
+				t.Errorf("events[0].Outcome: got %v, want %v", got, tc.outcome)
+			}
+			if err := events[0].Err; !errors.Is(err, errPlanLookup) {
+				t.Errorf("events[0].Err: got %v, want %v", err, errPlanLookup)
+			}
+			if err := events[0].Err; err == nil || err.Error() != "policy func: plan lookup failed" {
+				t.Errorf("events[0].Err: got %v, want %q", err, "policy func: plan lookup failed")
+			}
+			if got, want := events[0].Decision, (core.Decision{}); got != want {
+				t.Errorf("events[0].Decision: got %v, want %v", got, want)
+			}
+			if got := events[0].Latency; got != 0 {
+				t.Errorf("events[0].Latency: got %v, want zero", got)
+			}
+			if got := events[0].Cost; got != int64(1) {
+				t.Errorf("events[0].Cost: got %v, want %v", got, int64(1))
+			}
 		})
 	}
 	t.Run("treats a policy name that cannot be sent as an error", func(t *testing.T) {
@@ -157,12 +199,19 @@ func TestPolicyFuncErrorIsALimiterFailure(t *testing.T) {
 				return proPlan.WithName("pro\r\nX-Evil: 1"), nil
 			}))
 		w := get(h, "")
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-		assert.Empty(t, rateHeaders(t, w))
-		assert.Zero(t, calls)
-		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedClosed}, outcomes(events))
-		assert.EqualError(t, events[0].Err,
-			`policy func: policy name "pro\r\nX-Evil: 1" cannot be sent in a header: use printable ASCII only`)
+		wantStatus(t, w, http.StatusServiceUnavailable)
+		if got := rateHeaders(t, w); len(got) != 0 {
+			t.Errorf("headers: got %v, want empty", got)
+		}
+		if got := calls; got != 0 {
+			t.Errorf("calls: got %v, want zero", got)
+		}
+		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("outcomes(events): got %v, want %v", got, want)
+		}
+		if err := events[0].Err; err == nil || err.Error() != `policy func: policy name "pro\r\nX-Evil: 1" cannot be sent in a header: use printable ASCII only` {
+			t.Errorf("events[0].Err: got %v, want %q", err, `policy func: policy name "pro\r\nX-Evil: 1" cannot be sent in a header: use printable ASCII only`)
+		}
 	})
 	t.Run("is a cancellation when the request's context ended", func(t *testing.T) {
 		var events []nethttp.Event
@@ -174,9 +223,13 @@ func TestPolicyFuncErrorIsALimiterFailure(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		w := send(h, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "")
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-		require.Equal(t, []nethttp.Outcome{nethttp.OutcomeCanceled}, outcomes(events))
-		assert.ErrorIs(t, events[0].Err, context.Canceled)
+		wantStatus(t, w, http.StatusServiceUnavailable)
+		if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeCanceled}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("outcomes(events): got %v, want %v", got, want)
+		}
+		if err := events[0].Err; !errors.Is(err, context.Canceled) {
+			t.Errorf("events[0].Err: got %v, want %v", err, context.Canceled)
+		}
 	})
 }
 
@@ -200,11 +253,19 @@ func TestPolicyFuncWithAnInvalidPolicyAdvertisesNothing(t *testing.T) {
 			}
 			h := wrap(t, newLimiter(t, core.TokenBucket(10, time.Minute), newClock(t0)), opts...)
 			w := get(h, "")
-			assert.Equal(t, status, w.Code)
-			assert.Empty(t, rateHeaders(t, w), "an invalid policy's limit is not known")
-			require.Equal(t, []nethttp.Outcome{outcome}, outcomes(events))
-			assert.EqualError(t, events[0].Err, "policy func: core: TokenBucket limit must be > 0, got 0")
-			assert.Equal(t, core.Decision{}, events[0].Decision)
+			wantStatus(t, w, status)
+			if got := rateHeaders(t, w); len(got) != 0 {
+				t.Errorf("an invalid policy's limit is not known: got %v, want empty", got)
+			}
+			if got, want := outcomes(events), ([]nethttp.Outcome{outcome}); !reflect.DeepEqual(got, want) {
+				t.Fatalf("outcomes(events): got %v, want %v", got, want)
+			}
+			if err := events[0].Err; err == nil || err.Error() != "policy func: core: TokenBucket limit must be > 0, got 0" {
+				t.Errorf("events[0].Err: got %v, want %q", err, "policy func: core: TokenBucket limit must be > 0, got 0")
+			}
+			if got, want := events[0].Decision, (core.Decision{}); got != want {
+				t.Errorf("events[0].Decision: got %v, want %v", got, want)
+			}
 		})
 	}
 }
@@ -215,13 +276,19 @@ func TestPolicyLimiterFailureShowsTheRequestsPolicy(t *testing.T) {
 	h := wrap(t, planLimiter{Failing: coretest.Failing{P: freePlan}, err: broken}, recorder(&events),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth), nethttp.WithPolicyFunc(plans))
 	w := planned(h, "k", "pro")
-	assert.Equal(t, http.StatusOK, w.Code)
-	assert.Equal(t, map[string]string{
+	wantStatus(t, w, http.StatusOK)
+	wantHeaders(t, w, map[string]string{
 		nethttp.HeaderLimit: "50", nethttp.HeaderRateLimitPolicy: `"pro";q=50;w=60`,
-	}, rateHeaders(t, w))
-	require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedOpen}, outcomes(events))
-	assert.Equal(t, core.Decision{Limit: 50, Policy: proPlan}, events[0].Decision)
-	assert.ErrorIs(t, events[0].Err, broken)
+	})
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedOpen}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("outcomes(events): got %v, want %v", got, want)
+	}
+	if got, want := events[0].Decision, (core.Decision{Limit: 50, Policy: proPlan}); got != want {
+		t.Errorf("events[0].Decision: got %v, want %v", got, want)
+	}
+	if err := events[0].Err; !errors.Is(err, broken) {
+		t.Errorf("events[0].Err: got %v, want %v", err, broken)
+	}
 }
 
 func TestPolicyFuncWithAnotherAlgorithmIsAFailure(t *testing.T) {
@@ -231,10 +298,14 @@ func TestPolicyFuncWithAnotherAlgorithmIsAFailure(t *testing.T) {
 			return core.TokenBucket(10, time.Minute).WithName("tb"), nil
 		}))
 	w := get(h, "")
-	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.Equal(t, map[string]string{nethttp.HeaderLimit: "10"}, rateHeaders(t, w))
-	require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedClosed}, outcomes(events))
-	assert.ErrorIs(t, events[0].Err, core.ErrAlgorithmMismatch)
+	wantStatus(t, w, http.StatusServiceUnavailable)
+	wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "10"})
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("outcomes(events): got %v, want %v", got, want)
+	}
+	if err := events[0].Err; !errors.Is(err, core.ErrAlgorithmMismatch) {
+		t.Errorf("events[0].Err: got %v, want %v", err, core.ErrAlgorithmMismatch)
+	}
 }
 
 // The engine keeps the rendered strings of at most MaxRenderers policies
@@ -261,14 +332,20 @@ func TestPolicyRenderersAreBounded(t *testing.T) {
 		for i := range n {
 			w := planned(h, "k", fmt.Sprint(i))
 			limit := fmt.Sprint(1000 + i)
-			require.Equal(t, with(xHeaders(limit, fmt.Sprint(999+i), "60"),
+			if got, want := rateHeaders(t, w), with(xHeaders(limit, fmt.Sprint(999+i), "60"),
 				"RateLimit-Policy", fmt.Sprintf(`"plan-%d";q=%s;w=60`, i, limit),
-				"RateLimit", fmt.Sprintf(`"plan-%d";r=%d;t=60`, i, 999+i)), rateHeaders(t, w), "round %d, plan %d", round, i)
+				"RateLimit", fmt.Sprintf(`"plan-%d";r=%d;t=60`, i, 999+i)); !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d, plan %d: got %v, want %v", round, i, got, want)
+			}
 		}
-		assert.Equal(t, nethttp.MaxRenderers, nethttp.CachedRenderers(e))
+		if got := nethttp.CachedRenderers(e); got != nethttp.MaxRenderers {
+			t.Errorf("nethttp.CachedRenderers(e): got %v, want %v", got, nethttp.MaxRenderers)
+		}
 	}
 	planned(h, "k", "x") // the limiter's own policy: not cached
-	assert.Equal(t, nethttp.MaxRenderers, nethttp.CachedRenderers(e))
+	if got := nethttp.CachedRenderers(e); got != nethttp.MaxRenderers {
+		t.Errorf("nethttp.CachedRenderers(e): got %v, want %v", got, nethttp.MaxRenderers)
+	}
 }
 
 func TestPolicyRenderersUnderConcurrency(t *testing.T) {
@@ -287,17 +364,22 @@ func TestPolicyRenderersUnderConcurrency(t *testing.T) {
 				w := httptest.NewRecorder()
 				r := httptest.NewRequest(http.MethodGet, "/", nil)
 				r.Header.Set("X-Plan", name)
-				if !assert.Nil(t, e.Check(w, r)) {
+				if err := e.Check(w, r); err != nil {
+					t.Errorf("Check: %v", err)
 					return
 				}
-				assert.Equal(t, `"`+name+`";q=10;w=60`, w.Header().Get("RateLimit-Policy"))
+				if got, want := w.Header().Get("RateLimit-Policy"), `"`+name+`";q=10;w=60`; got != want {
+					t.Errorf("RateLimit-Policy: got %q, want %q", got, want)
+				}
 			}
 		}()
 	}
 	for range goroutines {
 		<-done
 	}
-	assert.Equal(t, plans, nethttp.CachedRenderers(e))
+	if got := nethttp.CachedRenderers(e); got != plans {
+		t.Errorf("nethttp.CachedRenderers(e): got %v, want %v", got, plans)
+	}
 }
 
 // The fixed-policy path allocates what it did before hooks and per-request
@@ -321,9 +403,9 @@ func TestEngineAllocations(t *testing.T) {
 	}{
 		{"headers=None", fixed, []nethttp.Option{nethttp.WithHeaderStyle(nethttp.HeadersNone)}, 0},
 		{"headers=None with a hook", fixed, []nethttp.Option{nethttp.WithHeaderStyle(nethttp.HeadersNone), nop}, 0},
-		{"headers=XRateLimit", fixed, nil, 1},
-		{"headers=XRateLimit with a hook", fixed, []nethttp.Option{nop}, 1},
-		{"headers=XRateLimit per request", perRequest, []nethttp.Option{pro}, 1},
+		{"headers=XRateLimit", fixed, nil, 2},
+		{"headers=XRateLimit with a hook", fixed, []nethttp.Option{nop}, 2},
+		{"headers=XRateLimit per request", perRequest, []nethttp.Option{pro}, 2},
 		{"headers=None per request", perRequest, []nethttp.Option{pro, nethttp.WithHeaderStyle(nethttp.HeadersNone)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -337,7 +419,9 @@ func TestEngineAllocations(t *testing.T) {
 					panic("rejected")
 				}
 			})
-			assert.Equal(t, tc.allocs, got)
+			if got != tc.allocs {
+				t.Errorf("allocations per Check: got %v, want %v", got, tc.allocs)
+			}
 		})
 	}
 }

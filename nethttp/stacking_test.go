@@ -2,12 +2,10 @@ package nethttp_test
 
 import (
 	"net/http"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
@@ -80,16 +78,22 @@ func TestStackedCostDenialShowsTheDenyingLimit(t *testing.T) {
 
 			for i, cost := range []string{"4", "4"} {
 				w := get(h, "", "X-API-Key", "k", "X-Cost", cost)
-				require.Equal(t, http.StatusOK, w.Code, "request %d", i+1)
+				if got := w.Code; got != http.StatusOK {
+					t.Fatalf("request %d: got %v, want %v", i+1, got, http.StatusOK)
+				}
 			}
 			w := get(h, "", "X-API-Key", "k", "X-Cost", "5")
-			assert.Equal(t, http.StatusTooManyRequests, w.Code)
+			wantStatus(t, w, http.StatusTooManyRequests)
 			outer := strconv.FormatInt(perIP-3, 10) // the per-IP Remaining after 3 requests
-			assert.Equal(t, with(xHeaders("10", "2", "86400"), "Retry-After", "86400",
+			wantHeaders(t, w, with(xHeaders("10", "2", "86400"), "Retry-After", "86400",
 				"RateLimit-Policy", `"per-ip";q=`+strconv.FormatInt(perIP, 10)+`;w=1, "per-key";q=10;w=86400`,
-				"RateLimit", `"per-ip";r=`+outer+`;t=1, "per-key";r=2;t=86400`), rateHeaders(t, w))
-			assert.Equal(t, "Too Many Requests\n", w.Body.String())
-			assert.Equal(t, []int{3, 3}, []int{ipCalls, keyCalls})
+				"RateLimit", `"per-ip";r=`+outer+`;t=1, "per-key";r=2;t=86400`))
+			if got := w.Body.String(); got != "Too Many Requests\n" {
+				t.Errorf("body: got %q, want %q", got, "Too Many Requests\n")
+			}
+			if got, want := []int{ipCalls, keyCalls}, ([]int{3, 3}); !reflect.DeepEqual(got, want) {
+				t.Errorf("limiter calls (per-ip, per-key): got %v, want %v", got, want)
+			}
 		})
 	}
 }
@@ -102,53 +106,73 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 		clk := newClock(stackDay)
 		var ipCalls, keyCalls int
 		h := perIPLayer(t, clk, 1, &ipCalls)(perKeyLayer(t, clk, 10, &keyCalls)(ok))
-		require.Equal(t, http.StatusOK, get(h, "", "X-API-Key", "k").Code)
+		if got := get(h, "", "X-API-Key", "k").Code; got != http.StatusOK {
+			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+		}
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "5")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("1", "0", "1"), "Retry-After", "1",
-			"RateLimit-Policy", `"per-ip";q=1;w=1`, "RateLimit", `"per-ip";r=0;t=1`), rateHeaders(t, w))
-		assert.Equal(t, []int{2, 1}, []int{ipCalls, keyCalls})
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("1", "0", "1"), "Retry-After", "1",
+			"RateLimit-Policy", `"per-ip";q=1;w=1`, "RateLimit", `"per-ip";r=0;t=1`))
+		if got, want := []int{ipCalls, keyCalls}, ([]int{2, 1}); !reflect.DeepEqual(got, want) {
+			t.Errorf("limiter calls (per-ip, per-key): got %v, want %v", got, want)
+		}
 	})
 
 	t.Run("when both would deny the outer answers and the inner is not charged", func(t *testing.T) {
 		clk := newClock(stackDay)
 		var ipCalls, keyCalls int
 		h := perIPLayer(t, clk, 1, &ipCalls)(perKeyLayer(t, clk, 10, &keyCalls)(ok))
-		require.Equal(t, http.StatusOK, get(h, "", "X-API-Key", "k", "X-Cost", "8").Code)
+		if got := get(h, "", "X-API-Key", "k", "X-Cost", "8").Code; got != http.StatusOK {
+			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+		}
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "5") // per-key has 2 left: it would deny too
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("1", "0", "1"), "Retry-After", "1"), xOnly(rateHeaders(t, w)))
-		assert.Equal(t, []int{2, 1}, []int{ipCalls, keyCalls})
+		wantStatus(t, w, http.StatusTooManyRequests)
+		if got, want := xOnly(rateHeaders(t, w)), with(xHeaders("1", "0", "1"), "Retry-After", "1"); !reflect.DeepEqual(got, want) {
+			t.Errorf("X-RateLimit headers: got %v, want %v", got, want)
+		}
+		if got, want := []int{ipCalls, keyCalls}, ([]int{2, 1}); !reflect.DeepEqual(got, want) {
+			t.Errorf("limiter calls (per-ip, per-key): got %v, want %v", got, want)
+		}
 
 		clk.Set(stackDay.Add(time.Second))
 		w = get(h, "", "X-API-Key", "k", "X-Cost", "2")
-		assert.Equal(t, http.StatusOK, w.Code, "the per-key quota was not charged for the denied request")
-		assert.Equal(t, xHeaders("10", "0", "86399"), xOnly(rateHeaders(t, w)))
+		if got := w.Code; got != http.StatusOK {
+			t.Errorf("the per-key quota was not charged for the denied request: got %v, want %v", got, http.StatusOK)
+		}
+		if got, want := xOnly(rateHeaders(t, w)), xHeaders("10", "0", "86399"); !reflect.DeepEqual(got, want) {
+			t.Errorf("X-RateLimit headers: got %v, want %v", got, want)
+		}
 	})
 
 	t.Run("a dry-run denial outside does not outrank the inner denial", func(t *testing.T) {
 		clk := newClock(stackDay)
 		var ipCalls, keyCalls int
 		h := perIPLayer(t, clk, 1, &ipCalls, nethttp.WithDryRun())(perKeyLayer(t, clk, 10, &keyCalls)(ok))
-		require.Equal(t, http.StatusOK, get(h, "", "X-API-Key", "k", "X-Cost", "8").Code)
+		if got := get(h, "", "X-API-Key", "k", "X-Cost", "8").Code; got != http.StatusOK {
+			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+		}
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "5") // per-ip denies in dry run (r=0), per-key for real (r=2)
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("10", "2", "86400"), "Retry-After", "86400",
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("10", "2", "86400"), "Retry-After", "86400",
 			"RateLimit-Policy", `"per-ip";q=1;w=1, "per-key";q=10;w=86400`,
-			"RateLimit", `"per-ip";r=0;t=1, "per-key";r=2;t=86400`), rateHeaders(t, w))
+			"RateLimit", `"per-ip";r=0;t=1, "per-key";r=2;t=86400`))
 	})
 
 	t.Run("a cost above the inner capacity shows its limit and no Retry-After", func(t *testing.T) {
 		clk := newClock(stackDay)
 		var ipCalls, keyCalls int
 		h := perIPLayer(t, clk, 3, &ipCalls)(perKeyLayer(t, clk, 10, &keyCalls)(ok))
-		require.Equal(t, http.StatusOK, get(h, "", "X-API-Key", "k").Code)
+		if got := get(h, "", "X-API-Key", "k").Code; got != http.StatusOK {
+			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+		}
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "11")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("10", "9", "86400"),
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("10", "9", "86400"),
 			"RateLimit-Policy", `"per-ip";q=3;w=1, "per-key";q=10;w=86400`,
-			"RateLimit", `"per-ip";r=1;t=1, "per-key";r=9;t=86400`), rateHeaders(t, w))
-		assert.Equal(t, "Too Many Requests: the request costs more than the rate limit ever admits\n", w.Body.String())
+			"RateLimit", `"per-ip";r=1;t=1, "per-key";r=9;t=86400`))
+		if got := w.Body.String(); got != "Too Many Requests: the request costs more than the rate limit ever admits\n" {
+			t.Errorf("body: got %q, want %q", got, "Too Many Requests: the request costs more than the rate limit ever admits\n")
+		}
 	})
 
 	t.Run("a cost above the outer capacity shows its limit and no Retry-After", func(t *testing.T) {
@@ -156,9 +180,13 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 		var ipCalls, keyCalls int
 		h := perKeyLayer(t, clk, 10, &keyCalls)(perIPLayer(t, clk, 3, &ipCalls)(ok))
 		w := get(h, "", "X-API-Key", "k", "X-Cost", "11")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, xHeaders("10", "10", "0"), xOnly(rateHeaders(t, w)))
-		assert.Equal(t, []int{0, 1}, []int{ipCalls, keyCalls})
+		wantStatus(t, w, http.StatusTooManyRequests)
+		if got, want := xOnly(rateHeaders(t, w)), xHeaders("10", "10", "0"); !reflect.DeepEqual(got, want) {
+			t.Errorf("X-RateLimit headers: got %v, want %v", got, want)
+		}
+		if got, want := []int{ipCalls, keyCalls}, ([]int{0, 1}); !reflect.DeepEqual(got, want) {
+			t.Errorf("limiter calls (per-ip, per-key): got %v, want %v", got, want)
+		}
 	})
 
 	// The cost denial of TestStackedCostDenialShowsTheDenyingLimit with the
@@ -175,8 +203,10 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 			get(h, "", "X-API-Key", "k", "X-Cost", "4")
 			get(h, "", "X-API-Key", "k", "X-Cost", "4")
 			w := get(h, "", "X-API-Key", "k", "X-Cost", "5")
-			assert.Equal(t, http.StatusTooManyRequests, w.Code)
-			assert.Equal(t, with(xHeaders("10", "2", "86400"), "Retry-After", "86400"), xOnly(rateHeaders(t, w)))
+			wantStatus(t, w, http.StatusTooManyRequests)
+			if got, want := xOnly(rateHeaders(t, w)), with(xHeaders("10", "2", "86400"), "Retry-After", "86400"); !reflect.DeepEqual(got, want) {
+				t.Errorf("X-RateLimit headers: got %v, want %v", got, want)
+			}
 		})
 	}
 
@@ -188,14 +218,18 @@ func TestStackedDenialShowsTheDenyingLimit(t *testing.T) {
 		clk := newClock(stackDay)
 		var ipCalls, keyCalls int
 		h := perKeyLayer(t, clk, 3, &keyCalls)(perIPLayer(t, clk, 1, &ipCalls)(ok))
-		require.Equal(t, http.StatusOK, get(h, "", "X-API-Key", "k").Code)
+		if got := get(h, "", "X-API-Key", "k").Code; got != http.StatusOK {
+			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+		}
 		clk.Set(stackDay.Add(time.Second))
-		require.Equal(t, http.StatusOK, get(h, "", "X-API-Key", "k").Code)
+		if got := get(h, "", "X-API-Key", "k").Code; got != http.StatusOK {
+			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+		}
 		w := get(h, "", "X-API-Key", "k")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, with(xHeaders("1", "0", "1"), "Retry-After", "1",
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantHeaders(t, w, with(xHeaders("1", "0", "1"), "Retry-After", "1",
 			"RateLimit-Policy", `"per-key";q=3;w=86400, "per-ip";q=1;w=1`,
-			"RateLimit", `"per-key";r=0;t=86399, "per-ip";r=0;t=1`), rateHeaders(t, w))
+			"RateLimit", `"per-key";r=0;t=86399, "per-ip";r=0;t=1`))
 	})
 }
 
@@ -211,26 +245,32 @@ func TestWriteHeadersDenialReplacesTheFields(t *testing.T) {
 		nethttp.WriteHeaders(h, allowed, nethttp.HeadersXRateLimit, false)
 		nethttp.WriteHeaders(h, core.Decision{Limit: 10, Remaining: 2, ResetAfter: 30 * time.Second, RetryAfter: 30 * time.Second, Policy: p},
 			nethttp.HeadersXRateLimit, false)
-		assert.Equal(t, http.Header{
+		if got, want := h, (http.Header{
 			"X-Ratelimit-Limit": {"10"}, "X-Ratelimit-Remaining": {"2"}, "X-Ratelimit-Reset": {"30"}, "Retry-After": {"30"},
-		}, h)
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("h: got %v, want %v", got, want)
+		}
 	})
 	t.Run("a denial that waiting cannot end drops Retry-After", func(t *testing.T) {
 		h := http.Header{}
 		nethttp.WriteHeaders(h, allowed, nethttp.HeadersXRateLimit, false)
 		h.Set("Retry-After", "3600")
 		nethttp.WriteHeaders(h, core.Decision{Limit: 10, Remaining: 10, Policy: p}, nethttp.HeadersXRateLimit, false)
-		assert.Equal(t, http.Header{
+		if got, want := h, (http.Header{
 			"X-Ratelimit-Limit": {"10"}, "X-Ratelimit-Remaining": {"10"}, "X-Ratelimit-Reset": {"0"},
-		}, h)
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("h: got %v, want %v", got, want)
+		}
 	})
 	t.Run("an admission still keeps more restrictive fields", func(t *testing.T) {
 		h := http.Header{}
 		nethttp.WriteHeaders(h, allowed, nethttp.HeadersXRateLimit, false)
 		nethttp.WriteHeaders(h, core.Decision{Allowed: true, Limit: 10, Remaining: 2, ResetAfter: time.Minute, Policy: p},
 			nethttp.HeadersXRateLimit, false)
-		assert.Equal(t, http.Header{
+		if got, want := h, (http.Header{
 			"X-Ratelimit-Limit": {"5"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"3600"},
-		}, h)
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("h: got %v, want %v", got, want)
+		}
 	})
 }

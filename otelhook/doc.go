@@ -9,22 +9,31 @@
 //	m.WatchKeys("per-ip", lim) // an in-memory limiter's keys
 //	h := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(mux)
 //
-// The instruments, on the meter named [ScopeName]:
+// The instruments, on the meter named after this package's import path,
+// github.com/go-ratelimit/ratelimit/otelhook:
 //
 //   - ratelimit.requests (counter, {request}): every request the middleware
 //     did not skip, by ratelimit.policy, ratelimit.outcome
-//     (nethttp.Outcome.String) and ratelimit.source (core.Source.String).
+//     ([nethttp.Outcome.String]) and ratelimit.source
+//     ([core.Source.String]; "store", the zero value, when the limiter was
+//     not asked: key and cost errors).
 //   - ratelimit.store.duration (histogram, s): Event.Latency, by
-//     ratelimit.policy, for every request where the limiter was called.
+//     ratelimit.policy, for every request where the limiter was called
+//     (never for a key or cost error).
 //   - ratelimit.keys (asynchronous up-down counter, {key}): the keys of the
-//     limiters given to [Metrics.WatchKeys], by ratelimit.limiter.
+//     limiters given to [Metrics.WatchKeys], by ratelimit.limiter (the name
+//     given). An up-down counter, not a gauge: the keys of several limiters
+//     or servers add up.
 //   - ratelimit.fallback.active (asynchronous gauge, 1): 1 while a store's
-//     fallback decides in its place, by ratelimit.store, as set with
-//     [Metrics.SetFallbackActive] from redisstore's WithBreakerHook hook.
+//     fallback decides in its place, 0 otherwise, by ratelimit.store (the
+//     name given to [Metrics.SetFallbackActive], which redisstore's
+//     WithBreakerHook hook calls).
 //
 // No semantic convention covers rate limiting but ASP.NET Core's own, so
-// the names follow the general rules. ratelimit.policy is the policy's name
-// (or the one the RateLimit-Policy header gives an unnamed policy): keep
-// policies few, never one per client. The request's key (an IP address, an
-// API key) is never an attribute.
+// the names follow the general rules. ratelimit.policy is the policy's name:
+// [core.Policy].Name, or for an unnamed policy the one the RateLimit-Policy
+// header gives it ("tokenbucket-100-per-60s"); "" when no policy was known
+// (a failed WithPolicyFunc lookup, or a key or cost error under
+// WithPolicyFunc). Keep policies few, never one per client. The request's
+// key (an IP address, an API key) is never an attribute.
 package otelhook

@@ -13,56 +13,25 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/internal/hookevent"
+	"github.com/go-ratelimit/ratelimit/internal/policyname"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
-// ScopeName is the instrumentation scope (the meter's name) of the
-// instruments, this package's import path as OpenTelemetry asks.
-const ScopeName = "github.com/go-ratelimit/ratelimit/otelhook"
-
-// The names of the instruments. There is no semantic convention for rate
-// limiting outside ASP.NET Core's own (aspnetcore.rate_limiting.*), so these
-// follow the general naming rules: a namespace, dot-separated lowercase
-// words, units in UCUM.
+// The scope, instruments and attributes, as the package documentation
+// lists them.
 const (
-	// RequestsName is a counter of requests, unit {request}, with the
-	// attributes PolicyKey, OutcomeKey and SourceKey.
-	RequestsName = "ratelimit.requests"
-	// StoreDurationName is a histogram of the limiter's call durations
-	// (Event.Latency), unit s, with the attribute PolicyKey: one per
-	// request for which the limiter was called, never for a key or cost
-	// error.
-	StoreDurationName = "ratelimit.store.duration"
-	// KeysName is an asynchronous up-down counter of the keys that the
-	// limiters given to WatchKeys hold, unit {key}, with the attribute
-	// LimiterKey. An up-down counter, not a gauge: the keys of several
-	// limiters or servers add up.
-	KeysName = "ratelimit.keys"
-	// FallbackActiveName is an asynchronous gauge, unit 1: 1 while a store
-	// is decided by its fallback (SetFallbackActive), 0 otherwise, with the
-	// attribute StoreKey.
-	FallbackActiveName = "ratelimit.fallback.active"
-)
+	scopeName          = "github.com/go-ratelimit/ratelimit/otelhook"
+	requestsName       = "ratelimit.requests"
+	storeDurationName  = "ratelimit.store.duration"
+	keysName           = "ratelimit.keys"
+	fallbackActiveName = "ratelimit.fallback.active"
 
-// The attribute keys. The request's key (Event.Key, an IP address or an API
-// key) is personal data and never an attribute.
-const (
-	// PolicyKey is the policy's name: core.Policy.Name, or for a policy
-	// without a name the one the middleware gives it in the IETF
-	// RateLimit-Policy header ("tokenbucket-100-per-60s"); "" when no
-	// policy was known (a failed WithPolicyFunc lookup, or a key or cost
-	// error under WithPolicyFunc, which needs the key).
-	PolicyKey = attribute.Key("ratelimit.policy")
-	// OutcomeKey is nethttp.Outcome.String(): "allowed", "denied", ...
-	OutcomeKey = attribute.Key("ratelimit.outcome")
-	// SourceKey is core.Source.String() of the decision: "store",
-	// "deny-cache" or "fallback"; the zero value, "store", when the
-	// limiter was not asked (key and cost errors).
-	SourceKey = attribute.Key("ratelimit.source")
-	// LimiterKey is the name given to WatchKeys.
-	LimiterKey = attribute.Key("ratelimit.limiter")
-	// StoreKey is the name given to SetFallbackActive.
-	StoreKey = attribute.Key("ratelimit.store")
+	policyKey  = attribute.Key("ratelimit.policy")
+	outcomeKey = attribute.Key("ratelimit.outcome")
+	sourceKey  = attribute.Key("ratelimit.source")
+	limiterKey = attribute.Key("ratelimit.limiter")
+	storeKey   = attribute.Key("ratelimit.store")
 )
 
 // DefaultDurationBoundaries are the bucket boundaries, in seconds, of the
@@ -114,14 +83,8 @@ type policyAttrs struct {
 	rec []metric.RecordOption
 }
 
-// KeyCounter is what WatchKeys reads at every collection: the number of
-// keys a limiter holds. *core.MemoryLimiter implements it.
-type KeyCounter interface {
-	Len() int
-}
-
 type watch struct {
-	lim KeyCounter
+	lim interface{ Len() int }
 	opt []metric.ObserveOption
 }
 
@@ -130,40 +93,37 @@ type storeState struct {
 	opt    []metric.ObserveOption
 }
 
-// New creates the instruments on a meter of mp named [ScopeName]. A nil mp
+// New creates the instruments on a meter of mp named after this package. A nil mp
 // means the global provider, otel.GetMeterProvider(), as it is when
 // measurements are made (it delegates to a provider set later with
 // otel.SetMeterProvider). It returns an error if an instrument cannot be
-// created or an option is invalid. Call [Metrics.Close] to stop observing
+// created, and panics on a nil Option. Call [Metrics.Close] to stop observing
 // the watched limiters.
 func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	c := config{bounds: DefaultDurationBoundaries}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			return nil, errors.New("otelhook: New: nil Option")
+			panic(fmt.Errorf("otelhook: New: option %d is nil", i+1))
 		}
-		o.apply(&c)
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
+		o(&c)
 	}
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	meter := mp.Meter(ScopeName)
+	meter := mp.Meter(scopeName)
 	m := &Metrics{watched: map[string]watch{}, stores: map[string]storeState{}}
 	var errs [5]error
-	m.requests, errs[0] = meter.Int64Counter(RequestsName,
+	m.requests, errs[0] = meter.Int64Counter(requestsName,
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Requests decided by the rate-limiting middleware, by policy, outcome and decision source."))
-	m.duration, errs[1] = meter.Float64Histogram(StoreDurationName,
+	m.duration, errs[1] = meter.Float64Histogram(storeDurationName,
 		metric.WithUnit("s"),
 		metric.WithDescription("Duration of the rate limiter's calls (the store's round trip), by policy."),
 		metric.WithExplicitBucketBoundaries(c.bounds...))
-	m.keys, errs[2] = meter.Int64ObservableUpDownCounter(KeysName,
+	m.keys, errs[2] = meter.Int64ObservableUpDownCounter(keysName,
 		metric.WithUnit("{key}"),
 		metric.WithDescription("Keys held by the watched in-memory rate limiters."))
-	m.fallback, errs[3] = meter.Int64ObservableGauge(FallbackActiveName,
+	m.fallback, errs[3] = meter.Int64ObservableGauge(fallbackActiveName,
 		metric.WithUnit("1"),
 		metric.WithDescription("1 while a rate-limit store is decided by its local fallback, 0 otherwise."))
 	if err := errors.Join(errs[:4]...); err != nil {
@@ -193,13 +153,13 @@ func (m *Metrics) Observe(ev nethttp.Event) {
 	if pa != nil && o < numOutcomes && s < numSources {
 		m.requests.Add(ctx, 1, pa.add[o][s]...)
 	} else {
-		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(nethttp.PolicyName(p), ev.Outcome, ev.Decision.Source)))
+		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(policyname.Of(p), ev.Outcome, ev.Decision.Source)))
 	}
-	if ev.LimiterCalled() {
+	if hookevent.LimiterCalled(ev) {
 		if pa != nil {
 			m.duration.Record(ctx, ev.Latency.Seconds(), pa.rec...)
 		} else {
-			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(nethttp.PolicyName(p)))))
+			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(policyKey.String(policyname.Of(p)))))
 		}
 	}
 }
@@ -219,8 +179,8 @@ func (m *Metrics) policy(p core.Policy) *policyAttrs {
 	if len(old) >= maxCachedPolicies {
 		return nil
 	}
-	name := nethttp.PolicyName(p)
-	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(PolicyKey.String(name)))}}
+	name := policyname.Of(p)
+	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(policyKey.String(name)))}}
 	for o := range numOutcomes {
 		for s := range numSources {
 			set := requestSet(name, nethttp.Outcome(o), core.Source(s))
@@ -235,7 +195,7 @@ func (m *Metrics) policy(p core.Policy) *policyAttrs {
 }
 
 func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
-	return attribute.NewSet(PolicyKey.String(policy), OutcomeKey.String(o.String()), SourceKey.String(s.String()))
+	return attribute.NewSet(policyKey.String(policy), outcomeKey.String(o.String()), sourceKey.String(s.String()))
 }
 
 // WatchKeys reports lim.Len() as ratelimit.keys with the attribute
@@ -243,14 +203,14 @@ func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
 // the keys it holds. Use the policy's name for name, or any other name the
 // program chooses. Watching a name again replaces its limiter. It panics on
 // a nil lim.
-func (m *Metrics) WatchKeys(name string, lim KeyCounter) {
+func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
 	if lim == nil {
-		panic(fmt.Sprintf("otelhook: WatchKeys(%q) got a nil limiter", name))
+		panic(fmt.Errorf("otelhook: WatchKeys(%q): nil limiter", name))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.watched[name] = watch{lim: lim, opt: []metric.ObserveOption{
-		metric.WithAttributeSet(attribute.NewSet(LimiterKey.String(name))),
+		metric.WithAttributeSet(attribute.NewSet(limiterKey.String(name))),
 	}}
 }
 
@@ -278,7 +238,7 @@ func (m *Metrics) SetFallbackActive(store string, active bool) {
 	defer m.mu.Unlock()
 	st, ok := m.stores[store]
 	if !ok {
-		st.opt = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(StoreKey.String(store)))}
+		st.opt = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(storeKey.String(store)))}
 	}
 	st.active = active
 	m.stores[store] = st

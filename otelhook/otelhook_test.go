@@ -38,14 +38,14 @@ func newMetrics(t testing.TB, opts ...otelhook.Option) (*otelhook.Metrics, *sdkm
 }
 
 // collect returns what reader holds, by instrument name, checking that every
-// instrument is in the scope otelhook.ScopeName.
+// instrument is in the scope "github.com/go-ratelimit/ratelimit/otelhook".
 func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata.Metrics {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
 	out := map[string]metricdata.Metrics{}
 	for _, sm := range rm.ScopeMetrics {
-		require.Equal(t, otelhook.ScopeName, sm.Scope.Name)
+		require.Equal(t, "github.com/go-ratelimit/ratelimit/otelhook", sm.Scope.Name)
 		for _, m := range sm.Metrics {
 			out[m.Name] = m
 		}
@@ -71,8 +71,8 @@ func setKey(s attribute.Set) string {
 // that it is a cumulative monotonic sum of {request}.
 func requests(t *testing.T, got map[string]metricdata.Metrics) map[string]int64 {
 	t.Helper()
-	m, ok := got[otelhook.RequestsName]
-	require.True(t, ok, "no %s in %v", otelhook.RequestsName, got)
+	m, ok := got["ratelimit.requests"]
+	require.True(t, ok, "no %s in %v", "ratelimit.requests", got)
 	assert.Equal(t, "{request}", m.Unit)
 	sum, ok := m.Data.(metricdata.Sum[int64])
 	require.True(t, ok, "%s is a %T", m.Name, m.Data)
@@ -227,7 +227,7 @@ func TestObserveRequests(t *testing.T) {
 				for _, kv := range set.ToSlice() {
 					assert.NotEqual(t, "203.0.113.7", kv.Value.String(), "%s: %s", name, kv.Key)
 				}
-				assert.Subset(t, []attribute.Key{otelhook.PolicyKey, otelhook.OutcomeKey, otelhook.SourceKey, otelhook.LimiterKey, otelhook.StoreKey},
+				assert.Subset(t, []attribute.Key{attribute.Key("ratelimit.policy"), attribute.Key("ratelimit.outcome"), attribute.Key("ratelimit.source"), attribute.Key("ratelimit.limiter"), attribute.Key("ratelimit.store")},
 					keys(set), name)
 			}
 		}
@@ -278,7 +278,7 @@ func TestObserveStoreDuration(t *testing.T) {
 		} {
 			m.Observe(ev)
 		}
-		md := collect(t, reader)[otelhook.StoreDurationName]
+		md := collect(t, reader)["ratelimit.store.duration"]
 		assert.Equal(t, "s", md.Unit)
 		h, ok := md.Data.(metricdata.Histogram[float64])
 		require.True(t, ok, "%s is a %T", md.Name, md.Data)
@@ -308,7 +308,7 @@ func TestObserveStoreDuration(t *testing.T) {
 		m, reader := newMetrics(t)
 		m.Observe(event("api", nethttp.OutcomeAllowed, core.SourceStore, 0)) // a coarse clock
 		m.Observe(event("api", nethttp.OutcomeFailedOpen, core.SourceStore, 0))
-		h := collect(t, reader)[otelhook.StoreDurationName].Data.(metricdata.Histogram[float64])
+		h := collect(t, reader)["ratelimit.store.duration"].Data.(metricdata.Histogram[float64])
 		require.Len(t, h.DataPoints, 1)
 		assert.Equal(t, uint64(1), h.DataPoints[0].Count)
 	})
@@ -316,7 +316,7 @@ func TestObserveStoreDuration(t *testing.T) {
 	t.Run("uses the boundaries of WithDurationBoundaries", func(t *testing.T) {
 		m, reader := newMetrics(t, otelhook.WithDurationBoundaries(0.001, 0.01))
 		m.Observe(event("api", nethttp.OutcomeAllowed, core.SourceStore, 5*time.Millisecond))
-		h := collect(t, reader)[otelhook.StoreDurationName].Data.(metricdata.Histogram[float64])
+		h := collect(t, reader)["ratelimit.store.duration"].Data.(metricdata.Histogram[float64])
 		require.Len(t, h.DataPoints, 1)
 		assert.Equal(t, []float64{0.001, 0.01}, h.DataPoints[0].Bounds)
 		assert.Equal(t, []uint64{0, 1, 0}, h.DataPoints[0].BucketCounts)
@@ -345,8 +345,8 @@ func TestWatchKeys(t *testing.T) {
 		m.WatchKeys(lim.Policy().Name, lim)
 
 		got := collect(t, reader)
-		assert.Equal(t, "{key}", got[otelhook.KeysName].Unit)
-		assert.Equal(t, map[string]int64{"ratelimit.limiter=api": 0}, int64Points(t, got, otelhook.KeysName))
+		assert.Equal(t, "{key}", got["ratelimit.keys"].Unit)
+		assert.Equal(t, map[string]int64{"ratelimit.limiter=api": 0}, int64Points(t, got, "ratelimit.keys"))
 
 		ctx := context.Background()
 		for _, key := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.1"} {
@@ -354,14 +354,14 @@ func TestWatchKeys(t *testing.T) {
 			require.NoError(t, err)
 		}
 		assert.Equal(t, map[string]int64{"ratelimit.limiter=api": 3},
-			int64Points(t, collect(t, reader), otelhook.KeysName))
+			int64Points(t, collect(t, reader), "ratelimit.keys"))
 
 		for i := range 5 {
 			_, err := lim.Allow(ctx, "198.51.100."+strconv.Itoa(i))
 			require.NoError(t, err)
 		}
 		assert.Equal(t, map[string]int64{"ratelimit.limiter=api": 8},
-			int64Points(t, collect(t, reader), otelhook.KeysName))
+			int64Points(t, collect(t, reader), "ratelimit.keys"))
 	})
 
 	t.Run("reports each name, replaces a name's limiter and forgets it on UnwatchKeys", func(t *testing.T) {
@@ -369,59 +369,65 @@ func TestWatchKeys(t *testing.T) {
 		m.WatchKeys("api", fakeLen(7))
 		m.WatchKeys("login", fakeLen(2))
 		assert.Equal(t, map[string]int64{"ratelimit.limiter=api": 7, "ratelimit.limiter=login": 2},
-			int64Points(t, collect(t, reader), otelhook.KeysName))
+			int64Points(t, collect(t, reader), "ratelimit.keys"))
 
 		m.WatchKeys("api", fakeLen(9))
 		m.UnwatchKeys("login")
 		assert.Equal(t, map[string]int64{"ratelimit.limiter=api": 9},
-			int64Points(t, collect(t, reader), otelhook.KeysName))
+			int64Points(t, collect(t, reader), "ratelimit.keys"))
 	})
 
 	t.Run("panics on a nil limiter", func(t *testing.T) {
 		m, _ := newMetrics(t)
-		assert.PanicsWithValue(t, `otelhook: WatchKeys("api") got a nil limiter`, func() { m.WatchKeys("api", nil) })
+		assert.PanicsWithError(t, `otelhook: WatchKeys("api"): nil limiter`, func() { m.WatchKeys("api", nil) })
 	})
 }
 
 func TestSetFallbackActive(t *testing.T) {
 	t.Run("is 1 while a store's fallback decides and 0 otherwise, per store", func(t *testing.T) {
 		m, reader := newMetrics(t)
-		assert.Empty(t, int64Points(t, collect(t, reader), otelhook.FallbackActiveName), "nothing before the first call")
+		assert.Empty(t, int64Points(t, collect(t, reader), "ratelimit.fallback.active"), "nothing before the first call")
 
 		m.SetFallbackActive("redis", false)
 		m.SetFallbackActive("redis-eu", false)
 		got := collect(t, reader)
-		assert.Equal(t, "1", got[otelhook.FallbackActiveName].Unit)
-		_, isGauge := got[otelhook.FallbackActiveName].Data.(metricdata.Gauge[int64])
+		assert.Equal(t, "1", got["ratelimit.fallback.active"].Unit)
+		_, isGauge := got["ratelimit.fallback.active"].Data.(metricdata.Gauge[int64])
 		assert.True(t, isGauge)
 		assert.Equal(t, map[string]int64{"ratelimit.store=redis": 0, "ratelimit.store=redis-eu": 0},
-			int64Points(t, got, otelhook.FallbackActiveName))
+			int64Points(t, got, "ratelimit.fallback.active"))
 
 		m.SetFallbackActive("redis", true)
 		assert.Equal(t, map[string]int64{"ratelimit.store=redis": 1, "ratelimit.store=redis-eu": 0},
-			int64Points(t, collect(t, reader), otelhook.FallbackActiveName))
+			int64Points(t, collect(t, reader), "ratelimit.fallback.active"))
 		assert.Equal(t, map[string]int64{"ratelimit.store=redis": 1, "ratelimit.store=redis-eu": 0},
-			int64Points(t, collect(t, reader), otelhook.FallbackActiveName), "the state stays until it changes")
+			int64Points(t, collect(t, reader), "ratelimit.fallback.active"), "the state stays until it changes")
 
 		m.SetFallbackActive("redis", false)
 		assert.Equal(t, map[string]int64{"ratelimit.store=redis": 0, "ratelimit.store=redis-eu": 0},
-			int64Points(t, collect(t, reader), otelhook.FallbackActiveName))
+			int64Points(t, collect(t, reader), "ratelimit.fallback.active"))
 	})
 }
 
 func TestNew(t *testing.T) {
-	t.Run("rejects boundaries that are not increasing and finite", func(t *testing.T) {
-		mp := sdkmetric.NewMeterProvider()
-		defer func() { _ = mp.Shutdown(context.Background()) }()
-		for _, b := range [][]float64{{0.1, 0.1}, {0.2, 0.1}, {0.1, math.Inf(1)}, {math.NaN()}} {
-			_, err := otelhook.New(mp, otelhook.WithDurationBoundaries(b...))
-			assert.ErrorContains(t, err, "otelhook: WithDurationBoundaries", "%v", b)
+	t.Run("panics on boundaries that are not increasing and finite", func(t *testing.T) {
+		for _, tc := range []struct {
+			bounds []float64
+			want   string
+		}{
+			{nil, "[]"},
+			{[]float64{0.1, 0.1}, "[0.1 0.1]"},
+			{[]float64{0.2, 0.1}, "[0.2 0.1]"},
+			{[]float64{0.1, math.Inf(1)}, "[0.1 +Inf]"},
+			{[]float64{math.NaN()}, "[NaN]"},
+		} {
+			assert.PanicsWithError(t, "otelhook: WithDurationBoundaries("+tc.want+"): the boundaries must be finite and increasing, at least one",
+				func() { otelhook.WithDurationBoundaries(tc.bounds...) })
 		}
 	})
 
-	t.Run("rejects a nil Option", func(t *testing.T) {
-		_, err := otelhook.New(sdkmetric.NewMeterProvider(), nil)
-		assert.ErrorContains(t, err, "nil Option")
+	t.Run("panics on a nil Option", func(t *testing.T) {
+		assert.PanicsWithError(t, "otelhook: New: option 1 is nil", func() { _, _ = otelhook.New(sdkmetric.NewMeterProvider(), nil) })
 	})
 
 	t.Run("uses the global provider when given nil", func(t *testing.T) {
@@ -451,8 +457,8 @@ func TestClose(t *testing.T) {
 		m.Observe(event("api", nethttp.OutcomeAllowed, core.SourceStore, time.Millisecond))
 
 		got := collect(t, reader)
-		assert.Empty(t, int64Points(t, got, otelhook.KeysName))
-		assert.Empty(t, int64Points(t, got, otelhook.FallbackActiveName))
+		assert.Empty(t, int64Points(t, got, "ratelimit.keys"))
+		assert.Empty(t, int64Points(t, got, "ratelimit.fallback.active"))
 		assert.Equal(t, map[string]int64{"ratelimit.outcome=allowed,ratelimit.policy=api,ratelimit.source=store": 1},
 			requests(t, got))
 	})
@@ -537,10 +543,10 @@ func TestMiddleware(t *testing.T) {
 			"ratelimit.outcome=denied,ratelimit.policy=per-ip,ratelimit.source=store":    1,
 			"ratelimit.outcome=key-error,ratelimit.policy=per-ip,ratelimit.source=store": 1,
 		}, requests(t, got))
-		h4 := got[otelhook.StoreDurationName].Data.(metricdata.Histogram[float64])
+		h4 := got["ratelimit.store.duration"].Data.(metricdata.Histogram[float64])
 		require.Len(t, h4.DataPoints, 1)
 		assert.Equal(t, uint64(4), h4.DataPoints[0].Count, "one latency per limiter call, none for the key error")
-		assert.Equal(t, map[string]int64{"ratelimit.limiter=per-ip": 2}, int64Points(t, got, otelhook.KeysName))
+		assert.Equal(t, map[string]int64{"ratelimit.limiter=per-ip": 2}, int64Points(t, got, "ratelimit.keys"))
 	})
 }
 
@@ -581,7 +587,7 @@ func TestMiddlewareFailuresAndSources(t *testing.T) {
 			"ratelimit.outcome=failed-open,ratelimit.policy=shared,ratelimit.source=store":   1,
 			"ratelimit.outcome=failed-closed,ratelimit.policy=shared,ratelimit.source=store": 1,
 		}, requests(t, got))
-		h := got[otelhook.StoreDurationName].Data.(metricdata.Histogram[float64])
+		h := got["ratelimit.store.duration"].Data.(metricdata.Histogram[float64])
 		require.Len(t, h.DataPoints, 1)
 		assert.Equal(t, uint64(2), h.DataPoints[0].Count)
 		assertAtLeast(t, 0.001, h.DataPoints[0].Min)

@@ -38,17 +38,15 @@
 //
 //	sum by (policy) (rate(ratelimit_requests_total{source="deny-cache"}[5m]))
 //
-// ratelimit_store_duration_seconds is Event.Latency, the time the limiter call took
-// (for redisstore a round trip to Redis, or the time until it failed or
-// timed out), observed for every request where the limiter was called: not
-// for a key error, a failed cost function or a failed policy lookup. It
-// includes the fast answers of the deny cache and of the fallback;
-// requests_total's source says how many there were. The buckets
-// (DefaultBuckets, or WithBuckets) run from 10µs to 250ms.
+// ratelimit_store_duration_seconds is Event.Latency, the time the limiter
+// call took (for redisstore a round trip to Redis, or the time until it
+// failed or timed out), observed for every request where the limiter was
+// called: not for a key error, a failed cost function or a failed policy
+// lookup. It includes the fast answers of the deny cache and of the
+// fallback. The buckets are [DefaultBuckets], or [WithBuckets].
 //
 // ratelimit_keys is read at every scrape from the limiters given to
-// WatchKeys (any value with a Len() int method: *core.MemoryLimiter, say),
-// under the name you give each.
+// [Metrics.WatchKeys], under the name you give each.
 //
 // ratelimit_fallback_active is 1 while a store's local fallback decides in its place,
 // 0 otherwise, as set by SetFallbackActive. promhook does not import
@@ -63,29 +61,21 @@
 //
 // # Labels and cardinality
 //
-// The policy label is core.Policy.Name, or, for a policy without a name, the
-// name the middleware gives it in the IETF RateLimit-Policy header, derived
-// from the policy alone ("tokenbucket-100-per-60s"); for key-error and
-// cost-error, the limiter's own policy. It is "" when the middleware knew
-// no policy: when a nethttp.WithPolicyFunc lookup failed, and for key and
-// cost errors under WithPolicyFunc (the lookup needs the key). Policy names come from the program, never from the request, so
-// the number of series is bounded by the number of policies the program
-// uses: with WithPolicyFunc, that is
-// the number of distinct policies it returns (one per plan, say). A
-// WithPolicyFunc that builds a policy per client (a limit read from a
-// database row) should name the policies after the plan, not the client, or
-// every client becomes a series. Metrics keeps one small entry per policy
-// name it has seen (per distinct policy for unnamed ones), for the life of
-// the process.
+// The policy label is [core.Policy].Name, or, for a policy without a name,
+// the name the middleware gives it in the IETF RateLimit-Policy header
+// ("tokenbucket-100-per-60s"); for key-error and cost-error, the limiter's
+// own policy. It is "" when the middleware knew no policy: a failed
+// nethttp.WithPolicyFunc lookup, and key and cost errors under it. Policy
+// names come from the program, never from the request, so the number of
+// series is bounded by the number of policies the program uses. A
+// WithPolicyFunc that builds a policy per client should name the policies
+// after the plan, not the client, or every client becomes a series: Metrics
+// keeps one small entry per policy name it has seen (per distinct policy
+// for unnamed ones), for the life of the process.
 //
 // The key (Event.Key: a client address, an API key) is personal data and is
 // never a label, and nothing from the request is read.
 //
-// # Cost
-//
-// Observe allocates nothing once a policy, outcome and source have been
-// seen together: the label-bound counters are kept per policy, so that
-// a request costs an atomic add and a histogram observation, without a
-// lock. Two Metrics with the same namespace cannot be registered on one
-// registry; use WithNamespace or prometheus.WrapRegistererWith.
+// Two Metrics with the same namespace cannot be registered on one registry;
+// use [WithNamespace] or prometheus.WrapRegistererWith.
 package promhook

@@ -3,6 +3,7 @@ package promhook
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/internal/hookevent"
+	"github.com/go-ratelimit/ratelimit/internal/policyname"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -17,16 +20,15 @@ import (
 const DefaultNamespace = "ratelimit"
 
 // DefaultBuckets are the upper bounds, in seconds, of the latency
-// histogram's buckets without WithBuckets: from 10µs (an in-memory decision
-// takes well under a microsecond) to 250ms (past redisstore's default 50ms
-// timeout). prometheus.DefBuckets starts at 5ms, where a rate limiter that
-// works has long answered.
+// histogram's buckets without WithBuckets: from 10µs, for an in-memory
+// decision, to 250ms, past redisstore's default timeout.
 var DefaultBuckets = []float64{
 	.00001, .000025, .00005, .0001, .00025, .0005,
 	.001, .0025, .005, .01, .025, .05, .1, .25,
 }
 
-// Option configures New.
+// Option configures [New]. An option given an invalid value panics, naming
+// itself: a mistake in the program, reported where it is made.
 type Option func(*config)
 
 type config struct {
@@ -43,21 +45,24 @@ func WithNamespace(ns string) Option {
 	return func(c *config) { c.namespace = ns }
 }
 
-// WithBuckets sets the upper bounds, in seconds and increasing, of the
-// latency histogram's buckets (prometheus.ExponentialBuckets builds them).
-// It panics when none is given; New panics when they are not increasing.
+// WithBuckets sets the upper bounds, in seconds, of the latency
+// histogram's buckets (prometheus.ExponentialBuckets builds them). It
+// panics unless at least one is given and they are increasing.
 func WithBuckets(upper ...float64) Option {
-	if len(upper) == 0 {
-		panic("promhook: WithBuckets needs at least one bucket")
+	if !increasing(upper) {
+		panic(fmt.Errorf("promhook: WithBuckets(%v): the bounds must be increasing, at least one", upper))
 	}
 	upper = slices.Clone(upper)
 	return func(c *config) { c.buckets = upper }
 }
 
-// KeyCounter is what WatchKeys reads at every scrape: the number of keys a
-// limiter holds. *core.MemoryLimiter implements it.
-type KeyCounter interface {
-	Len() int
+func increasing(upper []float64) bool {
+	for i, b := range upper {
+		if math.IsNaN(b) || i > 0 && b <= upper[i-1] {
+			return false
+		}
+	}
+	return len(upper) > 0
 }
 
 // Metrics records the middleware's decisions as Prometheus metrics. It is
@@ -76,7 +81,7 @@ type Metrics struct {
 	index atomic.Pointer[index]
 
 	mu      sync.Mutex
-	watched map[string]KeyCounter // under mu
+	watched map[string]interface{ Len() int } // under mu
 }
 
 // index finds the series of a policy: a named policy by its name, so that
@@ -109,13 +114,12 @@ const (
 	numSources  = int(core.SourceFallback) + 1
 )
 
-// New returns Metrics with nothing counted yet. Options that are nil
-// panic.
+// New returns Metrics with nothing counted yet. It panics on a nil Option.
 func New(opts ...Option) *Metrics {
 	c := config{namespace: DefaultNamespace, buckets: DefaultBuckets}
-	for _, o := range opts {
+	for i, o := range opts {
 		if o == nil {
-			panic("promhook: New got a nil Option")
+			panic(fmt.Errorf("promhook: New: option %d is nil", i+1))
 		}
 		o(&c)
 	}
@@ -140,7 +144,7 @@ func New(opts ...Option) *Metrics {
 		}, []string{"store"}),
 		keysDesc: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "", "keys"),
 			"Keys held in memory by an in-memory limiter.", []string{"limiter"}, nil),
-		watched: make(map[string]KeyCounter),
+		watched: make(map[string]interface{ Len() int }),
 	}
 	m.index.Store(&index{})
 	return m
@@ -154,7 +158,7 @@ func New(opts ...Option) *Metrics {
 func (m *Metrics) Observe(e nethttp.Event) {
 	s := m.seriesFor(e.Decision.Policy)
 	m.counter(s, e.Outcome, e.Decision.Source).Inc()
-	if e.LimiterCalled() {
+	if hookevent.LimiterCalled(e) {
 		m.observer(s).Observe(e.Latency.Seconds())
 	}
 }
@@ -170,7 +174,7 @@ func (m *Metrics) seriesFor(p core.Policy) *series {
 	if s, ok := old.get(p); ok {
 		return s
 	}
-	s := &series{policy: nethttp.PolicyName(p)}
+	s := &series{policy: policyname.Of(p)}
 	next := &index{named: old.named, unnamed: old.unnamed}
 	if p.Name != "" {
 		next.named = maps.Clone(old.named)
@@ -218,14 +222,14 @@ func (m *Metrics) observer(s *series) prometheus.Observer {
 	return o
 }
 
-// WatchKeys reports the number of keys lim holds, read at every scrape, as
-// ratelimit_keys{limiter=name} (with the default namespace). Watching a
-// name again replaces its limiter.
-// It panics on a nil lim. Use the policy's name for name, or any other
-// name the program chooses.
-func (m *Metrics) WatchKeys(name string, lim KeyCounter) {
+// WatchKeys reports lim.Len(), read at every scrape, as
+// ratelimit_keys{limiter=name} (with the default namespace): for a
+// *core.MemoryLimiter, the keys it holds. Use the policy's name for name,
+// or any other name the program chooses. Watching a name again replaces
+// its limiter. It panics on a nil lim.
+func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
 	if lim == nil {
-		panic(fmt.Sprintf("promhook: WatchKeys(%q) got a nil limiter", name))
+		panic(fmt.Errorf("promhook: WatchKeys(%q): nil limiter", name))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -2,6 +2,7 @@ package promhook_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -294,7 +295,7 @@ func TestWatchKeysReadsTheLimiterAtEachScrape(t *testing.T) {
 	m.UnwatchKeys("never-watched")
 	assert.Equal(t, map[string]float64{`limiter="per-ip"`: 1}, counts(t, reg, "ratelimit_keys"))
 
-	assert.PanicsWithValue(t, `promhook: WatchKeys("nil") got a nil limiter`, func() { m.WatchKeys("nil", nil) })
+	assert.PanicsWithError(t, `promhook: WatchKeys("nil"): nil limiter`, func() { m.WatchKeys("nil", nil) })
 }
 
 func TestSetFallbackActive(t *testing.T) {
@@ -339,8 +340,11 @@ func TestOptions(t *testing.T) {
 	_, reg = registered(t, promhook.WithNamespace(""))
 	assert.Empty(t, counts(t, reg, "requests_total"))
 
-	assert.Panics(t, func() { promhook.WithBuckets() })
-	assert.Panics(t, func() { promhook.New(nil) })
+	assert.PanicsWithError(t, "promhook: WithBuckets([]): the bounds must be increasing, at least one", func() { promhook.WithBuckets() })
+	assert.PanicsWithError(t, "promhook: WithBuckets([0.1 0.1]): the bounds must be increasing, at least one", func() { promhook.WithBuckets(0.1, 0.1) })
+	assert.PanicsWithError(t, "promhook: WithBuckets([0.2 0.1]): the bounds must be increasing, at least one", func() { promhook.WithBuckets(0.2, 0.1) })
+	assert.PanicsWithError(t, "promhook: WithBuckets([NaN]): the bounds must be increasing, at least one", func() { promhook.WithBuckets(math.NaN()) })
+	assert.PanicsWithError(t, "promhook: New: option 2 is nil", func() { promhook.New(promhook.WithNamespace("x"), nil) })
 }
 
 // TestMetricNamesFollowConventions runs Prometheus's own linter (promlint)

@@ -21,13 +21,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
@@ -91,7 +90,9 @@ func Run(t *testing.T, a Adapter) {
 func (s suite) limiter(t *testing.T, p core.Policy) (*core.MemoryLimiter, *coretest.Clock) {
 	clk := coretest.NewClock(t0)
 	lim, err := core.New(p, core.WithClock(clk.Now))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
 	t.Cleanup(func() { _ = lim.Close() })
 	return lim, clk
 }
@@ -139,9 +140,13 @@ func x(limit, remaining, reset string, more ...string) map[string]string {
 func (s suite) assertRejected(t *testing.T, w *httptest.ResponseRecorder, status int) {
 	t.Helper()
 	body, ctype := s.Body(status)
-	assert.Equal(t, status, w.Code)
-	assert.Equal(t, body, w.Body.String())
-	assert.Equal(t, ctype, w.Header().Get("Content-Type"))
+	wantStatus(t, w, status)
+	if got := w.Body.String(); got != body {
+		t.Errorf("body: got %q, want %q", got, body)
+	}
+	if got := w.Header().Get("Content-Type"); got != ctype {
+		t.Errorf("Content-Type: got %q, want %q", got, ctype)
+	}
 }
 
 func (s suite) window(t *testing.T) {
@@ -149,19 +154,27 @@ func (s suite) window(t *testing.T) {
 	h := s.Mount(t, lim)
 	for i := 1; i <= 100; i++ {
 		w := get(h, "/items/1")
-		require.Equal(t, http.StatusOK, w.Code, "request %d", i)
-		require.Equal(t, "ok", w.Body.String())
-		require.Equal(t, x("100", strconv.Itoa(100-i), "60"), rateHeaders(w), "request %d", i)
+		if got := w.Code; got != http.StatusOK {
+			t.Fatalf("request %d: got %v, want %v", i, got, http.StatusOK)
+		}
+		if got := w.Body.String(); got != "ok" {
+			t.Fatalf("body: got %q, want %q", got, "ok")
+		}
+		if got, want := rateHeaders(w), x("100", strconv.Itoa(100-i), "60"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("request %d: got %v, want %v", i, got, want)
+		}
 	}
 	clk.Set(t0.Add(54 * time.Second))
 	w := get(h, "/items/1")
 	s.assertRejected(t, w, http.StatusTooManyRequests)
-	assert.Equal(t, x("100", "0", "6", "Retry-After", "6"), rateHeaders(w))
+	wantHeaders(t, w, x("100", "0", "6", "Retry-After", "6"))
 
 	clk.Set(t0.Add(time.Minute))
 	w = get(h, "/items/1")
-	assert.Equal(t, http.StatusOK, w.Code, "a new window admits again")
-	assert.Equal(t, x("100", "99", "60"), rateHeaders(w))
+	if got := w.Code; got != http.StatusOK {
+		t.Errorf("a new window admits again: got %v, want %v", got, http.StatusOK)
+	}
+	wantHeaders(t, w, x("100", "99", "60"))
 }
 
 func (s suite) styles(t *testing.T) {
@@ -182,12 +195,16 @@ func (s suite) styles(t *testing.T) {
 			lim, clk := s.limiter(t, core.FixedWindow(1, time.Minute).WithName("per-ip"))
 			h := s.Mount(t, lim, nethttp.WithHeaderStyle(tc.style))
 			w := get(h, "/items/1")
-			require.Equal(t, http.StatusOK, w.Code)
-			assert.Equal(t, tc.allowed, rateHeaders(w))
+			if got := w.Code; got != http.StatusOK {
+				t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+			}
+			wantHeaders(t, w, tc.allowed)
 			clk.Set(t0.Add(54 * time.Second))
 			w = get(h, "/items/1")
-			require.Equal(t, http.StatusTooManyRequests, w.Code)
-			assert.Equal(t, tc.denied, rateHeaders(w))
+			if got := w.Code; got != http.StatusTooManyRequests {
+				t.Fatalf("status: got %v, want %v", got, http.StatusTooManyRequests)
+			}
+			wantHeaders(t, w, tc.denied)
 		})
 	}
 }
@@ -197,11 +214,19 @@ func (s suite) skip(t *testing.T) {
 	h := s.Mount(t, lim, nethttp.WithSkip(func(r *http.Request) bool { return r.Header.Get("X-Probe") == "1" }))
 	for range 3 {
 		w := get(h, "/items/1", "X-Probe", "1")
-		require.Equal(t, http.StatusOK, w.Code)
-		assert.Empty(t, rateHeaders(w))
+		if got := w.Code; got != http.StatusOK {
+			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+		}
+		if got := rateHeaders(w); len(got) != 0 {
+			t.Errorf("headers: got %v, want empty", got)
+		}
 	}
-	assert.Equal(t, http.StatusOK, get(h, "/items/1").Code)
-	assert.Equal(t, http.StatusTooManyRequests, get(h, "/items/1").Code)
+	if got := get(h, "/items/1").Code; got != http.StatusOK {
+		t.Errorf("status: got %v, want %v", got, http.StatusOK)
+	}
+	if got := get(h, "/items/1").Code; got != http.StatusTooManyRequests {
+		t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
+	}
 }
 
 func (s suite) cost(t *testing.T) {
@@ -210,16 +235,20 @@ func (s suite) cost(t *testing.T) {
 		return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64)
 	}))
 	w := get(h, "/items/1", "X-Cost", "60")
-	assert.Equal(t, http.StatusOK, w.Code)
-	assert.Equal(t, x("100", "40", "60"), rateHeaders(w))
+	wantStatus(t, w, http.StatusOK)
+	wantHeaders(t, w, x("100", "40", "60"))
 
 	w = get(h, "/items/1", "X-Cost", "41")
 	s.assertRejected(t, w, http.StatusTooManyRequests)
-	assert.Equal(t, x("100", "40", "60", "Retry-After", "60"), rateHeaders(w))
+	wantHeaders(t, w, x("100", "40", "60", "Retry-After", "60"))
 
 	w = get(h, "/items/1", "X-Cost", "101")
-	assert.Equal(t, http.StatusTooManyRequests, w.Code, "a cost above capacity is denied")
-	assert.Empty(t, w.Header().Get("Retry-After"), "waiting cannot help")
+	if got := w.Code; got != http.StatusTooManyRequests {
+		t.Errorf("a cost above capacity is denied: got %v, want %v", got, http.StatusTooManyRequests)
+	}
+	if got := w.Header().Get("Retry-After"); got != "" {
+		t.Errorf("waiting cannot help: got %q, want empty", got)
+	}
 
 	w = get(h, "/items/1", "X-Cost", "x")
 	s.assertRejected(t, w, http.StatusInternalServerError)
@@ -233,7 +262,9 @@ func (s suite) stacked(t *testing.T) {
 	clk := coretest.NewClock(t0)
 	limiter := func(p core.Policy) core.Limiter {
 		lim, err := core.New(p, core.WithClock(clk.Now))
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
 		t.Cleanup(func() { _ = lim.Close() })
 		return lim
 	}
@@ -246,31 +277,40 @@ func (s suite) stacked(t *testing.T) {
 			return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64)
 		})))
 
-	require.Equal(t, http.StatusOK, get(h, "/items/1", "X-API-Key", "k", "X-Cost", "4").Code)
-	require.Equal(t, http.StatusOK, get(h, "/items/1", "X-API-Key", "k", "X-Cost", "4").Code)
+	if got := get(h, "/items/1", "X-API-Key", "k", "X-Cost", "4").Code; got != http.StatusOK {
+		t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+	}
+	if got := get(h, "/items/1", "X-API-Key", "k", "X-Cost", "4").Code; got != http.StatusOK {
+		t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+	}
 	w := get(h, "/items/1", "X-API-Key", "k", "X-Cost", "5")
 	s.assertRejected(t, w, http.StatusTooManyRequests)
-	assert.Equal(t, x("10", "2", "60", "Retry-After", "60",
+	if got, want := rateHeaders(w), x("10", "2", "60", "Retry-After", "60",
 		"RateLimit-Policy", `"per-ip";q=3;w=1, "per-key";q=10;w=60`,
-		"RateLimit", `"per-ip";r=0;t=1, "per-key";r=2;t=60`), rateHeaders(w),
-		"per-key denied a cost of 5 with 2 remaining; per-ip admitted with 0")
+		"RateLimit", `"per-ip";r=0;t=1, "per-key";r=2;t=60`); !reflect.DeepEqual(got, want) {
+		t.Errorf("per-key denied a cost of 5 with 2 remaining; per-ip admitted with 0: got %v, want %v", got, want)
+	}
 
 	clk.Set(t0.Add(time.Second))
 	w = get(h, "/items/1", "X-API-Key", "k", "X-Cost", "11")
-	assert.Equal(t, http.StatusTooManyRequests, w.Code, "a cost above the per-key capacity")
-	assert.Equal(t, x("10", "2", "59",
+	if got := w.Code; got != http.StatusTooManyRequests {
+		t.Errorf("a cost above the per-key capacity: got %v, want %v", got, http.StatusTooManyRequests)
+	}
+	if got, want := rateHeaders(w), x("10", "2", "59",
 		"RateLimit-Policy", `"per-ip";q=3;w=1, "per-key";q=10;w=60`,
-		"RateLimit", `"per-ip";r=2;t=1, "per-key";r=2;t=59`), rateHeaders(w), "no Retry-After")
+		"RateLimit", `"per-ip";r=2;t=1, "per-key";r=2;t=59`); !reflect.DeepEqual(got, want) {
+		t.Errorf("no Retry-After: got %v, want %v", got, want)
+	}
 }
 
-// Recorder returns a WithHook option appending every Event to *events (not
+// recorder returns a WithHook option appending every Event to *events (not
 // safe for concurrent requests).
-func Recorder(events *[]nethttp.Event) nethttp.Option {
+func recorder(events *[]nethttp.Event) nethttp.Option {
 	return nethttp.WithHook(func(ev nethttp.Event) { *events = append(*events, ev) })
 }
 
-// Outcomes lists the events' outcomes.
-func Outcomes(events []nethttp.Event) []nethttp.Outcome {
+// outcomes lists the events' outcomes.
+func outcomes(events []nethttp.Event) []nethttp.Outcome {
 	out := make([]nethttp.Outcome, len(events))
 	for i, ev := range events {
 		out[i] = ev.Outcome
@@ -281,14 +321,22 @@ func Outcomes(events []nethttp.Event) []nethttp.Outcome {
 func (s suite) dryRun(t *testing.T) {
 	lim, _ := s.limiter(t, core.FixedWindow(1, time.Minute))
 	var events []nethttp.Event
-	h := s.Mount(t, lim, nethttp.WithDryRun(), Recorder(&events))
+	h := s.Mount(t, lim, nethttp.WithDryRun(), recorder(&events))
 	for range 3 {
 		w := get(h, "/items/1")
-		require.Equal(t, http.StatusOK, w.Code)
-		assert.Empty(t, w.Header().Get("Retry-After"))
+		if got := w.Code; got != http.StatusOK {
+			t.Fatalf("status: got %v, want %v", got, http.StatusOK)
+		}
+		if got := w.Header().Get("Retry-After"); got != "" {
+			t.Errorf("Retry-After: got %q, want empty", got)
+		}
 	}
-	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun, nethttp.OutcomeDryRun}, Outcomes(events))
-	assert.Equal(t, x("1", "0", "60"), rateHeaders(get(h, "/items/1")))
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeDryRun, nethttp.OutcomeDryRun}); !reflect.DeepEqual(got, want) {
+		t.Errorf("outcomes: got %v, want %v", got, want)
+	}
+	if got, want := rateHeaders(get(h, "/items/1")), x("1", "0", "60"); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
 }
 
 // failure: a limiter that fails is served (fail open) or answered 503
@@ -301,22 +349,36 @@ func (s suite) failure(t *testing.T) {
 	both := nethttp.WithHeaderStyle(nethttp.HeadersBoth)
 	known := headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`)
 
-	w := get(s.Mount(t, broken, Recorder(&events), both), "/items/1")
-	assert.Equal(t, http.StatusOK, w.Code)
-	assert.Equal(t, "ok", w.Body.String())
-	assert.Equal(t, known, rateHeaders(w))
+	w := get(s.Mount(t, broken, recorder(&events), both), "/items/1")
+	wantStatus(t, w, http.StatusOK)
+	if got := w.Body.String(); got != "ok" {
+		t.Errorf("body: got %q, want %q", got, "ok")
+	}
+	wantHeaders(t, w, known)
 
-	w = get(s.Mount(t, broken, Recorder(&events), both, nethttp.WithFailClosed()), "/items/1")
+	w = get(s.Mount(t, broken, recorder(&events), both, nethttp.WithFailClosed()), "/items/1")
 	s.assertRejected(t, w, http.StatusServiceUnavailable)
-	assert.Equal(t, known, rateHeaders(w))
-	assert.NotContains(t, w.Body.String(), "secret")
-	assert.NotContains(t, fmt.Sprint(w.Header()), "secret")
+	wantHeaders(t, w, known)
+	if got := w.Body.String(); strings.Contains(got, "secret") {
+		t.Errorf("body: got %q, want it not to contain %q", got, "secret")
+	}
+	if got := fmt.Sprint(w.Header()); strings.Contains(got, "secret") {
+		t.Errorf("headers: got %q, want none to contain %q", got, "secret")
+	}
 
-	require.Equal(t, []nethttp.Outcome{nethttp.OutcomeFailedOpen, nethttp.OutcomeFailedClosed}, Outcomes(events))
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedOpen, nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("outcomes(events): got %v, want %v", got, want)
+	}
 	for _, ev := range events {
-		assert.ErrorIs(t, ev.Err, secret)
-		assert.Equal(t, "192.0.2.1", ev.Key)
-		assert.Equal(t, core.Decision{Limit: 7, Policy: broken.P}, ev.Decision)
+		if err := ev.Err; !errors.Is(err, secret) {
+			t.Errorf("ev.Err: got %v, want %v", err, secret)
+		}
+		if got := ev.Key; got != "192.0.2.1" {
+			t.Errorf("ev.Key: got %q, want %q", got, "192.0.2.1")
+		}
+		if got, want := ev.Decision, (core.Decision{Limit: 7, Policy: broken.P}); got != want {
+			t.Errorf("ev.Decision: got %v, want %v", got, want)
+		}
 	}
 }
 
@@ -334,8 +396,8 @@ func (s suite) unknownState(t *testing.T) {
 	p := core.FixedWindow(7, time.Second).WithName("per-ip")
 	lim := unknownStore{coretest.Failing{Err: fmt.Errorf("store: %w (key state unknown)", core.ErrCostExceedsCapacity), P: p}}
 	w := get(s.Mount(t, lim, nethttp.WithHeaderStyle(nethttp.HeadersBoth)), "/items/1")
-	assert.Equal(t, http.StatusTooManyRequests, w.Code)
-	assert.Equal(t, headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`), rateHeaders(w))
+	wantStatus(t, w, http.StatusTooManyRequests)
+	wantHeaders(t, w, headers(nethttp.HeaderLimit, "7", nethttp.HeaderRateLimitPolicy, `"per-ip";q=7;w=1`))
 }
 
 // plans: one limiter, a policy per API key (WithPolicyFunc). Each answer
@@ -345,7 +407,7 @@ func (s suite) plans(t *testing.T) {
 	pro := core.FixedWindow(50, time.Minute).WithName("pro")
 	lim, _ := s.limiter(t, free)
 	var events []nethttp.Event
-	h := s.Mount(t, lim, Recorder(&events),
+	h := s.Mount(t, lim, recorder(&events),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth),
 		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")),
 		nethttp.WithPolicyFunc(func(_ *http.Request, key string) (core.Policy, error) {
@@ -356,26 +418,36 @@ func (s suite) plans(t *testing.T) {
 		}))
 
 	w := get(h, "/items/1", "X-API-Key", "k-free")
-	assert.Equal(t, http.StatusOK, w.Code)
-	assert.Equal(t, x("2", "1", "60", "RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=1;t=60`), rateHeaders(w))
+	wantStatus(t, w, http.StatusOK)
+	wantHeaders(t, w, x("2", "1", "60", "RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=1;t=60`))
 	w = get(h, "/items/1", "X-API-Key", "k-pro")
-	assert.Equal(t, http.StatusOK, w.Code)
-	assert.Equal(t, x("50", "49", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=49;t=60`), rateHeaders(w))
+	wantStatus(t, w, http.StatusOK)
+	wantHeaders(t, w, x("50", "49", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=49;t=60`))
 
 	get(h, "/items/1", "X-API-Key", "k-free")
 	w = get(h, "/items/1", "X-API-Key", "k-free")
 	s.assertRejected(t, w, http.StatusTooManyRequests)
-	assert.Equal(t, x("2", "0", "60", "Retry-After", "60",
-		"RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=0;t=60`), rateHeaders(w))
+	wantHeaders(t, w, x("2", "0", "60", "Retry-After", "60",
+		"RateLimit-Policy", `"free";q=2;w=60`, "RateLimit", `"free";r=0;t=60`))
 	w = get(h, "/items/1", "X-API-Key", "k-pro")
-	assert.Equal(t, http.StatusOK, w.Code, "the pro key has its own, larger quota")
-	assert.Equal(t, x("50", "48", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=48;t=60`), rateHeaders(w))
+	if got := w.Code; got != http.StatusOK {
+		t.Errorf("the pro key has its own, larger quota: got %v, want %v", got, http.StatusOK)
+	}
+	wantHeaders(t, w, x("50", "48", "60", "RateLimit-Policy", `"pro";q=50;w=60`, "RateLimit", `"pro";r=48;t=60`))
 
-	require.Len(t, events, 5)
-	assert.Equal(t, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeAllowed, nethttp.OutcomeAllowed,
-		nethttp.OutcomeDenied, nethttp.OutcomeAllowed}, Outcomes(events))
-	assert.Equal(t, pro, events[1].Decision.Policy)
-	assert.Equal(t, free, events[3].Decision.Policy)
+	if got := len(events); got != 5 {
+		t.Fatalf("len(events): got %d, want %d", got, 5)
+	}
+	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeAllowed, nethttp.OutcomeAllowed,
+		nethttp.OutcomeDenied, nethttp.OutcomeAllowed}); !reflect.DeepEqual(got, want) {
+		t.Errorf("outcomes: got %v, want %v", got, want)
+	}
+	if got := events[1].Decision.Policy; got != pro {
+		t.Errorf("events[1].Decision.Policy: got %v, want %v", got, pro)
+	}
+	if got := events[3].Decision.Policy; got != free {
+		t.Errorf("events[3].Decision.Policy: got %v, want %v", got, free)
+	}
 }
 
 func (s suite) keyErrors(t *testing.T) {
@@ -384,14 +456,24 @@ func (s suite) keyErrors(t *testing.T) {
 	lim, _ := s.limiter(t, core.FixedWindow(1, time.Minute))
 	h := s.Mount(t, lim, nethttp.WithKeyFunc(apiKey))
 	s.assertRejected(t, get(h, "/items/1"), http.StatusBadRequest)
-	assert.Equal(t, http.StatusOK, get(h, "/items/1", "X-API-Key", "a").Code)
-	assert.Equal(t, http.StatusTooManyRequests, get(h, "/items/1", "X-API-Key", "a").Code)
-	assert.Equal(t, http.StatusOK, get(h, "/items/1", "X-API-Key", "b").Code)
+	if got := get(h, "/items/1", "X-API-Key", "a").Code; got != http.StatusOK {
+		t.Errorf("status: got %v, want %v", got, http.StatusOK)
+	}
+	if got := get(h, "/items/1", "X-API-Key", "a").Code; got != http.StatusTooManyRequests {
+		t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
+	}
+	if got := get(h, "/items/1", "X-API-Key", "b").Code; got != http.StatusOK {
+		t.Errorf("status: got %v, want %v", got, http.StatusOK)
+	}
 
 	lim, _ = s.limiter(t, core.FixedWindow(1, time.Minute))
 	h = s.Mount(t, lim, nethttp.WithKeyFunc(apiKey), nethttp.WithKeyFallback(keyfunc.IP()))
-	assert.Equal(t, http.StatusOK, get(h, "/items/1").Code, "the fallback counts by IP")
-	assert.Equal(t, http.StatusTooManyRequests, get(h, "/items/1").Code)
+	if got := get(h, "/items/1").Code; got != http.StatusOK {
+		t.Errorf("the fallback counts by IP: got %v, want %v", got, http.StatusOK)
+	}
+	if got := get(h, "/items/1").Code; got != http.StatusTooManyRequests {
+		t.Errorf("status: got %v, want %v", got, http.StatusTooManyRequests)
+	}
 
 	lim, _ = s.limiter(t, core.FixedWindow(1, time.Minute))
 	h = s.Mount(t, lim, nethttp.WithKeyFunc(apiKey),
@@ -399,17 +481,24 @@ func (s suite) keyErrors(t *testing.T) {
 			http.Error(w, "key required", http.StatusUnauthorized)
 		}))
 	w := get(h, "/items/1")
-	assert.Equal(t, http.StatusUnauthorized, w.Code)
-	assert.Equal(t, "key required\n", w.Body.String())
+	wantStatus(t, w, http.StatusUnauthorized)
+	if got := w.Body.String(); got != "key required\n" {
+		t.Errorf("body: got %q, want %q", got, "key required\n")
+	}
 }
 
 func (s suite) route(t *testing.T) {
 	lim, _ := s.limiter(t, core.FixedWindow(2, time.Minute))
 	h := s.Mount(t, lim, nethttp.WithKeyFunc(keyfunc.Route()))
-	assert.Equal(t, http.StatusOK, get(h, "/items/1").Code)
-	assert.Equal(t, http.StatusOK, get(h, "/items/2").Code)
-	assert.Equal(t, http.StatusTooManyRequests, get(h, "/items/3").Code,
-		"/items/1, /items/2 and /items/3 are one route")
+	if got := get(h, "/items/1").Code; got != http.StatusOK {
+		t.Errorf("status: got %v, want %v", got, http.StatusOK)
+	}
+	if got := get(h, "/items/2").Code; got != http.StatusOK {
+		t.Errorf("status: got %v, want %v", got, http.StatusOK)
+	}
+	if got := get(h, "/items/3").Code; got != http.StatusTooManyRequests {
+		t.Errorf("/items/1, /items/2 and /items/3 are one route: got %v, want %v", got, http.StatusTooManyRequests)
+	}
 }
 
 func (s suite) loopback(t *testing.T) {
@@ -425,7 +514,8 @@ func (s suite) loopback(t *testing.T) {
 		wg.Go(func() {
 			for range perClient {
 				resp, err := srv.Client().Get(srv.URL + "/items/1")
-				if !assert.NoError(t, err) {
+				if err != nil {
+					t.Error(err)
 					return
 				}
 				_ = resp.Body.Close()
@@ -436,5 +526,24 @@ func (s suite) loopback(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.Equal(t, map[int]int{http.StatusOK: limit, http.StatusTooManyRequests: clients*perClient - limit}, codes)
+	if got, want := codes, (map[int]int{http.StatusOK: limit, http.StatusTooManyRequests: clients*perClient - limit}); !reflect.DeepEqual(got, want) {
+		t.Errorf("codes: got %v, want %v", got, want)
+	}
+}
+
+// wantHeaders reports an error unless the rate-limit fields of w are want
+// (see rateHeaders).
+func wantHeaders(t testing.TB, w *httptest.ResponseRecorder, want map[string]string) {
+	t.Helper()
+	if got := rateHeaders(w); !reflect.DeepEqual(got, want) {
+		t.Errorf("headers: got %v, want %v", got, want)
+	}
+}
+
+// wantStatus reports an error unless w's status is want.
+func wantStatus(t testing.TB, w *httptest.ResponseRecorder, want int) {
+	t.Helper()
+	if w.Code != want {
+		t.Errorf("status: got %d, want %d", w.Code, want)
+	}
 }

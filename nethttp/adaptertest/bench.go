@@ -5,8 +5,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
-
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/internal/httpbench"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
@@ -20,7 +18,9 @@ import (
 // mount the route without the middleware.
 func Benchmark(b *testing.B, a Adapter) {
 	lim, err := core.New(httpbench.Policy)
-	require.NoError(b, err)
+	if err != nil {
+		b.Fatalf("unexpected error: %v", err)
+	}
 	b.Cleanup(func() { _ = lim.Close() })
 
 	for _, bc := range []struct {

@@ -44,12 +44,10 @@
 // event counted), for debugging. Error texts are logged as they are: a key
 // or cost function of your own must not put personal data in its errors.
 //
-// # Concurrency and cost
+// # Concurrency
 //
 // A Hook is safe for simultaneous use by multiple goroutines: hooks run on
 // the requests' goroutines. It starts no goroutine, so it needs no Close:
-// lines are written by the hook calls themselves, outside its lock. An
-// outcome that is not logged costs one atomic load (and a clock read while a
-// summary is pending); a counted event a short critical section that does
-// not allocate.
+// lines are written by the hook calls themselves, outside its lock. Counting
+// an event does not allocate.
 package sloghook

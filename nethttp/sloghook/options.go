@@ -45,10 +45,8 @@ func defaults() config {
 	return c
 }
 
-// WithInterval sets how often a group of events logs a line: its first
-// event after a quiet interval at once, then at most one summary per
-// interval. It panics if d <= 0. The default value is one minute
-// ([DefaultInterval]).
+// WithInterval sets the interval of the package documentation's groups. It
+// panics if d <= 0. The default is [DefaultInterval].
 func WithInterval(d time.Duration) Option {
 	if d <= 0 {
 		panic(fmt.Errorf("sloghook: WithInterval(%v): the interval must be > 0", d))
@@ -65,9 +63,9 @@ func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.now = now }
 }
 
-// WithKeys adds the key each line is about (key; last_key on a summary).
-// Keys are personal data (client IPs, API keys): use it to debug, not in
-// production logs kept for long. The default is no keys.
+// WithKeys adds the key each line is about (key; last_key on a summary):
+// personal data, for debugging (see the package documentation). The default
+// is no keys.
 func WithKeys() Option {
 	return func(c *config) { c.keys = true }
 }

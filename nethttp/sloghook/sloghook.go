@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/internal/policyname"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -209,14 +210,14 @@ func (h *Hook) write(lines []line) {
 	if len(lines) > 1 {
 		slices.SortStableFunc(lines, func(a, b line) int {
 			return cmp.Or(cmp.Compare(a.g.outcome, b.g.outcome),
-				strings.Compare(nethttp.PolicyName(a.g.policy), nethttp.PolicyName(b.g.policy)),
+				strings.Compare(policyname.Of(a.g.policy), policyname.Of(b.g.policy)),
 				cmp.Compare(a.g.source, b.g.source))
 		})
 	}
 	for _, l := range lines {
 		attrs := make([]slog.Attr, 0, 7)
 		attrs = append(attrs, slog.String("outcome", l.g.outcome.String()))
-		if name := nethttp.PolicyName(l.g.policy); name != "" {
+		if name := policyname.Of(l.g.policy); name != "" {
 			attrs = append(attrs, slog.String("policy", name))
 		}
 		if failure(l.g.outcome) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,15 +16,9 @@ import (
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/assert"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/goleak"
-	"github.com/go-ratelimit/ratelimit/internal/testkit/require"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"github.com/go-ratelimit/ratelimit/nethttp/sloghook"
 )
-
-// The hook starts no goroutine; this keeps it so.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
 	t0    = time.Unix(1_700_000_000, 0)
@@ -120,9 +115,11 @@ func TestDenials(t *testing.T) {
 
 	t.Run("logs the first denial at once", func(t *testing.T) {
 		h.Handle(denied)
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("counts the next ones without logging them", func(t *testing.T) {
 		for i := range 4 {
@@ -131,54 +128,72 @@ func TestDenials(t *testing.T) {
 		}
 		c.set(59*time.Second + 999*time.Millisecond)
 		h.Handle(denied)
-		assert.Empty(t, out.take())
+		if got := out.take(); len(got) != 0 {
+			t.Errorf("log lines: got %v, want empty", got)
+		}
 	})
 	t.Run("logs their count with the denial that ends the interval", func(t *testing.T) {
 		c.set(time.Minute)
 		h.Handle(denied)
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":6,"period":60000000000}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("logs a pending count from any later hook call, even an allowed request's", func(t *testing.T) {
 		c.set(90 * time.Second)
 		h.Handle(denied)
-		assert.Empty(t, out.take())
+		if got := out.take(); len(got) != 0 {
+			t.Errorf("log lines: got %v, want empty", got)
+		}
 		c.set(150 * time.Second)
 		h.Handle(event(nethttp.OutcomeAllowed, login))
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1,"period":90000000000}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("logs the first denial after a quiet interval at once again", func(t *testing.T) {
 		c.set(150*time.Second + time.Minute - time.Nanosecond)
 		h.Handle(denied)
-		assert.Empty(t, out.take(), "an interval since the last line has not passed yet")
+		if got := out.take(); len(got) != 0 {
+			t.Errorf("an interval since the last line has not passed yet: got %v, want empty", got)
+		}
 		c.set(4 * time.Minute)
 		h.Handle(event(nethttp.OutcomeAllowed, login)) // the summary
 		out.take()
 		c.set(5*time.Minute - time.Nanosecond)
 		h.Handle(denied)
-		assert.Empty(t, out.take(), "quiet for less than an interval")
+		if got := out.take(); len(got) != 0 {
+			t.Errorf("quiet for less than an interval: got %v, want empty", got)
+		}
 		c.set(7 * time.Minute)
 		h.Handle(event(nethttp.OutcomeAllowed, login)) // the summary
 		out.take()
 		c.set(8 * time.Minute)
 		h.Handle(denied)
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("Flush logs the pending count at once, then nothing", func(t *testing.T) {
 		c.set(8*time.Minute + 5*time.Second)
 		h.Handle(denied)
 		h.Handle(denied)
 		h.Flush()
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":2,"period":5000000000}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 		h.Flush()
-		assert.Empty(t, out.take())
+		if got := out.take(); len(got) != 0 {
+			t.Errorf("log lines: got %v, want empty", got)
+		}
 	})
 }
 
@@ -193,18 +208,22 @@ func TestGroups(t *testing.T) {
 				h.Handle(e)
 			}
 		}
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1}`,
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"login","count":1}`,
 			`{"level":"INFO","msg":"ratelimit: requests would have been denied (dry run)","outcome":"dry-run","policy":"login","count":1}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 		c.set(time.Minute)
 		h.Handle(event(nethttp.OutcomeDenied, perIP))
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"login","count":2,"period":60000000000}`,
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":3,"period":60000000000}`,
 			`{"level":"INFO","msg":"ratelimit: requests would have been denied (dry run)","outcome":"dry-run","policy":"login","count":2,"period":60000000000}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("names policies as the RateLimit-Policy header does", func(t *testing.T) {
 		for _, p := range []core.Policy{
@@ -225,18 +244,26 @@ func TestGroups(t *testing.T) {
 			hook, _, out := setup()
 			hook.Handle(event(nethttp.OutcomeDenied, p))
 			lines := out.take()
-			require.Len(t, lines, 1)
+			if got := len(lines); got != 1 {
+				t.Fatalf("len(lines): got %d, want %d", got, 1)
+			}
 			var got struct{ Policy string }
-			require.NoError(t, json.Unmarshal([]byte(lines[0]), &got))
-			assert.Equal(t, name, `"`+got.Policy+`"`, p.String())
+			if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if got := `"` + got.Policy + `"`; got != name {
+				t.Errorf("%v: got %q, want %q", p.String(), got, name)
+			}
 		}
 	})
 	t.Run("leaves the policy out when none is known", func(t *testing.T) {
 		h, _, out := setup()
 		h.Handle(failed(nethttp.OutcomeFailedOpen, core.Policy{}, core.SourceStore, errors.New("policy func: plan lookup timed out")))
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"ERROR","msg":"ratelimit: limiter failed, requests served without a limit","outcome":"failed-open","source":"store","count":1,"error":"policy func: plan lookup timed out"}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 }
 
@@ -249,25 +276,31 @@ func TestFailures(t *testing.T) {
 		h.Handle(failed(nethttp.OutcomeFailedOpen, perIP, core.SourceStore, timeout))
 		h.Handle(failed(nethttp.OutcomeFailedOpen, perIP, core.SourceStore, refused))
 		h.Handle(failed(nethttp.OutcomeFailedClosed, login, core.SourceFallback, timeout))
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"ERROR","msg":"ratelimit: limiter failed, requests served without a limit","outcome":"failed-open","policy":"per-ip","source":"store","count":1,"error":"dial tcp 10.0.0.7:6379: connect: connection refused"}`,
 			`{"level":"ERROR","msg":"ratelimit: limiter failed, requests refused","outcome":"failed-closed","policy":"login","source":"fallback","count":1,"error":"i/o timeout"}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("then their count per interval, with the last error", func(t *testing.T) {
 		c.set(10 * time.Second)
 		h.Handle(failed(nethttp.OutcomeFailedOpen, perIP, core.SourceStore, timeout))
 		c.set(time.Minute)
 		h.Flush()
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"ERROR","msg":"ratelimit: limiter failed, requests served without a limit","outcome":"failed-open","policy":"per-ip","source":"store","count":3,"period":60000000000,"last_error":"i/o timeout"}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("counts each source apart", func(t *testing.T) {
 		h, _, out := setup()
 		h.Handle(failed(nethttp.OutcomeFailedOpen, perIP, core.SourceStore, refused))
 		h.Handle(failed(nethttp.OutcomeFailedOpen, perIP, core.SourceFallback, timeout))
-		assert.Len(t, out.take(), 2)
+		if got := len(out.take()); got != 2 {
+			t.Errorf("len(out.take()): got %d, want %d", got, 2)
+		}
 	})
 	t.Run("logs key and cost errors at Warn, aggregated likewise", func(t *testing.T) {
 		h, c, out := setup()
@@ -279,34 +312,42 @@ func TestFailures(t *testing.T) {
 		}
 		c.set(time.Minute)
 		h.Flush()
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"WARN","msg":"ratelimit: requests without a key","outcome":"key-error","count":1,"error":"keyfunc: no key in request: header X-API-Key is missing or empty"}`,
 			`{"level":"WARN","msg":"ratelimit: cost function failed","outcome":"cost-error","count":1,"error":"cost function: batch too large"}`,
 			`{"level":"WARN","msg":"ratelimit: requests without a key","outcome":"key-error","count":2,"period":60000000000,"last_error":"keyfunc: no key in request: header X-API-Key is missing or empty"}`,
 			`{"level":"WARN","msg":"ratelimit: cost function failed","outcome":"cost-error","count":2,"period":60000000000,"last_error":"cost function: batch too large"}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("logs a canceled request at Debug only, as no failure", func(t *testing.T) {
 		out := new(output)
 		h := sloghook.New(logger(out, slog.LevelInfo))
 		h.Handle(failed(nethttp.OutcomeCanceled, perIP, core.SourceStore, context.Canceled))
 		h.Flush()
-		assert.Empty(t, out.take(), "not even counted below the logger's level")
+		if got := out.take(); len(got) != 0 {
+			t.Errorf("not even counted below the logger's level: got %v, want empty", got)
+		}
 
 		h, _, out = setup()
 		h.Handle(failed(nethttp.OutcomeCanceled, perIP, core.SourceStore, context.Canceled))
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"DEBUG","msg":"ratelimit: requests canceled while limited","outcome":"canceled","policy":"per-ip","count":1,"error":"context canceled"}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("leaves a denial's error out", func(t *testing.T) {
 		h, _, out := setup()
 		e := event(nethttp.OutcomeDenied, perIP)
 		e.Err = core.ErrCostExceedsCapacity
 		h.Handle(e)
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 }
 
@@ -319,7 +360,9 @@ func TestLevels(t *testing.T) {
 		c.set(time.Hour)
 		h.Handle(event(nethttp.OutcomeAllowed, perIP))
 		h.Flush()
-		assert.Empty(t, out.take())
+		if got := out.take(); len(got) != 0 {
+			t.Errorf("log lines: got %v, want empty", got)
+		}
 	})
 	t.Run("WithLevel logs allowed requests at Debug, aggregated", func(t *testing.T) {
 		h, _, out := setup(sloghook.WithLevel(nethttp.OutcomeAllowed, slog.LevelDebug))
@@ -327,10 +370,12 @@ func TestLevels(t *testing.T) {
 			h.Handle(event(nethttp.OutcomeAllowed, perIP))
 		}
 		h.Flush()
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"DEBUG","msg":"ratelimit: requests allowed","outcome":"allowed","policy":"per-ip","count":1}`,
 			`{"level":"DEBUG","msg":"ratelimit: requests allowed","outcome":"allowed","policy":"per-ip","count":2,"period":0}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("WithLevel changes an outcome's level, LevelOff turns it off", func(t *testing.T) {
 		h, _, out := setup(sloghook.WithLevel(nethttp.OutcomeDenied, slog.LevelWarn),
@@ -338,9 +383,11 @@ func TestLevels(t *testing.T) {
 		h.Handle(event(nethttp.OutcomeDenied, perIP))
 		h.Handle(event(nethttp.OutcomeDryRun, perIP))
 		h.Flush()
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"WARN","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 	t.Run("WithInterval sets the interval", func(t *testing.T) {
 		h, c, out := setup(sloghook.WithInterval(10 * time.Second))
@@ -348,10 +395,12 @@ func TestLevels(t *testing.T) {
 		h.Handle(event(nethttp.OutcomeDenied, perIP))
 		c.set(10 * time.Second)
 		h.Handle(event(nethttp.OutcomeAllowed, perIP))
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1}`,
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1,"period":10000000000}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 }
 
@@ -373,33 +422,66 @@ func TestKeys(t *testing.T) {
 		h, c, out := setup()
 		events(h, c)
 		lines := out.take()
-		assert.Len(t, lines, 4)
+		if got := len(lines); got != 4 {
+			t.Errorf("len(lines): got %d, want %d", got, 4)
+		}
 		for _, l := range lines {
-			assert.NotContains(t, l, "192.0.2.1")
-			assert.NotContains(t, l, "198.51.100.9")
-			assert.NotContains(t, l, "203.0.113.5")
-			assert.NotContains(t, l, "key")
+			if strings.Contains(l, "192.0.2.1") {
+				t.Errorf("line %q contains %q", l, "192.0.2.1")
+			}
+			if strings.Contains(l, "198.51.100.9") {
+				t.Errorf("line %q contains %q", l, "198.51.100.9")
+			}
+			if strings.Contains(l, "203.0.113.5") {
+				t.Errorf("line %q contains %q", l, "203.0.113.5")
+			}
+			if strings.Contains(l, "key") {
+				t.Errorf("line %q contains %q", l, "key")
+			}
 		}
 	})
 	t.Run("WithKeys logs the key, and the last one on a summary", func(t *testing.T) {
 		h, c, out := setup(sloghook.WithKeys())
 		events(h, c)
-		assert.Equal(t, []string{
+		if got, want := out.take(), ([]string{
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1,"key":"192.0.2.1"}`,
 			`{"level":"ERROR","msg":"ratelimit: limiter failed, requests served without a limit","outcome":"failed-open","policy":"per-ip","source":"store","count":1,"error":"down","key":"192.0.2.1"}`,
 			`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1,"period":60000000000,"last_key":"203.0.113.5"}`,
 			`{"level":"ERROR","msg":"ratelimit: limiter failed, requests served without a limit","outcome":"failed-open","policy":"per-ip","source":"store","count":1,"period":60000000000,"last_error":"down","last_key":"198.51.100.9"}`,
-		}, out.take())
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
 	})
 }
 
 func TestOptionErrors(t *testing.T) {
 	lg := logger(new(output), slog.LevelInfo)
-	assert.PanicsWithError(t, "sloghook: New: nil logger", func() { sloghook.New(nil) })
-	assert.PanicsWithError(t, "sloghook: New: option 2 is nil", func() { sloghook.New(lg, sloghook.WithKeys(), nil) })
-	assert.PanicsWithError(t, "sloghook: WithInterval(0s): the interval must be > 0", func() { sloghook.WithInterval(0) })
-	assert.PanicsWithError(t, "sloghook: WithInterval(-1s): the interval must be > 0", func() { sloghook.WithInterval(-time.Second) })
-	assert.PanicsWithError(t, "sloghook: WithClock: nil function", func() { sloghook.WithClock(nil) })
+	for _, tc := range []struct {
+		build func()
+		want  string
+	}{
+		{func() { sloghook.New(nil) }, "sloghook: New: nil logger"},
+		{func() { sloghook.New(lg, sloghook.WithKeys(), nil) }, "sloghook: New: option 2 is nil"},
+		{func() { sloghook.WithInterval(0) }, "sloghook: WithInterval(0s): the interval must be > 0"},
+		{func() { sloghook.WithInterval(-time.Second) }, "sloghook: WithInterval(-1s): the interval must be > 0"},
+		{func() { sloghook.WithClock(nil) }, "sloghook: WithClock: nil function"},
+	} {
+		if got := panicMessage(tc.build); got != tc.want {
+			t.Errorf("panic: got %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// panicMessage returns the message of the error f panics with, or "" if f
+// returns.
+func panicMessage(f func()) (msg string) {
+	defer func() {
+		if err, ok := recover().(error); ok {
+			msg = err.Error()
+		}
+	}()
+	f()
+	return ""
 }
 
 // Many goroutines log through one hook while the clock runs: every event is
@@ -441,23 +523,33 @@ func TestConcurrentCountsAreExact(t *testing.T) {
 	all := out.take()
 	for i, l := range all {
 		var e entry
-		require.NoError(t, json.Unmarshal([]byte(l), &e), l)
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("%v: %v", l, err)
+		}
 		g := e.Outcome + "/" + e.Policy
 		counts[g] += e.Count
 		lines[g]++
 		// The last lines may come from Flush, whose period can be short.
 		if e.Period != nil && *e.Period < interval {
-			assert.GreaterOrEqual(t, i, len(all)-3, "a short period before the last lines: %s", l)
+			if i < len(all)-3 {
+				t.Errorf("a short period before the last lines: line %d of %d: %s", i, len(all), l)
+			}
 		}
 	}
 	total := int64(goroutines * perG / len(events))
-	assert.Equal(t, map[string]int64{
+	if got, want := counts, (map[string]int64{
 		"denied/per-ip": total, "denied/login": total, "failed-open/per-ip": total,
-	}, counts)
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("counts: got %v, want %v", got, want)
+	}
 	elapsed := time.Duration(ticks.Load()) * 10 * time.Microsecond
 	for g, n := range lines {
-		assert.LessOrEqual(t, n, int(elapsed/interval)+2, g)
-		assert.Greater(t, n, 2, "%s: summaries along the way", g)
+		if most := int(elapsed/interval) + 2; n > most {
+			t.Errorf("%s: %d lines, want at most %d", g, n, most)
+		}
+		if n <= 2 {
+			t.Errorf("%s: %d lines, want summaries along the way (more than 2)", g, n)
+		}
 	}
 }
 
@@ -467,8 +559,12 @@ func TestCountingDoesNotAllocate(t *testing.T) {
 	denied, allowed := event(nethttp.OutcomeDenied, core.TokenBucket(1, time.Second)), event(nethttp.OutcomeAllowed, perIP)
 	h.Handle(denied)
 	out.take()
-	assert.Zero(t, testing.AllocsPerRun(100, func() { h.Handle(denied) }))
-	assert.Zero(t, testing.AllocsPerRun(100, func() { h.Handle(allowed) }))
+	if got := testing.AllocsPerRun(100, func() { h.Handle(denied) }); got != 0 {
+		t.Errorf("allocations handling an event denied: got %v, want 0", got)
+	}
+	if got := testing.AllocsPerRun(100, func() { h.Handle(allowed) }); got != 0 {
+		t.Errorf("allocations handling an event allowed: got %v, want 0", got)
+	}
 }
 
 // errLimiter is a store that is down.
@@ -497,15 +593,19 @@ func TestThroughMiddleware(t *testing.T) {
 		codes = append(codes, send(handler, "192.0.2.1:1234"))
 	}
 	codes = append(codes, send(down, "192.0.2.1:1234"), send(down, "192.0.2.2:1234"))
-	assert.Equal(t, []int{404, 404, 429, 429, 429, 404, 404}, codes)
+	if got, want := codes, ([]int{404, 404, 429, 429, 429, 404, 404}); !reflect.DeepEqual(got, want) {
+		t.Errorf("codes: got %v, want %v", got, want)
+	}
 	c.set(30 * time.Second)
 	h.Flush()
-	assert.Equal(t, []string{
+	if got, want := out.take(), ([]string{
 		`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":1}`,
 		`{"level":"ERROR","msg":"ratelimit: limiter failed, requests served without a limit","outcome":"failed-open","policy":"per-ip","source":"store","count":1,"error":"redis: connection refused"}`,
 		`{"level":"INFO","msg":"ratelimit: requests denied","outcome":"denied","policy":"per-ip","count":2,"period":30000000000}`,
 		`{"level":"ERROR","msg":"ratelimit: limiter failed, requests served without a limit","outcome":"failed-open","policy":"per-ip","source":"store","count":1,"period":30000000000,"last_error":"redis: connection refused"}`,
-	}, out.take())
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("log lines: got %v, want %v", got, want)
+	}
 }
 
 func BenchmarkHandle(b *testing.B) {

@@ -6,30 +6,15 @@ import (
 	"math/bits"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// The registry holds the keys of one limiter: a hash table split into
-// shards, each an open-addressing table that readers search without any lock.
-//
-// Why not a map under a sync.RWMutex (the usual design, and this package's
-// first), or a sync.Map: a read lock and its unlock are two atomic writes
-// to a word that every reader of the shard shares, so on one hot key every
-// decision writes that cache line besides the key's state; and a sync.Map
-// is a trie, several dependent loads deep at 100,000 keys, with nearly
-// twice the memory per key. Here a decision
-// for a present key hashes once, reads the table with atomic loads only
-// (a slot, the entry, the key's bytes), and the one write on the path is
-// the key's own CompareAndSwap. BenchmarkRegistry measures the three side
-// by side; benchmarks/README.md has the figures.
-//
-// Writers (a new key, eviction, Reset, the janitor) take the shard's mutex.
-// Removing a key that readers may be holding is safe because the state is
-// first retired: its word is set to a value no decision accepts, so a reader
-// that found the entry before it was removed fails its CompareAndSwap, sees
-// the entry is retired and takes the slow path, which finds the key gone and
-// inserts a fresh one.
+// The registry holds the keys of one limiter: maps split into shards, each
+// under a sync.RWMutex. A decision for a key already present takes its
+// shard's read lock and updates the key's state atomically (a
+// CompareAndSwap, or the sliding window's small mutex). Writers (a new key,
+// a policy change, eviction, Reset, Set, the janitor) take the write lock,
+// so no decision is in flight on a key they remove.
 
 // keys is what a MemoryLimiter asks of its registry beyond decisions, for
 // any algorithm.
@@ -46,26 +31,20 @@ type stateOf[S any] interface {
 	*S
 	// init prepares a zero state for use (the sliding window's ring).
 	init(r *rule)
-	// decide applies a request atomically; ok is false if the state was
-	// retired, and then nothing was consumed.
-	decide(r *rule, now, n int64, consume bool) (v verdict, ok bool)
+	// decide applies a request atomically.
+	decide(r *rule, now, n int64, consume bool) verdict
 	// idle reports whether the state equals a new key's at now.
 	idle(r *rule, now int64) bool
 	// untilIdle is the time from now until idle holds, with no further
 	// traffic (<= 0: it holds now).
 	untilIdle(r *rule, now int64) int64
-	// retire marks the state so that no later decide accepts it, if the
-	// condition of mode holds; it reports whether it did. When into is not
-	// nil, into absorbs what the retired state had used.
-	retire(r *rule, now int64, mode retireMode, into *S) bool
 	// absorb makes the state at least as used as src, at now and after:
 	// whatever it then admits, src would have admitted too.
 	absorb(r *rule, now int64, src *S)
 	// convert makes the state, new and unreachable by readers, what src
 	// (decided under from) becomes under to at now, as "Policies per
-	// call" in doc.go says; with retire set it also retires src in the
-	// same atomic step. It reports false if src was already retired.
-	convert(from, to *rule, now int64, src *S, retire bool) bool
+	// call" in doc.go says.
+	convert(from, to *rule, now int64, src *S)
 	// usage is Usage.Used at now; it may advance the state as a decision
 	// would, consuming nothing.
 	usage(r *rule, now int64) int64
@@ -74,24 +53,10 @@ type stateOf[S any] interface {
 	set(r *rule, now, used int64)
 }
 
-// testBeforeRetire, when set (tests only), runs in a one-word state's
-// retire between reading the word and swapping it, where a concurrent
-// decision can make the swap fail.
-var testBeforeRetire func()
-
-type retireMode uint8
-
-const (
-	retireIdle      retireMode = iota // only a key equal to a new one (lossless)
-	retireUnlimited                   // only a key that would admit a unit request now
-	retireAlways                      // Reset
-)
-
-// entry is one key: its state and the rule the state was last decided
-// under, which never changes (a key whose policy changes gets a new entry,
-// its state converted; see convert).
+// entry is one key's state and the rule the state was last decided under,
+// which never changes (a key whose policy changes gets a new entry, its
+// state converted; see convert).
 type entry[S any] struct {
-	key   string
 	rule  *rule
 	state S
 }
@@ -99,28 +64,12 @@ type entry[S any] struct {
 // sameRule reports whether two rules enforce the same policy.
 func sameRule(a, b *rule) bool { return a == b || a.policy == b.policy }
 
-// slot is one cell of a shard's table. hash 0 means empty; a slot whose
-// entry is nil but hash is set is a tombstone, which keeps probe chains
-// intact until the table is rebuilt.
-type slot[S any] struct {
-	hash  atomic.Uint64
-	entry atomic.Pointer[entry[S]]
-}
-
-type table[S any] struct {
-	mask  uint64
-	slots []slot[S]
-}
-
-// minTable is the smallest table; tables grow when 3/4 of their slots are
-// used (so a probe always meets an empty slot) and are rebuilt at half load.
-const minTable = 16
-
 type shard[S any] struct {
-	mu    sync.Mutex
-	table atomic.Pointer[table[S]]
-	live  int // entries present; under mu
-	used  int // live entries plus tombstones; under mu
+	mu   sync.RWMutex
+	keys map[string]*entry[S]
+	// peak is the most keys the map has held since it was made: Go's maps
+	// never shrink, so sweep makes a new one when few are left. Under mu.
+	peak int
 	// latest is the latest instant the shard's writers have acted at; under
 	// mu. Writers act at max(now, latest), so that a request holding a clock
 	// reading older than an eviction cannot decide on a fresh state at a
@@ -133,8 +82,6 @@ type shard[S any] struct {
 	// policy, so that eviction never hands back quota. Under mu; at most
 	// maxHeirs, the idle ones dropped by sweep.
 	inherited []heir[S]
-	// 64 bytes in all, one cache line: a writer of one shard does not
-	// evict its neighbours' table pointers from the readers' caches.
 }
 
 // heir is a shard's inherited state for one policy.
@@ -186,101 +133,79 @@ func newRegistry[S any, P stateOf[S]](r *rule, resolve func(Policy) (*rule, erro
 		shards:   make([]shard[S], n),
 	}
 	for i := range g.shards {
-		g.shards[i].table.Store(newTable[S](minTable))
+		g.shards[i].keys = make(map[string]*entry[S])
 	}
 	return g
 }
 
-func newTable[S any](size int) *table[S] {
-	return &table[S]{mask: uint64(size - 1), slots: make([]slot[S], size)}
-}
-
-func (g *registry[S, P]) hash(key string) uint64 {
-	return max(maphash.String(g.seed, key), 1) // 0 marks an empty slot
-}
-
-// lookup finds key in t without locking, returning its slot and entry
-// (nil when absent).
-func lookup[S any](t *table[S], h uint64, key string) (*slot[S], *entry[S]) {
-	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		s := &t.slots[i]
-		sh := s.hash.Load()
-		if sh == 0 {
-			return nil, nil
-		}
-		if sh == h {
-			if e := s.entry.Load(); e != nil && e.key == key {
-				return s, e
-			}
-		}
-	}
+func (g *registry[S, P]) shard(key string) *shard[S] {
+	return &g.shards[maphash.String(g.seed, key)>>g.shift]
 }
 
 // decide applies a request under the rule of the call: r, or, when r is
-// nil, the rule of p, a policy given with the call (AllowPolicy). On the
-// fast path, for a key last decided under the same policy, it takes no
-// lock and allocates nothing, and p is only compared with the key's
-// policy: p's rule is looked up (resolve) only when they differ or the key
-// is new. Otherwise, under the shard's mutex, the key's state is converted
-// to the call's rule (decideLocked). It returns the rule the verdict was
+// nil, the rule of p, a policy given with the call (AllowPolicy). For a
+// key last decided under the same policy it takes the shard's read lock
+// and allocates nothing, and p is only compared with the key's policy:
+// p's rule is looked up (resolve) only when they differ or the key is new.
+// Otherwise, under the shard's write lock, the key's state is converted to
+// the call's rule (decideLocked). It returns the rule the verdict was
 // decided under; the error is resolve's.
 func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	if _, e := lookup(sh.table.Load(), h, key); e != nil && (e.rule == r || e.rule.policy == *p) {
-		if d, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
-			return d, e.rule, nil
-		}
+	sh := g.shard(key)
+	sh.mu.RLock()
+	if e := sh.keys[key]; e != nil && (e.rule == r || e.rule.policy == *p) {
+		d := P(&e.state).decide(e.rule, now, n, consume)
+		sh.mu.RUnlock()
+		return d, e.rule, nil
 	}
+	sh.mu.RUnlock()
 	if r == nil {
 		var err error
 		if r, err = g.resolve(*p); err != nil {
 			return verdict{}, nil, err
 		}
 	}
-	return g.decideLocked(sh, h, r, key, now, n, consume), r, nil
+	return g.decideLocked(sh, r, key, now, n, consume), r, nil
 }
 
-// decideLocked is decide's slow path, for a key not in the table (or just
-// retired, or last decided under another policy): under the shard's mutex
-// it inserts the key, as a copy of the shard's inherited state, or
-// converts the key's state to r; when consume is false it reports what
-// either would answer without storing anything.
-func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key string, now, n int64, consume bool) verdict {
+// decideLocked is decide's slow path, for a key not held (or last decided
+// under another policy): under the shard's write lock it inserts the key,
+// as a copy of the shard's inherited state, or converts the key's state to
+// r; when consume is false it reports what either would answer without
+// storing anything.
+func (g *registry[S, P]) decideLocked(sh *shard[S], r *rule, key string, now, n int64, consume bool) verdict {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
-	// Entries are retired and removed in one critical section, so one
-	// found under the lock is alive.
-	if s, e := lookup(sh.table.Load(), h, key); e != nil {
+	if e := sh.keys[key]; e != nil {
 		if sameRule(e.rule, r) {
-			d, _ := P(&e.state).decide(e.rule, now, n, consume)
-			return d
+			return P(&e.state).decide(e.rule, now, n, consume)
 		}
-		c := &entry[S]{key: e.key, rule: r}
+		c := &entry[S]{rule: r}
 		P(&c.state).init(r)
-		P(&c.state).convert(e.rule, r, now, &e.state, consume)
+		P(&c.state).convert(e.rule, r, now, &e.state)
 		if consume {
-			sh.remove(s)
-			g.insert(sh, h, c)
+			sh.insert(key, c)
 		}
-		d, _ := P(&c.state).decide(r, now, n, consume)
-		return d
+		return P(&c.state).decide(r, now, n, consume)
 	}
-	e, room := g.newcomer(sh, h, r, now, consume)
+	e, room := g.newcomer(sh, r, now, consume)
 	if !room {
 		// Every key looked at is limited: the newcomer shares the
 		// inherited state with the others that found no room.
 		return g.decideInherited(sh, r, now, n, consume)
 	}
 	if consume {
-		// Clone: the key may point into a larger buffer (a header line)
-		// that the table must not keep alive.
-		e.key = strings.Clone(key)
-		g.insert(sh, h, e)
+		sh.insert(key, e)
 	}
-	d, _ := P(&e.state).decide(r, now, n, consume)
-	return d
+	return P(&e.state).decide(r, now, n, consume)
+}
+
+// insert stores e for key, holding sh.mu. The key is cloned: it may point
+// into a larger buffer (a header line) that the map must not keep alive.
+func (sh *shard[S]) insert(key string, e *entry[S]) {
+	sh.keys[strings.Clone(key)] = e
+	sh.peak = max(sh.peak, len(sh.keys))
 }
 
 // newcomer returns the entry a new key under r starts from, holding sh.mu:
@@ -289,10 +214,10 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 // the key makeRoom would evict had used, so that a look agrees with the
 // next AllowN at one instant. room is false when the shard is full of
 // limited keys.
-func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, apply bool) (e *entry[S], room bool) {
+func (g *registry[S, P]) newcomer(sh *shard[S], r *rule, now int64, apply bool) (e *entry[S], room bool) {
 	var victim *entry[S]
-	if sh.live >= g.perShard {
-		if room, victim = g.makeRoom(sh, h, now, apply); !room {
+	if len(sh.keys) >= g.perShard {
+		if room, victim = g.makeRoom(sh, now, apply); !room {
 			return nil, false
 		}
 	}
@@ -302,7 +227,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 	if victim != nil {
 		var v S
 		P(&v).init(r)
-		P(&v).convert(victim.rule, r, now, &victim.state, false)
+		P(&v).convert(victim.rule, r, now, &victim.state)
 		P(&e.state).absorb(r, now, &v)
 	}
 	return e, true
@@ -325,13 +250,12 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	var c S
 	P(&c).init(r)
 	g.startFrom(sh, &c, r, now)
-	d, _ := P(&c).decide(r, now, n, consume)
+	d := P(&c).decide(r, now, n, consume)
 	if consume {
-		in := g.heir(sh, r, now)
 		// Denied too: the call moved the key to r (a key's state follows
 		// the policy of its last call), and r's inherited state now
 		// holds what it had used, converted.
-		P(in).absorb(r, now, &c)
+		P(g.heir(sh, r, now)).absorb(r, now, &c)
 	}
 	return d
 }
@@ -347,20 +271,22 @@ func (g *registry[S, P]) startFrom(sh *shard[S], st *S, r *rule, now int64) {
 		}
 		var c S
 		P(&c).init(r)
-		P(&c).convert(h.rule, r, now, h.state, false)
+		P(&c).convert(h.rule, r, now, h.state)
 		P(st).absorb(r, now, &c)
 	}
 }
 
-// retireInto retires e's state if mode allows it, the inherited state of
-// its policy absorbing what it had used, holding sh.mu. A key whose policy
-// has no inherited state and cannot get one (maxHeirs) is not retired.
-func (g *registry[S, P]) retireInto(sh *shard[S], e *entry[S], now int64, mode retireMode) bool {
+// evict removes key, holding sh.mu, the inherited state of its policy
+// absorbing what it had used; it reports false, and keeps the key, when
+// that policy has no inherited state and cannot get one (maxHeirs).
+func (g *registry[S, P]) evict(sh *shard[S], key string, e *entry[S], now int64) bool {
 	in := g.heir(sh, e.rule, now)
 	if in == nil {
 		return false
 	}
-	return P(&e.state).retire(e.rule, now, mode, in)
+	P(in).absorb(e.rule, now, &e.state)
+	delete(sh.keys, key)
+	return true
 }
 
 // heirSlot returns, holding sh.mu, the index of r's inherited state
@@ -414,232 +340,143 @@ func (g *registry[S, P]) inheritedInUse(sh *shard[S], now int64) bool {
 	return false
 }
 
-// insert adds e, holding sh.mu. The entry is stored before the hash, so a
-// reader that sees the hash finds the entry.
-func (g *registry[S, P]) insert(sh *shard[S], h uint64, e *entry[S]) {
-	t := sh.table.Load()
-	if (sh.used+1)*4 > len(t.slots)*3 {
-		t = g.rebuild(sh, (sh.live+1)*2)
-	}
-	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		s := &t.slots[i]
-		if s.hash.Load() == 0 {
-			sh.used++
-		} else if s.entry.Load() != nil {
-			continue
-		}
-		s.entry.Store(e)
-		s.hash.Store(h)
-		sh.live++
-		return
-	}
-}
-
-// rebuild publishes a fresh table of at least size slots (a power of two)
-// holding the live entries, holding sh.mu. Readers still searching the old
-// table find the same entries there.
-func (g *registry[S, P]) rebuild(sh *shard[S], size int) *table[S] {
-	size = max(minTable, 1<<bits.Len(uint(size-1)))
-	old, t := sh.table.Load(), newTable[S](size)
-	for i := range old.slots {
-		e := old.slots[i].entry.Load()
-		if e == nil {
-			continue
-		}
-		h := old.slots[i].hash.Load()
-		j := h & t.mask
-		for t.slots[j].hash.Load() != 0 {
-			j = (j + 1) & t.mask
-		}
-		t.slots[j].entry.Store(e)
-		t.slots[j].hash.Store(h)
-	}
-	sh.used = sh.live
-	sh.table.Store(t)
-	return t
-}
-
-// remove turns a slot into a tombstone, holding sh.mu.
-func (sh *shard[S]) remove(s *slot[S]) {
-	s.entry.Store(nil)
-	sh.live--
-}
-
 // makeRoom evicts from a full shard, holding sh.mu. It looks at up to
-// evictSample entries from a pseudo-random place and retires every idle one
-// (lossless); if none is idle, it retires the least-used key that is not
-// limited (the most Remaining), and the shard's inherited state absorbs what
-// that key had used, so that neither it nor any other newcomer gets quota
-// back by eviction. It reports whether room was made: false when every key
-// looked at is limited. With apply false it changes nothing and returns the
-// key it would have evicted (nil when an idle key would do).
-func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool) (room bool, victim *entry[S]) {
-	// A retire loses only to a concurrent decision that changed the key
-	// (a CompareAndSwap); look again rather than give up.
-	for range 4 {
-		t := sh.table.Load()
-		var (
-			best     *slot[S]
-			most     int64
-			freed    bool
-			examined int
-		)
-		start := (h >> 20) & t.mask
-		for k := uint64(0); k <= t.mask && examined < evictSample; k++ {
-			s := &t.slots[(start+k)&t.mask]
-			e := s.entry.Load()
-			if e == nil {
-				continue
-			}
-			examined++
-			st := P(&e.state)
-			if st.idle(e.rule, now) {
-				if !apply {
-					return true, nil
-				}
-				if st.retire(e.rule, now, retireIdle, nil) {
-					sh.remove(s)
-					freed = true
-					continue
-				}
-			}
-			if i, _ := g.heirSlot(sh, e.rule, now); i < 0 {
-				continue // nowhere to keep what it used
-			}
-			if d, ok := st.decide(e.rule, now, 1, false); ok && d.allowed && (best == nil || d.remaining > most) {
-				best, most = s, d.remaining
-			}
+// evictSample entries (a map's range starts at a random place) and removes
+// every idle one (lossless); if none is idle, it evicts the least-used key
+// that is not limited (the most Remaining), and the shard's inherited state
+// absorbs what that key had used, so that neither it nor any other
+// newcomer gets quota back by eviction. It reports whether room was made:
+// false when every key looked at is limited. With apply false it changes
+// nothing and returns the key it would have evicted (nil when an idle key
+// would do).
+func (g *registry[S, P]) makeRoom(sh *shard[S], now int64, apply bool) (room bool, victim *entry[S]) {
+	var (
+		best     string
+		most     int64
+		freed    bool
+		examined int
+	)
+	for k, e := range sh.keys {
+		if examined++; examined > evictSample {
+			break
 		}
-		if freed {
-			return true, nil
+		if P(&e.state).idle(e.rule, now) {
+			if !apply {
+				return true, nil
+			}
+			delete(sh.keys, k)
+			freed = true
+			continue
 		}
-		if best == nil {
-			return false, nil
+		if i, _ := g.heirSlot(sh, e.rule, now); i < 0 {
+			continue // nowhere to keep what it used
 		}
-		e := best.entry.Load()
-		if !apply {
-			return true, e
-		}
-		if g.retireInto(sh, e, now, retireUnlimited) {
-			sh.remove(best)
-			return true, nil
+		if d := P(&e.state).decide(e.rule, now, 1, false); d.allowed && (victim == nil || d.remaining > most) {
+			best, victim, most = k, e, d.remaining
 		}
 	}
-	return false, nil
+	switch {
+	case freed:
+		return true, nil
+	case victim == nil:
+		return false, nil
+	case apply:
+		return g.evict(sh, best, victim, now), nil
+	}
+	return true, victim
 }
 
 // reset forgets key. In a shard whose inherited state is in use, the key
 // is put back as a new key of its own, so that its next request starts
 // from a full quota rather than from the inherited one.
 func (g *registry[S, P]) reset(key string, now int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
+	sh := g.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
 	r := g.rule
-	if s, e := lookup(sh.table.Load(), h, key); e != nil {
-		P(&e.state).retire(e.rule, now, retireAlways, nil)
-		sh.remove(s)
+	if e := sh.keys[key]; e != nil {
+		delete(sh.keys, key)
 		r = e.rule
 	}
-	if !g.inheritedInUse(sh, now) {
-		return
+	if g.inheritedInUse(sh, now) {
+		g.put(sh, key, r, now, 0)
 	}
-	g.put(sh, h, key, r, now, 0)
 }
 
-// set makes key's usage under r exactly used units at now (Set): a new
-// entry replaces the key's, whose state is retired first so that no
-// decision in flight on it counts.
+// set makes key's usage under r exactly used units at now (Set).
 func (g *registry[S, P]) set(r *rule, key string, now, used int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
+	sh := g.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
-	if s, e := lookup(sh.table.Load(), h, key); e != nil {
-		P(&e.state).retire(e.rule, now, retireAlways, nil)
-		sh.remove(s)
-	}
-	g.put(sh, h, key, r, now, used)
+	delete(sh.keys, key)
+	g.put(sh, key, r, now, used)
 }
 
 // put inserts key under r with used units used at now, holding sh.mu,
-// evicting another key from a full shard whatever its state.
-func (g *registry[S, P]) put(sh *shard[S], h uint64, key string, r *rule, now, used int64) {
-	if sh.live >= g.perShard {
-		if room, _ := g.makeRoom(sh, h, now, true); !room {
-			g.evictAny(sh, now)
+// evicting another key from a full shard whatever its state (the first
+// whose policy has or can get an inherited state) when every key looked at
+// is limited.
+func (g *registry[S, P]) put(sh *shard[S], key string, r *rule, now, used int64) {
+	if len(sh.keys) >= g.perShard {
+		if room, _ := g.makeRoom(sh, now, true); !room {
+			for k, e := range sh.keys {
+				if g.evict(sh, k, e, now) {
+					break
+				}
+			}
 		}
 	}
-	e := &entry[S]{key: strings.Clone(key), rule: r}
+	e := &entry[S]{rule: r}
 	P(&e.state).init(r)
 	P(&e.state).set(r, now, used)
-	g.insert(sh, h, e)
+	sh.insert(key, e)
 }
 
 // get returns what a look at key under r finds at now: the verdict of a
 // unit request and the usage, changing nothing (Get).
 func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
+	sh := g.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
 	var st *S
-	if _, e := lookup(sh.table.Load(), h, key); e != nil {
+	if e := sh.keys[key]; e != nil {
 		st = &e.state
 		if !sameRule(e.rule, r) {
 			st = new(S)
 			P(st).init(r)
-			P(st).convert(e.rule, r, now, &e.state, false)
+			P(st).convert(e.rule, r, now, &e.state)
 		}
-	} else if e, room := g.newcomer(sh, h, r, now, false); room {
+	} else if e, room := g.newcomer(sh, r, now, false); room {
 		st = &e.state
 	} else {
 		st = new(S)
 		P(st).init(r)
 		g.startFrom(sh, st, r, now)
-		d := g.decideInherited(sh, r, now, 1, false)
-		return d, P(st).usage(r, now)
+		return g.decideInherited(sh, r, now, 1, false), P(st).usage(r, now)
 	}
-	d, _ := P(st).decide(r, now, 1, false)
-	return d, P(st).usage(r, now)
-}
-
-// evictAny evicts the first entry of a full shard whatever its state,
-// holding sh.mu; the inherited state absorbs it. Only Reset needs it, when
-// every key looked at is limited.
-func (g *registry[S, P]) evictAny(sh *shard[S], now int64) {
-	t := sh.table.Load()
-	for i := range t.slots {
-		s := &t.slots[i]
-		if e := s.entry.Load(); e != nil && g.retireInto(sh, e, now, retireAlways) {
-			sh.remove(s)
-			return
-		}
-	}
+	return P(st).decide(r, now, 1, false), P(st).usage(r, now)
 }
 
 func (g *registry[S, P]) len() int {
 	total := 0
 	for i := range g.shards {
 		sh := &g.shards[i]
-		sh.mu.Lock()
-		total += sh.live
-		sh.mu.Unlock()
+		sh.mu.RLock()
+		total += len(sh.keys)
+		sh.mu.RUnlock()
 	}
 	return total
 }
 
 // sweep evicts the idle keys of every shard, one shard at a time, so a
-// writer waits at most for one shard's sweep (maxKeys/256 entries) and
-// readers never wait. A shard whose table has become mostly empty (or full
-// of tombstones) is rebuilt smaller, so its memory returns to the runtime.
-// While a shard's inherited state is still in use its idle keys stay: a key
-// evicted then would come back as a copy of that state, more used than it
-// is.
+// request waits at most for one shard's sweep (maxKeys/256 entries). A
+// shard whose map has become mostly empty gets a new one, so its memory
+// returns to the runtime. While a shard's inherited state is still in use
+// its idle keys stay: a key evicted then would come back as a copy of that
+// state, more used than it is.
 func (g *registry[S, P]) sweep(now int64) {
 	for i := range g.shards {
 		sh := &g.shards[i]
@@ -653,17 +490,19 @@ func (g *registry[S, P]) sweep(now int64) {
 		}
 		clear(sh.inherited[len(kept):])
 		sh.inherited = kept
-		t := sh.table.Load()
 		if len(sh.inherited) == 0 {
-			for j := range t.slots {
-				s := &t.slots[j]
-				if e := s.entry.Load(); e != nil && P(&e.state).idle(e.rule, at) && P(&e.state).retire(e.rule, at, retireIdle, nil) {
-					sh.remove(s)
+			for k, e := range sh.keys {
+				if P(&e.state).idle(e.rule, at) {
+					delete(sh.keys, k)
 				}
 			}
 		}
-		if size := len(t.slots); size > minTable && (sh.live*8 < size || (sh.used-sh.live)*4 > size) {
-			g.rebuild(sh, sh.live*2)
+		if sh.peak > 64 && len(sh.keys)*8 < sh.peak {
+			m := make(map[string]*entry[S], len(sh.keys))
+			for k, e := range sh.keys {
+				m[k] = e
+			}
+			sh.keys, sh.peak = m, len(m)
 		}
 		sh.mu.Unlock()
 	}

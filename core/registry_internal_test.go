@@ -512,4 +512,3 @@ func TestSweepReturnsMapMemory(t *testing.T) {
 	assert.Less(t, left, full/10, "at least 90%% returned")
 	runtime.KeepAlive(l)
 }
-

@@ -104,14 +104,14 @@ func BenchmarkRegistry(b *testing.B) {
 			l.allow(k)
 		}
 		b.Run("reg="+reg.name+"/case=onekey-seq", func(b *testing.B) {
-			cpuPerOp(b, func() {
+			CPUPerOp(b, func() {
 				for b.Loop() {
 					l.allow("192.0.2.1")
 				}
 			})
 		})
 		b.Run("reg="+reg.name+"/case=onekey-parallel", func(b *testing.B) {
-			cpuPerOp(b, func() {
+			CPUPerOp(b, func() {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						l.allow("192.0.2.1")
@@ -120,7 +120,7 @@ func BenchmarkRegistry(b *testing.B) {
 			})
 		})
 		b.Run("reg="+reg.name+"/case=keys100k-parallel", func(b *testing.B) {
-			cpuPerOp(b, func() {
+			CPUPerOp(b, func() {
 				b.RunParallel(func(pb *testing.PB) {
 					x := uint32(time.Now().UnixNano()) | 1
 					for pb.Next() {
@@ -152,7 +152,7 @@ func BenchmarkRegistry(b *testing.B) {
 
 // cpuPerOp runs f, the benchmark's loop, and reports the CPU time of the
 // whole process per operation.
-func cpuPerOp(b *testing.B, f func()) {
+func CPUPerOp(b *testing.B, f func()) {
 	cpu := func() int64 {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)

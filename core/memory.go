@@ -127,14 +127,17 @@ func WithSweepInterval(d time.Duration) Option {
 
 // New returns an in-memory limiter enforcing p for every key. It returns an
 // error naming the field when p is invalid (see Policy.Validate) or an option
-// is, and starts one goroutine that evicts idle keys; call Close to stop it.
+// is (a nil option too), and starts one goroutine that evicts idle keys; call Close to stop it.
 func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	r, err := compile(p)
 	if err != nil {
 		return nil, err
 	}
 	var c config
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("core: New: option %d is nil", i+1)
+		}
 		if err := o(&c); err != nil {
 			return nil, err
 		}

@@ -582,6 +582,7 @@ func TestOptionsAreValidated(t *testing.T) {
 		{WithMaxKeys(-7), "core: WithMaxKeys must be > 0, got -7"},
 		{WithClock(nil), "core: WithClock needs a non-nil function"},
 		{WithSweepInterval(0), "core: WithSweepInterval must be > 0, got 0s"},
+		{nil, "core: New: option 1 is nil"}, // an option slice built from configuration
 	} {
 		l, err := New(p, tc.opt)
 		if got, want := fmt.Sprint(err), tc.err; got != want {

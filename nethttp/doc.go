@@ -42,7 +42,10 @@
 //	RateLimit: "per-ip";r=0;t=6
 //
 // The policy is named by [core.Policy].Name, or by a name derived from the
-// policy ("fixedwindow-100-per-60s"), never by anything the client sent.
+// policy ("fixedwindow-100-per-60s"), never by anything the client sent. The
+// draft's w is whole seconds: a Window that is not is advertised rounded up,
+// with the same q ("per-ip";q=3;w=1 for 3 per 250ms), so a client pacing
+// itself by q/w may go slower than allowed, never faster.
 //
 // # Stacking limits
 //

@@ -68,10 +68,16 @@ type config struct {
 // is never evicted, so flooding keys cannot free an abuser. Eviction never
 // hands quota back: what an evicted key had used is inherited by every key
 // that arrives in its shard afterwards (the shard keeps one state at least
-// as used as every key it evicted), until that usage has recovered. So under
-// a flood a newcomer may start with a little of its quota spent, the usage
-// of the least-used key evicted, and no key, evicted or not, is ever admitted
-// beyond its policy. If every sampled key is limited, the new key shares that
+// as used as every key it evicted), until that usage has recovered. So no
+// key, evicted or not, is ever admitted beyond its policy, and under a flood
+// a newcomer may start with part of its quota spent. An evicted newcomer
+// passes on what it inherited too: while more than about MaxKeys × Limit /
+// Window new keys arrive per second (1.6 million/s at the default for 100
+// per minute), what a newcomer inherits grows by about one unit per MaxKeys
+// new keys, and a flood that lasts long enough leaves newcomers limited
+// until it stops and their usage recovers. Below that rate a newcomer
+// starts with a few units spent at most. Size n above the keys you expect
+// per Window. If every sampled key is limited, the new key shares that
 // inherited state with the other keys that found no room: they are limited
 // together, as one key, by the same policy, until room appears.
 //

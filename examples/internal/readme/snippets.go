@@ -169,7 +169,7 @@ func snippet8() {
 }
 
 func snippet9() {
-//line README.md:190
+//line README.md:191
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -185,7 +185,7 @@ func snippet9() {
 }
 
 func snippet10() {
-//line README.md:225
+//line README.md:226
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	if err := rdb.Ping(ctx).Err(); err != nil {

@@ -190,6 +190,7 @@ type breaker struct {
 	probing atomic.Bool   // half-open: the probe is out; set under mu
 
 	mu      sync.Mutex
+	lastRT  uint64          // the round trip of the last failure counted; under mu
 	changes []BreakerChange // not yet given to hook; under mu
 	calling sync.Mutex      // held while hook runs
 }
@@ -237,12 +238,16 @@ func (b *breaker) admit() (ticket, bool) {
 
 // done records the outcome of a call admit let through: err as the call
 // returned it. It reports whether Redis failed the call (err wraps
-// ErrUnavailable).
+// ErrUnavailable). The calls of one round trip count as one failure; a
+// call whose deadline passed before it was sent counts as none: it tells
+// that this process was busy, not that Redis failed.
 func (b *breaker) done(t ticket, err error) (failed bool) {
+	var se *storeError
+	failed = errors.As(err, &se)
 	switch {
-	case err != nil && !errors.Is(err, ErrUnavailable):
+	case err != nil && (!failed || se.rt == 0):
 		// Nothing learnt about Redis: the caller (its context) or Close
-		// ended the call.
+		// ended the call, or it was never sent.
 		if t.probe {
 			b.mu.Lock()
 			if b.word.Load() == t.word {
@@ -250,7 +255,7 @@ func (b *breaker) done(t ticket, err error) (failed bool) {
 			}
 			b.mu.Unlock()
 		}
-		return false
+		return failed
 	case err == nil:
 		if !t.probe && b.fails.Load() == 0 {
 			return false // the request path: nothing to change
@@ -273,13 +278,10 @@ func (b *breaker) done(t ticket, err error) (failed bool) {
 	}
 	b.mu.Lock()
 	changed := false
-	if w := b.word.Load(); w == t.word {
+	if w := b.word.Load(); w == t.word && (t.probe || se.rt != b.lastRT) {
+		b.lastRT = se.rt
 		if t.probe || b.fails.Load()+1 >= b.threshold {
-			cause := err
-			var se *storeError
-			if errors.As(err, &se) {
-				cause = se.err // without the call's name
-			}
+			cause := se.err // without the call's name
 			b.cause.Store(&cause)
 			b.probeAt.Store(b.now() + b.interval)
 			b.change(w, BreakerOpen, err)

@@ -342,10 +342,10 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 	if err := l.wait(ctx, "Reset", c); err != nil {
 		return err
 	}
-	err := c.err
+	err, rt := c.err, c.rt.Load()
 	putCall(c)
 	if err != nil {
-		return &storeError{op: "Reset", err: err}
+		return &storeError{op: "Reset", err: err, rt: rt}
 	}
 	return nil
 }
@@ -385,10 +385,10 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 	if err := l.wait(ctx, op, c); err != nil {
 		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
-	d, used, err := c.res, c.used, c.err
+	d, used, err, rt := c.res, c.used, c.err, c.rt.Load()
 	putCall(c)
 	if err != nil {
-		return core.Decision{Limit: p.Limit, Policy: *p}, 0, &storeError{op: op, err: err}
+		return core.Decision{Limit: p.Limit, Policy: *p}, 0, &storeError{op: op, err: err, rt: rt}
 	}
 	d.Limit, d.Policy = p.Limit, *p
 	return d, used, nil
@@ -436,13 +436,19 @@ func (l *Limiter) gaveUp(op string, c *call, ctxErr error) error {
 	if ctxErr != nil {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
 	}
-	return &storeError{op: op, err: fmt.Errorf("no answer from Redis within %v: %w", l.timeout, context.DeadlineExceeded)}
+	rt := c.rt.Load()
+	if rt == 0 {
+		return &storeError{op: op, err: fmt.Errorf("not sent to Redis within %v, all round trips busy: %w", l.timeout, context.DeadlineExceeded)}
+	}
+	return &storeError{op: op, err: fmt.Errorf("no answer from Redis within %v: %w", l.timeout, context.DeadlineExceeded), rt: rt}
 }
 
-// storeError is the error of a call that Redis failed.
+// storeError is the error of a call that Redis failed, or that this
+// process did not send in time (rt 0).
 type storeError struct {
 	op  string
 	err error
+	rt  uint64 // the round trip that failed; 0: none was sent
 }
 
 func (e *storeError) Error() string   { return "redisstore: " + e.op + ": " + e.err.Error() }

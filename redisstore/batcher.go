@@ -687,10 +687,6 @@ func (b *batcher) process(ctx context.Context, groups []*group) {
 		}
 		return
 	}
-	if len(groups) == 1 {
-		_ = b.rdb.Process(ctx, groups[0].cmd)
-		return
-	}
 	pipe := b.rdb.Pipeline()
 	for _, g := range groups {
 		_ = pipe.Process(ctx, g.cmd)

@@ -242,21 +242,7 @@ func (b *breaker) admit() (ticket, bool) {
 // call whose deadline passed before it was sent counts as none: it tells
 // that this process was busy, not that Redis failed.
 func (b *breaker) done(t ticket, err error) (failed bool) {
-	var se *storeError
-	failed = errors.As(err, &se)
-	switch {
-	case err != nil && (!failed || se.rt == 0):
-		// Nothing learnt about Redis: the caller (its context) or Close
-		// ended the call, or it was never sent.
-		if t.probe {
-			b.mu.Lock()
-			if b.word.Load() == t.word {
-				b.probing.Store(false)
-			}
-			b.mu.Unlock()
-		}
-		return failed
-	case err == nil:
+	if err == nil {
 		if !t.probe && b.fails.Load() == 0 {
 			return false // the request path: nothing to change
 		}
@@ -275,6 +261,19 @@ func (b *breaker) done(t ticket, err error) (failed bool) {
 			b.report()
 		}
 		return false
+	}
+	var se *storeError
+	if failed = errors.As(err, &se); !failed || se.rt == 0 {
+		// Nothing learnt about Redis: the caller (its context) or Close
+		// ended the call, or it was never sent.
+		if t.probe {
+			b.mu.Lock()
+			if b.word.Load() == t.word {
+				b.probing.Store(false)
+			}
+			b.mu.Unlock()
+		}
+		return failed
 	}
 	b.mu.Lock()
 	changed := false

@@ -25,17 +25,17 @@ var ErrBreakerOpen = errors.New("redisstore: circuit breaker open, Redis not cal
 
 // WithoutFallback switches off the local fallback: a call that Redis fails,
 // or that the circuit breaker keeps from Redis, returns an error wrapping
-// ErrUnavailable, which an adapter answers by its failure policy (nethttp
-// serves the request by default, or answers 503 with WithFailClosed). A
-// denial of a cost above the policy's capacity stays a denial, its
-// Decision marked StateUnknown. See "Outages" in the package docs.
+// ErrUnavailable, for the adapter's failure policy (see "Outages" in the
+// package docs); a cost above the policy's capacity stays a denial, its
+// Decision marked StateUnknown.
 func WithoutFallback() Option {
 	return func(c *config) error { c.noFallback = true; return nil }
 }
 
-// WithBreakerFailures sets how many consecutive calls that Redis fails
-// (errors, refused connections, timeouts; a success in between starts the
-// count again) open the circuit breaker. n must be > 0. The default is 5.
+// WithBreakerFailures sets how many consecutive round trips that Redis
+// fails (errors, refused connections, timeouts; a success in between
+// starts the count again) open the circuit breaker. n must be > 0. The
+// default is 5.
 func WithBreakerFailures(n int) Option {
 	return func(c *config) error {
 		if n <= 0 {

@@ -85,12 +85,10 @@ func WithPrefix(prefix string) Option {
 	}
 }
 
-// WithTimeout bounds every call that goes to Redis (AllowN, Peek, Reset,
-// AllowPolicy, Get, Set) by wall-clock time: a call with no answer d after
-// it was made, waiting for its turn included, returns an error wrapping
-// ErrUnavailable and context.DeadlineExceeded (see "Timeouts and errors"
-// in the package docs for the slack). The context passed to a call bounds
-// it too. d must be > 0. The default is 50ms.
+// WithTimeout bounds every call that goes to Redis by wall-clock time: a
+// call with no answer d after it was made, waiting for its turn included,
+// fails (see "Timeouts and errors" in the package docs). d must be > 0. The
+// default is 50ms.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -116,13 +114,9 @@ func WithDenyCacheSize(n int) Option {
 
 // New returns a limiter enforcing p for every key, with its state in the
 // Redis that rdb talks to (a single node, Sentinel or Cluster). It does not
-// contact Redis: while Redis is down, calls are decided by the local
-// fallback (or return errors, WithoutFallback) until the circuit breaker's
-// probe gets an answer (see "Outages" in the package docs). It returns an
-// error naming the field when p is invalid (core.Policy.Validate, which
-// also bounds p's Recovery time by core.MaxSpan, the longest span the
-// scripts compute exactly: see "Consistency"), or when an option is invalid. It
-// makes a client of its own from rdb's options (see "Timeouts and
+// contact Redis (see "Outages" in the package docs). It returns an error
+// naming the field when p is invalid (core.Policy.Validate) or an option
+// is. It makes a client of its own from rdb's options (see "Timeouts and
 // errors"), which Close closes; closing the limiter does not close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
@@ -191,18 +185,14 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 	return l.AllowN(ctx, key, 1)
 }
 
-// AllowN decides whether a request of cost n for key may pass now and, if
-// so, consumes n, in one round trip to Redis (none when the deny cache
+// AllowN decides whether a request of cost n for key may pass now and,
+// if so, consumes n, in one round trip to Redis (none when the deny cache
 // answers). Besides the core errors (ErrInvalidCost; a denial with
 // ErrCostExceedsCapacity; ErrClosed) it returns an error wrapping
-// ctx.Err() when ctx ends first. A call that Redis fails (an error, a
-// refused connection, no answer within the timeout), or that the circuit
-// breaker keeps from Redis, is decided by the local fallback (Source
-// core.SourceFallback, no error); WithoutFallback, it returns an error
-// wrapping ErrUnavailable and the cause (and ErrBreakerOpen when the
-// breaker kept it from Redis), its Decision carrying the policy's Limit
-// and nothing else. See "Outages" and "Timeouts and errors" in the
-// package docs.
+// ctx.Err() when ctx ends first. A call that Redis fails, or that the
+// circuit breaker keeps from Redis, is decided by the local fallback
+// (Source core.SourceFallback, no error), or, WithoutFallback, returns an
+// error: see "Outages" and "Timeouts and errors" in the package docs.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	return l.allow(ctx, "AllowN", nil, &l.policy, key, n)
 }

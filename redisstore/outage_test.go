@@ -187,18 +187,20 @@ func TestUnsentCallsOpenNoBreaker(t *testing.T) {
 // that fail with it, are one failure of Redis's, whatever their number;
 // the next round trip that fails is another. Against a listener that
 // never answers, with a breaker that opens at the second failure: three
-// calls queue behind a call in flight, whose caller then gives up (its
-// context: no failure); the three go in one round trip, which times out
-// (one failure, the breaker stays closed); one more call, one more round
-// trip that times out: open.
+// calls queue behind a call in flight, whose caller's context ends first
+// (its deadline: no failure); the three go in one round trip, which times
+// out (one failure, the breaker stays closed); one more call, one more
+// round trip that times out: open.
 func TestRoundTripCountsOnce(t *testing.T) {
-	lim := newLimiter(t, newClient(t, silentListener(t)), core.TokenBucket(100, time.Hour), WithTimeout(200*time.Millisecond),
+	lim := newLimiter(t, newClient(t, silentListener(t)), core.TokenBucket(100, time.Hour), WithTimeout(time.Second),
 		WithBreakerFailures(2), withMaxFlights(1))
-	first, cancel := context.WithCancel(context.Background())
+	first, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		_, err := lim.Allow(first, "k")
-		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, ErrUnavailable)
 	})
 	queued := func(n int) bool {
 		lim.b.mu.Lock()
@@ -214,8 +216,7 @@ func TestRoundTripCountsOnce(t *testing.T) {
 			srcs[i] = d.Source
 		})
 	}
-	require.Eventually(t, func() bool { return queued(3) }, 5*time.Second, time.Millisecond, "three calls queued behind it")
-	cancel()
+	require.Eventually(t, func() bool { return queued(3) }, 300*time.Millisecond, time.Millisecond, "three calls queued behind it")
 	wg.Wait()
 	assert.Equal(t, []core.Source{core.SourceFallback, core.SourceFallback, core.SourceFallback}, srcs)
 	assert.Equal(t, BreakerClosed, lim.br.state(), "one failure: the round trip")

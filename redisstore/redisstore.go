@@ -332,11 +332,7 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 	if err := l.wait(ctx, "Reset", c); err != nil {
 		return err
 	}
-	err, rt := c.err, c.rt.Load()
 	putCall(c)
-	if err != nil {
-		return &storeError{op: "Reset", err: err, rt: rt}
-	}
 	return nil
 }
 
@@ -375,19 +371,16 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 	if err := l.wait(ctx, op, c); err != nil {
 		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
-	d, used, err, rt := c.res, c.used, c.err, c.rt.Load()
+	d, used := c.res, c.used
 	putCall(c)
-	if err != nil {
-		return core.Decision{Limit: p.Limit, Policy: *p}, 0, &storeError{op: op, err: err, rt: rt}
-	}
 	d.Limit, d.Policy = p.Limit, *p
 	return d, used, nil
 }
 
 // wait runs c (see batcher.do), with the limiter's timeout from now. It
-// returns an error when c has no answer by then or ctx ended first; then
-// c is not recycled. A call whose context has ended already is never
-// sent.
+// returns an error when c has no answer by then, ctx ended first or Redis
+// failed it; then c is not recycled. A call whose context has ended
+// already is never sent.
 func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
 	if err := ctx.Err(); err != nil {
 		return l.gaveUp(op, c, err)
@@ -396,8 +389,6 @@ func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
 	switch err := l.b.do(ctx, c); {
 	case err == errClosed:
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-	case err == errDeadline:
-		return l.gaveUp(op, c, nil)
 	case err != nil:
 		return l.gaveUp(op, c, err)
 	case c.err != nil && (isTimeout(c.err) || ctx.Err() != nil):
@@ -409,6 +400,8 @@ func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
 			err = context.DeadlineExceeded
 		}
 		return l.gaveUp(op, c, err)
+	case c.err != nil:
+		return &storeError{op: op, err: c.err, rt: c.rt.Load()}
 	}
 	return nil
 }
@@ -421,9 +414,9 @@ func isTimeout(err error) bool {
 }
 
 // gaveUp returns the error for a call that Redis did not answer in time
-// (ctxErr nil) or whose context ended (ctxErr).
+// (ctxErr nil or errDeadline) or whose context ended (ctxErr).
 func (l *Limiter) gaveUp(op string, c *call, ctxErr error) error {
-	if ctxErr != nil {
+	if ctxErr != nil && ctxErr != errDeadline {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
 	}
 	rt := c.rt.Load()

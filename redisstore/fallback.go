@@ -163,7 +163,8 @@ func (e openError) Unwrap() []error { return []error{ErrBreakerOpen, e.cause} }
 
 // breaker is a circuit breaker in front of Redis.
 //
-// Closed: every call goes to Redis; threshold consecutive failures open it.
+// Closed: every call goes to Redis; threshold consecutive failed round
+// trips open it (done).
 // Open: no call goes to Redis until interval has passed; then the first
 // call to arrive becomes the probe (half-open). Half-open: the probe is
 // the only call to Redis; its success closes the breaker, its failure

@@ -16,10 +16,9 @@ import (
 
 // Limiter enforces a policy for any number of keys, with the state in
 // Redis, so that every process using the same Redis, prefix and algorithm
-// shares one limit. It implements core.Limiter and core.PolicyLimiter
-// (policies given with each call: see "Policies per call" in the package
-// docs) and is safe for simultaneous use by multiple goroutines. Build one with New and Close it
-// when done; the zero value is not usable.
+// shares one limit. It implements core.Limiter and core.PolicyLimiter and
+// is safe for simultaneous use by multiple goroutines. Build one with New
+// and Close it when done; the zero value is not usable.
 type Limiter struct {
 	policy  core.Policy
 	unnamed core.Policy // policy without its Name: what its state depends on

@@ -238,7 +238,8 @@ type call struct {
 	now    int64  // tests: the script's now in ns, when hasNow
 	hasNow bool
 
-	deadline time.Time // when the call was made, plus the timeout
+	deadline time.Time     // when the call was made, plus the timeout
+	rt       atomic.Uint64 // its round trip (roundTrips), once it starts; 0: not sent
 	state    atomic.Int32
 	res      core.Decision
 	used     int64 // Peek and Get: the key's usage
@@ -373,6 +374,10 @@ var (
 	errDeadline = errors.New("deadline")
 )
 
+// roundTrips numbers the round trips of all batchers, from 1: the breaker
+// counts the calls of one failed round trip as one failure.
+var roundTrips atomic.Uint64
+
 // fly sends the round trip of own, the call of the flight's holder, with
 // the calls queued behind it; then, while calls are queued and at least
 // half of own's timeout is left, theirs too: the holder is running, where
@@ -397,6 +402,10 @@ func (b *batcher) fly(ctx context.Context, own *call) {
 				defer cancel()
 			}
 			rt = shared
+		}
+		id := roundTrips.Add(1)
+		for _, c := range batch {
+			c.rt.Store(id)
 		}
 		b.exec(rt, batch)
 		for _, c := range batch {
@@ -676,10 +685,6 @@ func (b *batcher) process(ctx context.Context, groups []*group) {
 		for _, g := range groups {
 			_ = b.rdb.Process(ctx, g.cmd)
 		}
-		return
-	}
-	if len(groups) == 1 {
-		_ = b.rdb.Process(ctx, groups[0].cmd)
 		return
 	}
 	pipe := b.rdb.Pipeline()

@@ -84,10 +84,8 @@
 //   - Redis failed (an error reply, a refused or broken connection, no
 //     answer in time) or the circuit breaker kept the call from it: the
 //     error wraps [ErrUnavailable] and the cause, and, for the breaker,
-//     [ErrBreakerOpen]; the breaker's error has a method RetryAfter()
-//     time.Duration, which
-//     [github.com/go-ratelimit/ratelimit/nethttp.WithFailClosed] sends as
-//     Retry-After.
+//     [ErrBreakerOpen] and has a method RetryAfter() time.Duration, which
+//     [github.com/go-ratelimit/ratelimit/nethttp.WithFailClosed] sends.
 //   - The call's context ended first: the error wraps ctx.Err() and never
 //     [ErrUnavailable]. This is not a store failure.
 //
@@ -98,10 +96,12 @@
 //
 // # Outages
 //
-// A circuit breaker is always on: [WithBreakerFailures] consecutive calls
-// that Redis fails (default 5) open it; open, no call waits for Redis;
-// every [WithBreakerProbeInterval] (default 1s) one call probes it, and
-// the probe's answer closes it. [WithBreakerHook] reports each change.
+// A circuit breaker is always on: [WithBreakerFailures] consecutive round
+// trips that Redis fails (default 5; the calls one carried count once)
+// open it, not calls still waiting for their turn at their deadline (a
+// busy process, not Redis); open, no call waits for Redis; every
+// [WithBreakerProbeInterval] (default 1s) one call probes it, and the
+// probe's answer closes it. [WithBreakerHook] reports each change.
 //
 // By default a call that Redis failed, or that the breaker kept from it,
 // is decided without an error by the local fallback, an in-memory limiter

@@ -25,17 +25,17 @@ var ErrBreakerOpen = errors.New("redisstore: circuit breaker open, Redis not cal
 
 // WithoutFallback switches off the local fallback: a call that Redis fails,
 // or that the circuit breaker keeps from Redis, returns an error wrapping
-// ErrUnavailable, which an adapter answers by its failure policy (nethttp
-// serves the request by default, or answers 503 with WithFailClosed). A
-// denial of a cost above the policy's capacity stays a denial, its
-// Decision marked StateUnknown. See "Outages" in the package docs.
+// ErrUnavailable, for the adapter's failure policy (see "Outages" in the
+// package docs); a cost above the policy's capacity stays a denial, its
+// Decision marked StateUnknown.
 func WithoutFallback() Option {
 	return func(c *config) error { c.noFallback = true; return nil }
 }
 
-// WithBreakerFailures sets how many consecutive calls that Redis fails
-// (errors, refused connections, timeouts; a success in between starts the
-// count again) open the circuit breaker. n must be > 0. The default is 5.
+// WithBreakerFailures sets how many consecutive round trips that Redis
+// fails (errors, refused connections, timeouts; a success in between
+// starts the count again) open the circuit breaker. n must be > 0. The
+// default is 5.
 func WithBreakerFailures(n int) Option {
 	return func(c *config) error {
 		if n <= 0 {
@@ -163,7 +163,8 @@ func (e openError) Unwrap() []error { return []error{ErrBreakerOpen, e.cause} }
 
 // breaker is a circuit breaker in front of Redis.
 //
-// Closed: every call goes to Redis; threshold consecutive failures open it.
+// Closed: every call goes to Redis; threshold consecutive failed round
+// trips open it (done).
 // Open: no call goes to Redis until interval has passed; then the first
 // call to arrive becomes the probe (half-open). Half-open: the probe is
 // the only call to Redis; its success closes the breaker, its failure
@@ -190,6 +191,7 @@ type breaker struct {
 	probing atomic.Bool   // half-open: the probe is out; set under mu
 
 	mu      sync.Mutex
+	lastRT  uint64          // the round trip of the last failure counted; under mu
 	changes []BreakerChange // not yet given to hook; under mu
 	calling sync.Mutex      // held while hook runs
 }
@@ -237,21 +239,11 @@ func (b *breaker) admit() (ticket, bool) {
 
 // done records the outcome of a call admit let through: err as the call
 // returned it. It reports whether Redis failed the call (err wraps
-// ErrUnavailable).
+// ErrUnavailable). The calls of one round trip count as one failure; a
+// call whose deadline passed before it was sent counts as none: it tells
+// that this process was busy, not that Redis failed.
 func (b *breaker) done(t ticket, err error) (failed bool) {
-	switch {
-	case err != nil && !errors.Is(err, ErrUnavailable):
-		// Nothing learnt about Redis: the caller (its context) or Close
-		// ended the call.
-		if t.probe {
-			b.mu.Lock()
-			if b.word.Load() == t.word {
-				b.probing.Store(false)
-			}
-			b.mu.Unlock()
-		}
-		return false
-	case err == nil:
+	if err == nil {
 		if !t.probe && b.fails.Load() == 0 {
 			return false // the request path: nothing to change
 		}
@@ -271,15 +263,25 @@ func (b *breaker) done(t ticket, err error) (failed bool) {
 		}
 		return false
 	}
+	var se *storeError
+	if failed = errors.As(err, &se); !failed || se.rt == 0 {
+		// Nothing learnt about Redis: the caller (its context) or Close
+		// ended the call, or it was never sent.
+		if t.probe {
+			b.mu.Lock()
+			if b.word.Load() == t.word {
+				b.probing.Store(false)
+			}
+			b.mu.Unlock()
+		}
+		return failed
+	}
 	b.mu.Lock()
 	changed := false
-	if w := b.word.Load(); w == t.word {
+	if w := b.word.Load(); w == t.word && (t.probe || se.rt != b.lastRT) {
+		b.lastRT = se.rt
 		if t.probe || b.fails.Load()+1 >= b.threshold {
-			cause := err
-			var se *storeError
-			if errors.As(err, &se) {
-				cause = se.err // without the call's name
-			}
+			cause := se.err // without the call's name
 			b.cause.Store(&cause)
 			b.probeAt.Store(b.now() + b.interval)
 			b.change(w, BreakerOpen, err)

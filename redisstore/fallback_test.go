@@ -230,7 +230,9 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	fallbackCalls, fallbackAdmitted := map[string]int64{}, map[string]int64{}
 	// round makes one call from each of the callers at once, on the keys
 	// "<phase>-k0" and "<phase>-k1", and returns the Sources of the
-	// decisions, and how long the round took.
+	// decisions, and how long the round took. In the phase "down" the
+	// callers take turns, so that each failure is a round trip of its own
+	// (the breaker counts the calls of one round trip as one failure).
 	round := func(phase string) ([]core.Source, time.Duration) {
 		t.Helper()
 		start := time.Now()
@@ -239,6 +241,9 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 		var wg sync.WaitGroup
 		for i := range callers {
 			wg.Go(func() { ds[i], errs[i] = lim.Allow(ctx, fmt.Sprintf("%s-k%d", phase, i%keys)) })
+			if phase == "down" {
+				wg.Wait()
+			}
 		}
 		wg.Wait()
 		elapsed := time.Since(start)

@@ -140,6 +140,93 @@ func TestHungRedisOpensTheBreaker(t *testing.T) {
 	assert.LessOrEqual(t, calls.n.Load(), int64(defaultBreakerFailures), "only calls before the breaker opened")
 }
 
+// TestUnsentCallsOpenNoBreaker: a call whose deadline passes while it
+// waits for a round trip (all of them in flight: a process too busy to
+// send it) is decided by the fallback and counts as no failure: it says
+// this process was busy, not that Redis failed. With a breaker that opens
+// at the first failure, twenty such calls leave it closed, and Redis
+// decides the next call. Without a fallback, such a call's error says so.
+func TestUnsentCallsOpenNoBreaker(t *testing.T) {
+	srv := redistest.Start(t)
+	var changes changeLog
+	lim := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(100, time.Hour), WithTimeout(5*time.Millisecond),
+		WithBreakerFailures(1), WithBreakerHook(changes.add))
+	strict := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(100, time.Hour), WithTimeout(5*time.Millisecond),
+		WithBreakerFailures(1), WithoutFallback())
+	busy := func(l *Limiter, flying int) {
+		l.b.mu.Lock()
+		defer l.b.mu.Unlock()
+		l.b.flying = flying
+	}
+	ctx := context.Background()
+	busy(lim, lim.b.maxFlights)
+	for i := range 20 {
+		d, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, core.SourceFallback, d.Source)
+		assert.Equal(t, int64(99-i), d.Remaining)
+	}
+	assert.Equal(t, BreakerClosed, lim.br.state())
+	assert.Empty(t, changes.path())
+	busy(lim, 0)
+	d, err := lim.Allow(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, core.SourceStore, d.Source)
+	assert.Equal(t, int64(99), d.Remaining, "Redis's count: the fallback's is its own")
+
+	busy(strict, strict.b.maxFlights)
+	_, err = strict.Allow(ctx, "k")
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, "redisstore: AllowN: not sent to Redis within 5ms, all round trips busy: context deadline exceeded", err.Error())
+	assert.Equal(t, BreakerClosed, strict.br.state())
+	busy(strict, 0)
+}
+
+// TestRoundTripCountsOnce: the calls that one round trip carries, and
+// that fail with it, are one failure of Redis's, whatever their number;
+// the next round trip that fails is another. Against a listener that
+// never answers, with a breaker that opens at the second failure: three
+// calls queue behind a call in flight, whose caller's context ends first
+// (its deadline: no failure); the three go in one round trip, which times
+// out (one failure, the breaker stays closed); one more call, one more
+// round trip that times out: open.
+func TestRoundTripCountsOnce(t *testing.T) {
+	lim := newLimiter(t, newClient(t, silentListener(t)), core.TokenBucket(100, time.Hour), WithTimeout(time.Second),
+		WithBreakerFailures(2), withMaxFlights(1))
+	first, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, err := lim.Allow(first, "k")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, ErrUnavailable)
+	})
+	queued := func(n int) bool {
+		lim.b.mu.Lock()
+		defer lim.b.mu.Unlock()
+		return lim.b.flying == 1 && len(lim.b.pending) == n
+	}
+	require.Eventually(t, func() bool { return queued(0) }, 5*time.Second, time.Millisecond, "the first call in flight")
+	srcs := make([]core.Source, 3)
+	for i := range srcs {
+		wg.Go(func() {
+			d, err := lim.Allow(context.Background(), "k")
+			assert.NoError(t, err)
+			srcs[i] = d.Source
+		})
+	}
+	require.Eventually(t, func() bool { return queued(3) }, 300*time.Millisecond, time.Millisecond, "three calls queued behind it")
+	wg.Wait()
+	assert.Equal(t, []core.Source{core.SourceFallback, core.SourceFallback, core.SourceFallback}, srcs)
+	assert.Equal(t, BreakerClosed, lim.br.state(), "one failure: the round trip")
+	assert.Equal(t, int32(1), lim.br.fails.Load())
+	d, err := lim.Allow(context.Background(), "k")
+	require.NoError(t, err)
+	assert.Equal(t, core.SourceFallback, d.Source)
+	assert.Equal(t, BreakerOpen, lim.br.state(), "a second round trip failed")
+}
+
 // TestPeekAgreesWithAllowN: Peek tells what the next unit AllowN at the
 // same instant gets, in every state of the breaker, for a key that is
 // fresh, partly used, denied in the deny cache, and denied in the fallback.

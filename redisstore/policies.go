@@ -94,13 +94,11 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 }
 
 // AllowPolicy is AllowN under p instead of the limiter's own policy: see
-// core.PolicyLimiter and "Policies per call" in the package docs. The key
-// has one state whatever the policy it is decided under; a call under a
-// policy other than the one the key's state was written under converts the
-// state first, in the same script. p must be valid (else the error names
-// the field), use the limiter's algorithm (else the error wraps
-// core.ErrAlgorithmMismatch). The Decision's Limit and Policy are p's. Its
-// other errors are AllowN's; the local fallback decides under p too.
+// core.PolicyLimiter and "Policies per call" in the package docs. p must be
+// valid (else the error names the field) and use the limiter's algorithm
+// (else the error wraps core.ErrAlgorithmMismatch). The Decision's Limit
+// and Policy are p's. Its other errors are AllowN's; the local fallback
+// decides under p too.
 func (l *Limiter) AllowPolicy(ctx context.Context, p core.Policy, key string, n int64) (core.Decision, error) {
 	ps, err := l.spec("AllowPolicy", p)
 	if err != nil {

@@ -16,10 +16,9 @@ import (
 
 // Limiter enforces a policy for any number of keys, with the state in
 // Redis, so that every process using the same Redis, prefix and algorithm
-// shares one limit. It implements core.Limiter and core.PolicyLimiter
-// (policies given with each call: see "Policies per call" in the package
-// docs) and is safe for simultaneous use by multiple goroutines. Build one with New and Close it
-// when done; the zero value is not usable.
+// shares one limit. It implements core.Limiter and core.PolicyLimiter and
+// is safe for simultaneous use by multiple goroutines. Build one with New
+// and Close it when done; the zero value is not usable.
 type Limiter struct {
 	policy  core.Policy
 	unnamed core.Policy // policy without its Name: what its state depends on
@@ -85,12 +84,10 @@ func WithPrefix(prefix string) Option {
 	}
 }
 
-// WithTimeout bounds every call that goes to Redis (AllowN, Peek, Reset,
-// AllowPolicy, Get, Set) by wall-clock time: a call with no answer d after
-// it was made, waiting for its turn included, returns an error wrapping
-// ErrUnavailable and context.DeadlineExceeded (see "Timeouts and errors"
-// in the package docs for the slack). The context passed to a call bounds
-// it too. d must be > 0. The default is 50ms.
+// WithTimeout bounds every call that goes to Redis by wall-clock time: a
+// call with no answer d after it was made, waiting for its turn included,
+// fails (see "Timeouts and errors" in the package docs). d must be > 0. The
+// default is 50ms.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -116,13 +113,9 @@ func WithDenyCacheSize(n int) Option {
 
 // New returns a limiter enforcing p for every key, with its state in the
 // Redis that rdb talks to (a single node, Sentinel or Cluster). It does not
-// contact Redis: while Redis is down, calls are decided by the local
-// fallback (or return errors, WithoutFallback) until the circuit breaker's
-// probe gets an answer (see "Outages" in the package docs). It returns an
-// error naming the field when p is invalid (core.Policy.Validate, which
-// also bounds p's Recovery time by core.MaxSpan, the longest span the
-// scripts compute exactly: see "Consistency"), or when an option is invalid. It
-// makes a client of its own from rdb's options (see "Timeouts and
+// contact Redis (see "Outages" in the package docs). It returns an error
+// naming the field when p is invalid (core.Policy.Validate) or an option
+// is. It makes a client of its own from rdb's options (see "Timeouts and
 // errors"), which Close closes; closing the limiter does not close rdb.
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
@@ -191,18 +184,14 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 	return l.AllowN(ctx, key, 1)
 }
 
-// AllowN decides whether a request of cost n for key may pass now and, if
-// so, consumes n, in one round trip to Redis (none when the deny cache
+// AllowN decides whether a request of cost n for key may pass now and,
+// if so, consumes n, in one round trip to Redis (none when the deny cache
 // answers). Besides the core errors (ErrInvalidCost; a denial with
 // ErrCostExceedsCapacity; ErrClosed) it returns an error wrapping
-// ctx.Err() when ctx ends first. A call that Redis fails (an error, a
-// refused connection, no answer within the timeout), or that the circuit
-// breaker keeps from Redis, is decided by the local fallback (Source
-// core.SourceFallback, no error); WithoutFallback, it returns an error
-// wrapping ErrUnavailable and the cause (and ErrBreakerOpen when the
-// breaker kept it from Redis), its Decision carrying the policy's Limit
-// and nothing else. See "Outages" and "Timeouts and errors" in the
-// package docs.
+// ctx.Err() when ctx ends first. A call that Redis fails, or that the
+// circuit breaker keeps from Redis, is decided by the local fallback
+// (Source core.SourceFallback, no error), or, WithoutFallback, returns an
+// error: see "Outages" and "Timeouts and errors" in the package docs.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	return l.allow(ctx, "AllowN", nil, &l.policy, key, n)
 }
@@ -342,11 +331,7 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 	if err := l.wait(ctx, "Reset", c); err != nil {
 		return err
 	}
-	err := c.err
 	putCall(c)
-	if err != nil {
-		return &storeError{op: "Reset", err: err}
-	}
 	return nil
 }
 
@@ -385,19 +370,16 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 	if err := l.wait(ctx, op, c); err != nil {
 		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
-	d, used, err := c.res, c.used, c.err
+	d, used := c.res, c.used
 	putCall(c)
-	if err != nil {
-		return core.Decision{Limit: p.Limit, Policy: *p}, 0, &storeError{op: op, err: err}
-	}
 	d.Limit, d.Policy = p.Limit, *p
 	return d, used, nil
 }
 
 // wait runs c (see batcher.do), with the limiter's timeout from now. It
-// returns an error when c has no answer by then or ctx ended first; then
-// c is not recycled. A call whose context has ended already is never
-// sent.
+// returns an error when c has no answer by then, ctx ended first or Redis
+// failed it; then c is not recycled. A call whose context has ended
+// already is never sent.
 func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
 	if err := ctx.Err(); err != nil {
 		return l.gaveUp(op, c, err)
@@ -406,8 +388,6 @@ func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
 	switch err := l.b.do(ctx, c); {
 	case err == errClosed:
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-	case err == errDeadline:
-		return l.gaveUp(op, c, nil)
 	case err != nil:
 		return l.gaveUp(op, c, err)
 	case c.err != nil && (isTimeout(c.err) || ctx.Err() != nil):
@@ -419,6 +399,8 @@ func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
 			err = context.DeadlineExceeded
 		}
 		return l.gaveUp(op, c, err)
+	case c.err != nil:
+		return &storeError{op: op, err: c.err, rt: c.rt.Load()}
 	}
 	return nil
 }
@@ -431,18 +413,24 @@ func isTimeout(err error) bool {
 }
 
 // gaveUp returns the error for a call that Redis did not answer in time
-// (ctxErr nil) or whose context ended (ctxErr).
+// (ctxErr nil or errDeadline) or whose context ended (ctxErr).
 func (l *Limiter) gaveUp(op string, c *call, ctxErr error) error {
-	if ctxErr != nil {
+	if ctxErr != nil && ctxErr != errDeadline {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
 	}
-	return &storeError{op: op, err: fmt.Errorf("no answer from Redis within %v: %w", l.timeout, context.DeadlineExceeded)}
+	rt := c.rt.Load()
+	if rt == 0 {
+		return &storeError{op: op, err: fmt.Errorf("not sent to Redis within %v, all round trips busy: %w", l.timeout, context.DeadlineExceeded)}
+	}
+	return &storeError{op: op, err: fmt.Errorf("no answer from Redis within %v: %w", l.timeout, context.DeadlineExceeded), rt: rt}
 }
 
-// storeError is the error of a call that Redis failed.
+// storeError is the error of a call that Redis failed, or that this
+// process did not send in time (rt 0).
 type storeError struct {
 	op  string
 	err error
+	rt  uint64 // the round trip that failed; 0: none was sent
 }
 
 func (e *storeError) Error() string   { return "redisstore: " + e.op + ": " + e.err.Error() }

@@ -111,6 +111,10 @@ func ownClient(rdb redis.UniversalClient) (own redis.UniversalClient, ok bool) {
 		o.ReadTimeout, o.WriteTimeout = -1, -1 // the context's deadline alone
 		o.MinIdleConns = 0
 		o.Dialer = readyDialer(o.Dialer, &o)
+		// rdb's push processor already holds rdb's handlers: ours gets
+		// its own (sharing it makes go-redis log a failure to register
+		// them), and no client-side cache, which EVALSHA never reads.
+		o.PushNotificationProcessor, o.ClientSideCache, o.ClientSideCacheConfig = nil, nil, nil
 		own = redis.NewClient(&o)
 	case *redis.ClusterClient:
 		o := *c.Options()

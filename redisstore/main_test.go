@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,9 +51,17 @@ func addHook(rdb redis.UniversalClient, h redis.Hook) {
 	hooked.of[rdb] = append(hooked.of[rdb], h)
 }
 
+// quiet drops go-redis's log lines, counting those about its push
+// notification handlers (see TestOwnClientLogsNothing).
 type quiet struct{}
 
-func (quiet) Printf(context.Context, string, ...any) {}
+var pushLogLines atomic.Int64
+
+func (quiet) Printf(_ context.Context, format string, args ...any) {
+	if strings.Contains(fmt.Sprintf(format, args...), "maintnotifications") {
+		pushLogLines.Add(1)
+	}
+}
 
 // withClock makes the scripts read now from the given clock instead of the
 // server's TIME, and the deny cache too. It exists only in this package's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,12 +122,18 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if rdb == nil {
 		return nil, errors.New("redisstore: New needs a Redis client, got nil")
 	}
+	if v := reflect.ValueOf(rdb); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, fmt.Errorf("redisstore: New needs a Redis client, got a nil %T", rdb)
+	}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	c := config{prefix: defaultPrefix, timeout: defaultTimeout, denySize: defaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights,
 		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("redisstore: New: option %d is nil", i+1)
+		}
 		if err := o(&c); err != nil {
 			return nil, err
 		}

@@ -31,6 +31,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 		want string
 	}{
 		{"a nil client", nil, p, nil, "redisstore: New needs a Redis client"},
+		{"a typed nil client", (*redis.Client)(nil), p, nil, "redisstore: New needs a Redis client, got a nil *redis.Client"},
+		{"a nil option", rdb, p, []Option{WithTimeout(time.Second), nil}, "redisstore: New: option 2 is nil"},
 		{"an invalid policy", rdb, core.TokenBucket(0, time.Second), nil, "redisstore: core: TokenBucket limit must be > 0"},
 		{"a recovery time beyond 2^52 ns", rdb, core.TokenBucket(1, 60*24*time.Hour).WithBurst(1), nil, "window must be <= 1250h59m59.627370496s (MaxSpan)"},
 		{"issue 17's daily plan", rdb, core.TokenBucket(1, 24*time.Hour).WithBurst(25_000), nil, "burst 25000 at 1 per 24h0m0s takes longer than 1250h59m59.627370496s (MaxSpan) to refill"},
@@ -388,4 +390,20 @@ func TestRoute(t *testing.T) {
 		lim := newLimiter(t, tc.rdb, p)
 		assert.Equal(t, tc.route, lim.b.route, "%T", tc.rdb)
 	}
+}
+
+// TestOwnClientLogsNothing: the limiter's own client is built from the
+// user's options, which carry the user's client's push notification
+// processor once that client exists; sharing it made go-redis log "failed to
+// initialize maintnotifications" at the first call (review).
+func TestOwnClientLogsNothing(t *testing.T) {
+	rdb := newClient(t, redistest.Addr(t)) // as the README builds it, not used before
+	before := pushLogLines.Load()
+	l, err := New(rdb, core.TokenBucket(10, time.Second), WithPrefix(testPrefix()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	d, err := l.Allow(context.Background(), "k")
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	assert.Zero(t, pushLogLines.Load()-before, "go-redis log lines about maintnotifications")
 }

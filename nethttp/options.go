@@ -72,8 +72,7 @@ func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err erro
 // WithCostFunc sets the cost of a request (weighted limiting, for instance by
 // the size of a batch). The default cost is 1. An error from f, or a cost
 // <= 0, is a server bug: the request is answered 500 Internal Server Error
-// (served in dry-run mode) and the hooks get [OutcomeCostError], so that a
-// broken cost function is noticed instead of silently disabling the limit.
+// (served in dry-run mode) and the hooks get [OutcomeCostError].
 func WithCostFunc(f func(*http.Request) (int64, error)) Option {
 	if f == nil {
 		panic(nilFunc("WithCostFunc"))
@@ -95,25 +94,22 @@ func WithSkip(f func(*http.Request) bool) Option {
 
 // WithFailClosed answers 503 Service Unavailable when the limiter fails (a
 // store error other than a denial) or the [WithPolicyFunc] function returns
-// an error. The default is to fail open: the request is served, as an
-// unreachable store should not take the service down. Either way the
-// response carries only what is known of the limit (X-RateLimit-Limit,
-// RateLimit-Policy) and the hooks get the error ([OutcomeFailedOpen] or
-// [OutcomeFailedClosed]). The 503 carries Retry-After when the error has a
-// method RetryAfter() time.Duration returning more than 0, as the Redis
-// store's errors do while its circuit breaker is open. A limiter used after
-// its Close ([core.ErrClosed]) is answered 503 whatever the failure policy:
-// a mistake of the program must not quietly stop limiting.
+// an error. The default is to fail open: the request is served. Either way
+// the hooks get the error ([OutcomeFailedOpen] or [OutcomeFailedClosed]).
+// The 503 carries Retry-After when the error has a method RetryAfter()
+// time.Duration returning more than 0, as the Redis store's errors do while
+// its circuit breaker is open. A limiter used after its Close
+// ([core.ErrClosed]) is answered 503 whatever the failure policy (served
+// under WithDryRun).
 func WithFailClosed() Option {
 	return func(c *config) { c.failClosed = true }
 }
 
 // WithDryRun makes the middleware compute every decision, call the hooks and
 // write the rate-limit headers, but never block: denied requests are served
-// (without Retry-After, reported as [OutcomeDryRun]), leaky-bucket delays are
-// not applied, and requests with key, cost or limiter errors are served too,
-// the hooks getting the error. For rolling out a limit safely: watch the
-// hooks ([WithHook]), then remove WithDryRun.
+// (without Retry-After, as [OutcomeDryRun]), leaky-bucket delays are not
+// applied, and requests with key, cost or limiter errors are served too.
+// Watch the hooks ([WithHook]), then remove WithDryRun.
 func WithDryRun() Option {
 	return func(c *config) { c.dryRun = true }
 }
@@ -136,11 +132,10 @@ func WithResetAsUnixTime() Option {
 	return func(c *config) { c.resetUnix = true }
 }
 
-// WithDenyHandler replaces the body of a denial. It is called after the
-// status line is decided and the rate-limit headers and Retry-After are set,
-// and must write the status (normally 429) and body. A denial whose
-// d.RetryAfter is 0 is one that waiting cannot end: the request costs more
-// than the policy can ever admit. The default writes "Too Many Requests" as
+// WithDenyHandler replaces the answer to a denial. It is called with the
+// rate-limit headers and Retry-After set, and must write the status
+// (normally 429) and body. A d.RetryAfter of 0 means waiting cannot help
+// ([core.ErrCostExceedsCapacity]). The default writes "Too Many Requests" as
 // text/plain; [ProblemJSON] writes RFC 9457 problem details.
 func WithDenyHandler(f func(w http.ResponseWriter, r *http.Request, d core.Decision)) Option {
 	if f == nil {

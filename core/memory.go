@@ -63,20 +63,16 @@ type config struct {
 // least-used key that is not currently limited: a limited key is never
 // evicted, so flooding keys cannot free an abuser. Eviction never hands
 // quota back: every key that arrives in the shard afterwards starts at
-// least as used as the keys it evicted, until that usage has recovered, so
-// under a flood a newcomer may start with part of its quota spent. Below
-// about n × Limit / Window new keys per second that is a few units at most;
+// least as used as the keys it evicted (under each policy given per call,
+// converted to its own), until that usage has recovered. Below about
+// n × Limit / Window new keys per second that is a few units at most;
 // above it, it grows by about one unit per n new keys, and a long flood
 // leaves newcomers limited until it stops and their usage recovers. If
 // every key it samples is limited, the new key is limited together with the
-// other keys that found no room, as one key, until room appears.
-//
-// With policies given per call, a newcomer starts at least as used as the
-// keys evicted under each policy, converted to its own as a key moved
-// between policies would be. A shard does this for at most 16 policies at
-// once: beyond that, a key of a further policy is not evicted while in use,
-// and one that finds its shard full of limited keys is denied until one of
-// the 16 has recovered.
+// other keys that found no room, as one key, until room appears. A shard
+// keeps this for at most 16 policies: beyond that, a key of a further
+// policy is not evicted while in use, and one that finds its shard full of
+// limited keys is denied until one of the 16 has recovered.
 func WithMaxKeys(n int) Option {
 	return func(c *config) error {
 		if n <= 0 {
@@ -266,11 +262,10 @@ func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, con
 
 func (l *MemoryLimiter) sweep() { l.keys.sweep(l.clock()) }
 
-// Wait blocks until a request of cost n for key is admitted and returns
-// nil, or returns an error when ctx ends first or would end before the
-// earliest admission (nothing is then consumed). For an admitted
-// leaky-bucket request it also waits out Decision.Delay; if ctx ends during
-// it the capacity stays consumed. Waiting uses real timers, whatever
+// Wait blocks until a request of cost n for key is admitted, and then for
+// its Decision.Delay, or returns an error wrapping ctx's when ctx ends
+// first or would end before the admission (nothing is then consumed; during
+// the delay, the capacity stays consumed). It uses real timers, whatever
 // WithClock says.
 func (l *MemoryLimiter) Wait(ctx context.Context, key string, n int64) error {
 	for {

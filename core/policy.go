@@ -10,8 +10,8 @@ import (
 // Algorithm names one of the four rate-limiting algorithms.
 type Algorithm uint8
 
-// The four algorithms. The zero Algorithm is invalid, so a zero Policy is
-// rejected instead of silently meaning one of them.
+// The four algorithms. The zero Algorithm is invalid: a zero Policy is
+// rejected.
 const (
 	AlgFixedWindow Algorithm = iota + 1
 	AlgSlidingWindow
@@ -96,9 +96,8 @@ func TokenBucket(limit int64, window time.Duration) Policy {
 }
 
 // LeakyBucket returns a policy letting requests leave at a steady limit per
-// window. Up to Burst requests (default limit) may be in the bucket; each
-// admitted request is told how long to wait (Decision.Delay) so that the output
-// is smooth. See AsMeter for the variant that denies instead of delaying.
+// window, with up to Burst (default limit) in the bucket: each admitted
+// request is told how long to wait (Decision.Delay). AsMeter denies instead.
 func LeakyBucket(limit int64, window time.Duration) Policy {
 	return Policy{Algorithm: AlgLeakyBucket, Limit: limit, Window: window, Burst: limit}
 }
@@ -117,11 +116,10 @@ func (p Policy) WithName(name string) Policy { p.Name = name; return p }
 // instead of delaying admitted requests (see Policy.Meter).
 func (p Policy) AsMeter() Policy { p.Meter = true; return p }
 
-// Interval is the time one unit of capacity takes to come back (Window/Limit,
-// truncated to the nanosecond) for the bucket algorithms, and the bucket
-// width (Window/Buckets, truncated likewise) for the sliding window. It is 0
-// for a fixed window or an invalid policy. Validate rejects a bucket policy
-// whose truncation changes the rate by more than 0.1%.
+// Interval is, truncated to the nanosecond, Window/Limit for the bucket
+// algorithms (the time one unit takes to come back; Validate rejects a
+// truncation that changes the rate by more than 0.1%) and the bucket width
+// Window/Buckets for the sliding window; 0 otherwise.
 func (p Policy) Interval() time.Duration {
 	switch p.Algorithm {
 	case AlgTokenBucket, AlgLeakyBucket:

@@ -115,11 +115,9 @@ func IPv6Prefix(bits int) IPOption {
 
 // FromHeaders replaces the forwarding headers read from trusted proxies and
 // their precedence (default: X-Forwarded-For, Forwarded, X-Real-IP), for a
-// proxy that maintains another header: FromHeaders("X-Real-IP") behind
-// nginx's realip setup, FromHeaders("CF-Connecting-IP") behind Cloudflare
-// (with Cloudflare's ranges in [TrustProxies]). "Forwarded" is parsed as
-// RFC 7239, any other header like X-Forwarded-For. It panics when no name is
-// given, a name is not a valid header name, or a name repeats.
+// proxy that maintains another header: FromHeaders("CF-Connecting-IP")
+// behind Cloudflare. "Forwarded" is parsed as RFC 7239, any other header like
+// X-Forwarded-For. It panics for no name, an invalid name or a repeated one.
 func FromHeaders(names ...string) IPOption {
 	if len(names) == 0 {
 		panic(errors.New("keyfunc: FromHeaders: no header names"))

@@ -8,11 +8,10 @@ import (
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
-// Option configures [Middleware] and [NewEngine]. The adapters chimw, ginmw
-// and echomw take the same options. An option given a nil function or an
-// invalid value panics, naming itself. Each option replaces an earlier one
-// of the same name, except WithSkip, which adds a condition, and WithHook,
-// which adds a hook.
+// Option configures [Middleware], [NewEngine] and the adapters. An option
+// given a nil function or an invalid value panics, naming itself. Each
+// option replaces an earlier one of the same name, except WithSkip and
+// WithHook, which add up.
 type Option func(*config)
 
 type config struct {
@@ -36,9 +35,8 @@ func nilFunc(option string) error {
 	return fmt.Errorf("nethttp: %s: nil function", option)
 }
 
-// WithKeyFunc sets how a request is turned into the key it is limited under.
-// The default is [keyfunc.IP]: the TCP peer address, never a header. See
-// WithKeyFallback for what happens when it returns an error.
+// WithKeyFunc sets how a request is turned into the key it is limited under
+// (default [keyfunc.IP]). See WithKeyFallback for when it fails.
 func WithKeyFunc(f keyfunc.Func) Option {
 	if f == nil {
 		panic(nilFunc("WithKeyFunc"))
@@ -82,9 +80,7 @@ func WithCostFunc(f func(*http.Request) (int64, error)) Option {
 
 // WithSkip exempts the requests for which f returns true (health checks,
 // allowlists): they pass untouched, with no rate-limit headers and no hooks
-// called. Several WithSkip options add up: a request is skipped when any of
-// them returns true. It is the skip option of every adapter (echomw adds
-// echo's own Skipper form).
+// called. A request is skipped when any WithSkip function returns true.
 func WithSkip(f func(*http.Request) bool) Option {
 	if f == nil {
 		panic(nilFunc("WithSkip"))
@@ -124,10 +120,9 @@ func WithHeaderStyle(s HeaderStyle) Option {
 	return func(c *config) { c.style = s }
 }
 
-// WithResetAsUnixTime writes X-RateLimit-Reset as the Unix time (in seconds,
-// rounded up) at which the full quota is back, as GitHub's API does, instead
-// of the number of seconds until then. The IETF RateLimit field's t is
-// always in seconds, as its draft requires.
+// WithResetAsUnixTime writes X-RateLimit-Reset as the Unix time (in
+// seconds, rounded up) at which the full quota is back, as GitHub's API
+// does. The IETF RateLimit field's t stays in seconds from now.
 func WithResetAsUnixTime() Option {
 	return func(c *config) { c.resetUnix = true }
 }

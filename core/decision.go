@@ -10,22 +10,18 @@ import (
 // client should be told, filled in the same way by every algorithm and
 // every store.
 type Decision struct {
-	Allowed bool  // admitted, and its cost consumed
-	Limit   int64 // Policy.Limit (X-RateLimit-Limit, IETF q)
-	// Remaining is how many unit-cost requests would be admitted now, after
-	// this one; never negative.
-	Remaining  int64
+	Allowed    bool          // admitted, and its cost consumed
+	Limit      int64         // Policy.Limit (X-RateLimit-Limit, IETF q)
+	Remaining  int64         // unit-cost requests that would pass now, after this one (>= 0)
 	ResetAfter time.Duration // until the full quota is back; 0 if it is
 	// RetryAfter is, for a denial, the time until a request of the same
 	// cost would be admitted, absent other traffic: waiting exactly
 	// RetryAfter and retrying succeeds. 0 when allowed, and when the cost can
 	// never be admitted (ErrCostExceedsCapacity).
 	RetryAfter time.Duration
-	// Delay is how long an admitted leaky-bucket request must wait before
-	// being served; 0 otherwise.
-	Delay  time.Duration
-	Policy Policy // the policy that decided (IETF RateLimit-Policy)
-	Source Source // where the decision was made
+	Delay      time.Duration // an admitted leaky-bucket request's wait before being served
+	Policy     Policy        // the policy that decided (IETF RateLimit-Policy)
+	Source     Source        // where the decision was made
 	// StateUnknown marks a denial of a cost above capacity by a store that
 	// failed: the key's state is unknown, and Remaining and ResetAfter (0)
 	// must never be shown to a client. False for every other Decision.

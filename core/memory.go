@@ -155,8 +155,7 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 }
 
 // MustNew is New for policies and options written in the program: it panics
-// with New's error when they are invalid. Use New for policies read from
-// configuration.
+// with New's error. Use New for policies read from configuration.
 func MustNew(p Policy, opts ...Option) *MemoryLimiter {
 	l, err := New(p, opts...)
 	if err != nil {

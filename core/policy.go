@@ -60,17 +60,13 @@ type Policy struct {
 	// Burst is the capacity of a token bucket or the depth of a leaky
 	// bucket (the requests it holds at once, the one leaving now included).
 	// The constructors set it to Limit.
-	Burst int64
-	// Buckets is the number of buckets of a sliding window (DefaultBuckets
-	// by its constructor).
-	Buckets int64
+	Burst   int64
+	Buckets int64 // of a sliding window (DefaultBuckets by its constructor)
 	// Meter makes a leaky bucket deny overflow instead of delaying (Delay is
 	// always 0): it then admits exactly what a token bucket with the same
 	// Limit, Window and Burst admits.
 	Meter bool
-	// Name names the policy in the IETF RateLimit-Policy header; empty, the
-	// adapter picks one.
-	Name string
+	Name  string // in the IETF RateLimit-Policy header; if empty, the adapter picks one
 }
 
 // FixedWindow returns a policy admitting at most limit requests in each

@@ -327,11 +327,9 @@ func (e *Engine) delay(r *http.Request, d core.Decision) *Rejection {
 	}
 }
 
-// Respond writes the answer to a rejection from Check, as Middleware does:
-// the [WithDenyHandler] handler (by default a plain-text 429) for a denial,
-// the [WithKeyErrorHandler] handler (by default a plain-text 400) for a
-// request without a key, and a plain-text status otherwise. Nothing from the
-// request or from rej.Err is written.
+// Respond writes the answer to a rejection from Check, as Middleware does
+// ([WithDenyHandler], [WithKeyErrorHandler], or a plain-text status). Nothing
+// from the request or from rej.Err is written.
 func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection) {
 	switch rej.kind {
 	case kindDenied:

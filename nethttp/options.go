@@ -110,9 +110,8 @@ func WithDryRun() Option {
 	return func(c *config) { c.dryRun = true }
 }
 
-// WithHeaderStyle chooses the rate-limit header fields: [HeadersXRateLimit]
-// (the default), [HeadersIETF], [HeadersBoth] or [HeadersNone]. It panics
-// for any other value.
+// WithHeaderStyle chooses the rate-limit header fields (default
+// [HeadersXRateLimit]). It panics for a value not declared.
 func WithHeaderStyle(s HeaderStyle) Option {
 	if !s.valid() {
 		panic(fmt.Errorf("nethttp: WithHeaderStyle: unknown header style %v", s))

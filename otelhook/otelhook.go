@@ -90,12 +90,10 @@ type storeState struct {
 	opt    []metric.ObserveOption
 }
 
-// New creates the instruments on a meter of mp named after this package. A nil mp
-// means the global provider, otel.GetMeterProvider(), as it is when
-// measurements are made (it delegates to a provider set later with
-// otel.SetMeterProvider). It returns an error if an instrument cannot be
-// created, and panics on a nil Option. Call [Metrics.Close] to stop observing
-// the watched limiters.
+// New creates the instruments on a meter of mp named after this package; a
+// nil mp means the global provider, even one set later with
+// otel.SetMeterProvider. It returns an error if an instrument cannot be
+// created, and panics on a nil Option.
 func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	c := config{bounds: DefaultDurationBoundaries}
 	for i, o := range opts {

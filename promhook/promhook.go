@@ -35,11 +35,9 @@ type config struct {
 	buckets   []float64
 }
 
-// WithNamespace sets the prefix of the metric names: "myapp" gives
-// myapp_requests_total and so on. The default is DefaultNamespace; "" gives
-// no prefix. It must be a valid metric name prefix (letters, digits and
-// underscores, not starting with a digit); registering the Metrics fails
-// otherwise.
+// WithNamespace sets the prefix of the metric names ("myapp" gives
+// myapp_requests_total; "" none). An invalid prefix makes registering the
+// Metrics fail.
 func WithNamespace(ns string) Option {
 	return func(c *config) { c.namespace = ns }
 }

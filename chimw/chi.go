@@ -12,14 +12,8 @@ import (
 )
 
 // Limit returns chi middleware limiting requests with lim, for r.Use, r.With
-// or r.Group:
-//
-//	r.Use(chimw.Limit(lim))
-//
-// It is [nethttp.Middleware], with its options and answers, plus chi's full
-// route pattern (chi.RouteContext's RoutePattern, "/api/users/{id}") for
-// keyfunc.Route. It panics for a nil limiter and as nethttp.Middleware
-// does.
+// or r.Group, as the package documentation describes. It panics as
+// [nethttp.Middleware] does.
 func Limit(lim core.Limiter, opts ...nethttp.Option) func(http.Handler) http.Handler {
 	if lim == nil {
 		panic(errors.New("chimw: Limit: nil limiter"))

@@ -12,37 +12,26 @@
 //	core.TokenBucket(100, time.Minute).WithBurst(20)      // refill 100/min, bursts of at most 20
 //	core.LeakyBucket(10, time.Second).WithBurst(50)       // leave at 10/s, at most 50 in the bucket
 //
-// A [Policy] is a plain value; an invalid one is rejected by [New] (and by
-// the Redis store) with an error naming the field, never a panic.
-// [Policy.Validate] is the one bound for every store: among others, Window
-// and Recovery at most [MaxSpan] (about 52 days).
-//
-// # Decisions
-//
-// A [Decision] says whether a request passes and what the client should be
-// told. A cost no state could ever admit is denied with
-// [ErrCostExceedsCapacity] rather than with a RetryAfter that would lie; a
-// cost <= 0 is [ErrInvalidCost] and never adds capacity.
+// An invalid [Policy] is rejected by [New] (and by the Redis store) with an
+// error naming the field, never a panic: [Policy.Validate] is the one bound
+// for every store.
 //
 // # The limiter
 //
 // [New] returns a [MemoryLimiter], which implements [Limiter], the contract
-// that every store (this one, the Redis store) and every HTTP adapter share:
+// that every store (this one, the Redis store) and every HTTP adapter share.
+// A [Decision] says whether a request passes and what the client should be
+// told:
 //
 //	lim, err := core.New(core.TokenBucket(100, time.Minute))
 //	d, err := lim.Allow(ctx, key)
 //
-// A request for a key already present takes no shared lock and allocates
-// nothing. Idle keys are dropped by a background goroutine
-// ([MemoryLimiter.Close] stops it): a key idle for longer than
-// [Policy.Recovery] is indistinguishable from a key never seen, so dropping
-// it is lossless. [WithMaxKeys] bounds the keys held without ever handing
-// quota back.
+// Idle keys are dropped without changing any decision, and [WithMaxKeys]
+// bounds the keys held without ever handing quota back.
 //
 // # Policies per call
 //
-// A MemoryLimiter (and the Redis store) is also a [PolicyLimiter]:
-// AllowPolicy decides a key under a policy given with the call, so that one
+// A MemoryLimiter (and the Redis store) is also a [PolicyLimiter]: one
 // limiter and one set of keys serve every plan of an API
 // (nethttp.WithPolicyFunc does it for HTTP):
 //
@@ -53,9 +42,8 @@
 //
 // Every policy given to one limiter uses the algorithm of the limiter's own
 // ([ErrAlgorithmMismatch] otherwise). A key has one state whatever the
-// policy it is decided under, and WithMaxKeys bounds the keys of all
-// policies together. Get reads a key's usage under a policy without
-// consuming; Set writes it (grant credits, import state), in the same units.
+// policy it is decided under, and [WithMaxKeys] bounds the keys of all
+// policies together.
 //
 // When the policy a key is decided under changes (a key moved from free to
 // pro, or a plan's limit changed by a reload while traffic runs), the key
@@ -107,14 +95,11 @@
 // Limit per Window is never denied (a leaky bucket never overflows), except
 // that a key arriving while a flood of other keys fills WithMaxKeys may start
 // with part of its quota spent; no interval of one Window admits more than
-// Policy.MaxInWindow; a denied client that waits exactly RetryAfter and
+// [Policy.MaxInWindow]; a denied client that waits exactly RetryAfter and
 // retries the same cost is admitted, absent other traffic; eviction, Reset
-// and a full limiter never admit more than that bound; and at one instant
-// Peek's Allowed is what the next unit AllowN gets. Package
-// [github.com/go-ratelimit/ratelimit/core/coretest] checks every store
-// against these promises.
-//
-// Time comes from the process's monotonic clock, or from [WithClock] in
-// tests. A clock that steps backwards never adds capacity, and a forward
-// jump refills only up to capacity.
+// and a full limiter never admit more than that bound; at one instant
+// Peek's Allowed is what the next unit AllowN gets; a clock that steps
+// backwards never adds capacity, and a forward jump refills only up to
+// capacity. Package [github.com/go-ratelimit/ratelimit/core/coretest]
+// checks every store against these promises.
 package core

@@ -11,16 +11,12 @@ import (
 type Limiter interface {
 	// AllowN decides whether a request of cost n for key may pass now, and
 	// consumes n if so. n <= 0 returns ErrInvalidCost; n above the policy's
-	// capacity returns a denial with ErrCostExceedsCapacity. A remote store
-	// may return other errors (network, timeout), which the caller handles
-	// by its failure policy.
+	// capacity, a denial with ErrCostExceedsCapacity. A remote store may
+	// return other errors (network, timeout).
 	AllowN(ctx context.Context, key string, n int64) (Decision, error)
-	// Peek reports the key's state now without consuming anything:
-	// Allowed is whether a unit-cost request would be admitted (at one
-	// instant, what the next AllowN of cost 1 gets), Remaining how many
-	// unit-cost requests would pass now, counting none as consumed,
-	// ResetAfter and, when not allowed, RetryAfter as for that request;
-	// Delay is always 0.
+	// Peek reports, without consuming anything, the Decision a unit-cost
+	// request would get now (at one instant, what the next AllowN of cost 1
+	// gets), with Remaining counting none consumed and Delay 0.
 	Peek(ctx context.Context, key string) (Decision, error)
 	// Reset forgets key: its next request is treated as the first.
 	Reset(ctx context.Context, key string) error
@@ -29,9 +25,7 @@ type Limiter interface {
 }
 
 // PolicyLimiter is a Limiter that also decides under a policy given with
-// each call. The in-memory limiter and the Redis store implement it. See
-// "Policies per call" in the package documentation for what a key's state
-// means when the policy it is decided under changes.
+// each call: see "Policies per call" in the package documentation.
 type PolicyLimiter interface {
 	Limiter
 	// AllowPolicy is AllowN under p instead of the limiter's own policy.
@@ -43,19 +37,16 @@ type PolicyLimiter interface {
 	Get(ctx context.Context, p Policy, key string) (Usage, error)
 	// Set makes key's usage under p exactly used units now, 0 <= used <=
 	// p.Capacity() (else ErrInvalidUsage): a grant of credits, or state
-	// imported from another system. Set(ctx, p, key, 0) gives the key its
-	// full quota back.
+	// imported. Set(ctx, p, key, 0) gives the key its full quota back.
 	Set(ctx context.Context, p Policy, key string, used int64) error
 }
 
 // Usage is a key's state under a policy, in units of cost, as Get reports
 // it.
 type Usage struct {
-	// Used is the cost counted against the key now: for the fixed window,
-	// what the current window admitted; for the sliding window, what the
-	// trailing window counts; for the token bucket, the tokens taken and
-	// not yet refilled; for the leaky bucket, the requests still in the
-	// bucket. Bucket usage is rounded up to whole units.
+	// Used is the cost counted against the key now: what the window (or
+	// trailing window) counts, the tokens taken and not yet refilled, or the
+	// requests still in the leaky bucket, rounded up to whole units.
 	Used int64
 	// Remaining, ResetAfter and Policy are as in a Decision of Peek.
 	Remaining  int64

@@ -10,19 +10,12 @@ import (
 	"github.com/go-ratelimit/ratelimit/internal/cow"
 )
 
-// MemoryLimiter is the in-memory Limiter: one policy applied to any number
-// of keys, each with its own state, in a sharded hash table. It is safe for
-// simultaneous use by multiple goroutines. Build one with New; the zero value
-// is not usable.
-//
-// Deciding for a key already present takes no shared lock: one hash, a
-// lock-free lookup and one CompareAndSwap (a small per-key mutex for the
-// sliding window); it allocates nothing. A new key takes its shard's mutex
-// once.
-//
-// Idle keys are evicted by a background goroutine, which Close stops: a key
-// idle for longer than its policy's Recovery time is the same as a key never
-// seen, so dropping it never changes a decision.
+// MemoryLimiter is the in-memory [Limiter] and [PolicyLimiter]: one policy
+// applied to any number of keys, each with its own state. Build one with
+// New; the zero value is not usable. Deciding for a key already held takes
+// no shared lock and allocates nothing. Keys idle for longer than
+// [Policy.Recovery] are evicted by a background goroutine, which Close
+// stops; dropping them never changes a decision.
 type MemoryLimiter struct {
 	// One of these is set, by algorithm, for decisions: concrete types
 	// rather than an interface, so that the calls are direct and the key
@@ -59,41 +52,27 @@ type config struct {
 	sweep   time.Duration
 }
 
-// WithMaxKeys bounds the number of keys held, so that a flood of distinct
-// keys cannot exhaust memory. n must be > 0.
+// WithMaxKeys bounds the number of keys held (n > 0), so that a flood of
+// distinct keys cannot exhaust memory. The bound is kept per shard, so
+// eviction starts slightly before n keys. The default is 1,000,000 keys
+// (about 70 MB); for the sliding window, as many as fit in 256 MiB at its
+// bucket count, at most 1,000,000. Size n above the keys you expect per
+// Window.
 //
-// When a new key arrives and its shard is full, the limiter first evicts idle
-// keys (lossless), then the least-used key that is not currently limited
-// (the most Remaining among a sample of 32). A key that is currently limited
-// is never evicted, so flooding keys cannot free an abuser. Eviction never
-// hands quota back: what an evicted key had used is inherited by every key
-// that arrives in its shard afterwards (the shard keeps one state at least
-// as used as every key it evicted), until that usage has recovered. So no
-// key, evicted or not, is ever admitted beyond its policy, and under a flood
-// a newcomer may start with part of its quota spent. An evicted newcomer
-// passes on what it inherited too: while more than about MaxKeys × Limit /
-// Window new keys arrive per second (1.6 million/s at the default for 100
-// per minute), what a newcomer inherits grows by about one unit per MaxKeys
-// new keys, and a flood that lasts long enough leaves newcomers limited
-// until it stops and their usage recovers. Below that rate a newcomer
-// starts with a few units spent at most. Size n above the keys you expect
-// per Window. If every sampled key is limited, the new key shares that
-// inherited state with the other keys that found no room: they are limited
-// together, as one key, by the same policy, until room appears.
-//
-// With policies given per call (AllowPolicy), a shard keeps one inherited
-// state per policy, and a newcomer starts at least as used as each of them,
-// converted to its own policy as a key moved between policies would be (see
-// "Policies per call" in the package documentation). A shard keeps them for
-// at most 16 policies at once: beyond that, a key of a further policy is not
-// evicted while in use, and one that finds its shard full of limited keys
-// is denied until one of the 16 has recovered. The bound is
-// enforced per shard (1/256 of n each, for n >= 16384), so eviction starts
-// slightly before n keys.
-//
-// The default is 1,000,000 keys for the token bucket, leaky bucket and fixed
-// window (about 70 MB), and for the sliding window as many as fit in 256 MiB
-// at its bucket count, at most 1,000,000.
+// A new key that finds its shard full evicts idle keys first, then the
+// least-used key that is not currently limited: a limited key is never
+// evicted, so flooding keys cannot free an abuser. Eviction never hands
+// quota back: every key that arrives in the shard afterwards starts at
+// least as used as the keys it evicted (under each policy given per call,
+// converted to its own), until that usage has recovered. Below about
+// n × Limit / Window new keys per second that is a few units at most;
+// above it, it grows by about one unit per n new keys, and a long flood
+// leaves newcomers limited until it stops and their usage recovers. If
+// every key it samples is limited, the new key is limited together with the
+// other keys that found no room, as one key, until room appears. A shard
+// keeps this for at most 16 policies: beyond that, a key of a further
+// policy is not evicted while in use, and one that finds its shard full of
+// limited keys is denied until one of the 16 has recovered.
 func WithMaxKeys(n int) Option {
 	return func(c *config) error {
 		if n <= 0 {
@@ -104,11 +83,10 @@ func WithMaxKeys(n int) Option {
 	}
 }
 
-// WithClock replaces the clock, for tests: every decision reads now from it.
-// The default is the process's monotonic clock anchored to the wall clock at
-// New, so a wall-clock step never moves the limiter's time. Times before
-// 1970 are not supported. A clock that steps backwards never adds capacity:
-// the limiter keeps using the latest instant it has seen.
+// WithClock replaces the clock, for tests; times before 1970 are not
+// supported. The default is the process's monotonic clock, so a wall-clock
+// step never moves the limiter's time. A clock that steps backwards is
+// taken to stand still at the latest instant seen.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) error {
 		if now == nil {
@@ -131,9 +109,10 @@ func WithSweepInterval(d time.Duration) Option {
 	}
 }
 
-// New returns an in-memory limiter enforcing p for every key. It returns an
-// error naming the field when p is invalid (see Policy.Validate) or an option
-// is (a nil option too), and starts one goroutine that evicts idle keys; call Close to stop it.
+// New returns an in-memory limiter enforcing p for every key, or an error
+// naming the field when p (see Policy.Validate) or an option is invalid (a
+// nil option too). It starts one goroutine that evicts idle keys; Close
+// stops it.
 func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	r, err := compile(p)
 	if err != nil {
@@ -176,8 +155,7 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 }
 
 // MustNew is New for policies and options written in the program: it panics
-// with New's error when they are invalid. Use New for policies read from
-// configuration.
+// with New's error. Use New for policies read from configuration.
 func MustNew(p Policy, opts ...Option) *MemoryLimiter {
 	l, err := New(p, opts...)
 	if err != nil {
@@ -232,11 +210,8 @@ func (l *MemoryLimiter) Allow(ctx context.Context, key string) (Decision, error)
 	return l.AllowN(ctx, key, 1)
 }
 
-// AllowN decides whether a request of cost n for key may pass now and, if
-// so, consumes n. It returns an error only for an invalid cost
-// (ErrInvalidCost), a cost above the policy's capacity (a denial and
-// ErrCostExceedsCapacity) or a closed limiter (ErrClosed). ctx is not used:
-// an in-memory decision never blocks.
+// AllowN is [Limiter.AllowN]. Its only errors are ErrInvalidCost,
+// ErrCostExceedsCapacity and ErrClosed; ctx is not used.
 func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (d Decision, err error) {
 	if n <= 0 || n > l.rule.capacity || l.closed.Load() {
 		return l.refuse(&l.rule, &l.rule.policy, key, n)
@@ -246,9 +221,7 @@ func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (d Decisi
 	return d, nil
 }
 
-// Peek reports the key's state now without consuming anything, as
-// Limiter.Peek describes: at one instant, Peek's Allowed is what the next
-// AllowN of cost 1 gets. A key not held is not stored.
+// Peek is [Limiter.Peek]. A key not held is not stored.
 func (l *MemoryLimiter) Peek(_ context.Context, key string) (d Decision, err error) {
 	if l.closed.Load() {
 		return Decision{}, ErrClosed
@@ -258,9 +231,8 @@ func (l *MemoryLimiter) Peek(_ context.Context, key string) (d Decision, err err
 	return d, nil
 }
 
-// Reset forgets key, so that its next request is treated as its first, with
-// the full quota, even in a shard that a flood of keys has filled (see
-// WithMaxKeys).
+// Reset forgets key: its next request has the full quota, even in a shard
+// that a flood of keys has filled (see WithMaxKeys).
 func (l *MemoryLimiter) Reset(_ context.Context, key string) error {
 	if l.closed.Load() {
 		return ErrClosed
@@ -289,12 +261,11 @@ func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, con
 
 func (l *MemoryLimiter) sweep() { l.keys.sweep(l.clock()) }
 
-// Wait blocks until a request of cost n for key is admitted, then returns
-// nil, or returns an error when ctx ends first (or would end before the
-// earliest admission, in which case nothing is consumed). For an admitted
-// leaky-bucket request it also waits out Decision.Delay; if ctx ends during
-// that delay the capacity stays consumed, as the request was admitted. Waiting
-// uses real timers, whatever WithClock says.
+// Wait blocks until a request of cost n for key is admitted, and then for
+// its Decision.Delay, or returns an error wrapping ctx's when ctx ends
+// first or would end before the admission (nothing is then consumed; during
+// the delay, the capacity stays consumed). It uses real timers, whatever
+// WithClock says.
 func (l *MemoryLimiter) Wait(ctx context.Context, key string, n int64) error {
 	for {
 		d, err := l.AllowN(ctx, key, n)

@@ -10,8 +10,8 @@ import (
 // Algorithm names one of the four rate-limiting algorithms.
 type Algorithm uint8
 
-// The four algorithms. The zero Algorithm is invalid, so a zero Policy is
-// rejected instead of silently meaning one of them.
+// The four algorithms. The zero Algorithm is invalid: a zero Policy is
+// rejected.
 const (
 	AlgFixedWindow Algorithm = iota + 1
 	AlgSlidingWindow
@@ -35,58 +35,38 @@ func (a Algorithm) String() string {
 	return fmt.Sprintf("Algorithm(%d)", uint8(a))
 }
 
-// Defaults and bounds of the policy knobs.
+// Defaults and bounds of the policy knobs, the same in every store
+// (Validate).
 const (
-	// DefaultBuckets is the number of buckets of a sliding window when
-	// WithBuckets is not used.
-	DefaultBuckets = 10
-	// MinBucket is the shortest sliding-window bucket (Window/Buckets) and
-	// the shortest fixed window: below it timer and clock granularity, and
-	// Redis's millisecond key expiry, make the counts meaningless.
-	MinBucket = time.Millisecond
-	// MaxWindowLimit is the largest Limit of a fixed or sliding window.
-	MaxWindowLimit = math.MaxUint32
-	// MaxBuckets is the largest Buckets of a sliding window, in every store.
-	MaxBuckets = 4096
-	// MaxSpan is the longest Window and the longest Recovery time a policy
-	// may have, in every store (Validate): 2^52 ns, about 52 days, the
-	// longest span the Redis store computes exactly.
-	MaxSpan = time.Duration(1) << 52
+	DefaultBuckets = 10                     // Buckets of a sliding window without WithBuckets
+	MinBucket      = time.Millisecond       // shortest fixed window and sliding-window bucket
+	MaxWindowLimit = math.MaxUint32         // largest Limit of a fixed or sliding window
+	MaxBuckets     = 4096                   // largest Buckets of a sliding window
+	MaxSpan        = time.Duration(1) << 52 // longest Window and Recovery (about 52 days)
 )
 
 // maxSpan is MaxSpan in nanoseconds.
 const maxSpan = int64(MaxSpan)
 
-// Policy is "Limit requests per Window" plus the knobs of one algorithm. Build
-// one with FixedWindow, SlidingWindow, TokenBucket or LeakyBucket and refine
-// it with the With methods; each returns a modified copy, so a Policy value
-// can be shared and reused.
-//
-// A Policy is validated when a limiter is built from it (see Validate), never
-// by the constructors, which therefore cannot fail or panic.
+// Policy is "Limit requests per Window" plus the knobs of one algorithm.
+// Build one with FixedWindow, SlidingWindow, TokenBucket or LeakyBucket and
+// refine it with the With methods, which return a modified copy. The
+// constructors never fail: a Policy is validated when a limiter is built
+// from it (see Validate).
 type Policy struct {
-	// Algorithm selects the algorithm.
 	Algorithm Algorithm
-	// Limit is the number of unit-cost requests admitted per Window.
-	Limit int64
-	// Window is the period of the limit.
-	Window time.Duration
-	// Burst is the capacity of a token bucket (the largest burst) or the
-	// depth of a leaky bucket (how many requests it holds at once, the one
-	// leaving now included). The constructors set it to Limit. Unused by the
-	// window algorithms.
-	Burst int64
-	// Buckets is the number of buckets a sliding window is split into. The
-	// constructor sets DefaultBuckets. Unused by the other algorithms.
-	Buckets int64
-	// Meter makes a leaky bucket a pure meter: admitted requests pass at
-	// once (Decision.Delay is always 0) and overflow is denied. A metering
-	// leaky bucket admits exactly what a token bucket with the same Limit,
-	// Window and Burst admits.
+	Limit     int64         // unit-cost requests admitted per Window
+	Window    time.Duration // the period of the limit
+	// Burst is the capacity of a token bucket or the depth of a leaky
+	// bucket (the requests it holds at once, the one leaving now included).
+	// The constructors set it to Limit.
+	Burst   int64
+	Buckets int64 // of a sliding window (DefaultBuckets by its constructor)
+	// Meter makes a leaky bucket deny overflow instead of delaying (Delay is
+	// always 0): it then admits exactly what a token bucket with the same
+	// Limit, Window and Burst admits.
 	Meter bool
-	// Name identifies the policy in the IETF RateLimit-Policy header. Empty
-	// means the adapter picks a name.
-	Name string
+	Name  string // in the IETF RateLimit-Policy header; if empty, the adapter picks one
 }
 
 // FixedWindow returns a policy admitting at most limit requests in each
@@ -97,11 +77,10 @@ func FixedWindow(limit int64, window time.Duration) Policy {
 }
 
 // SlidingWindow returns a policy admitting at most limit requests in the
-// trailing window, counted in DefaultBuckets buckets (see WithBuckets).
-// Buckets drop out whole, so any interval of one window admits at most
-// limit + ceil(limit/buckets) (see Policy.MaxInWindow), and a client sending
-// steadily at limit per window is always admitted. The window must be a
-// whole number of nanoseconds per bucket.
+// trailing window, counted in DefaultBuckets buckets (see WithBuckets) that
+// drop out whole, so an interval of one window may admit up to
+// Policy.MaxInWindow. The window must be a whole number of nanoseconds per
+// bucket.
 func SlidingWindow(limit int64, window time.Duration) Policy {
 	return Policy{Algorithm: AlgSlidingWindow, Limit: limit, Window: window, Buckets: DefaultBuckets}
 }
@@ -113,9 +92,8 @@ func TokenBucket(limit int64, window time.Duration) Policy {
 }
 
 // LeakyBucket returns a policy letting requests leave at a steady limit per
-// window. Up to Burst requests (default limit) may be in the bucket; each
-// admitted request is told how long to wait (Decision.Delay) so that the output
-// is smooth. See AsMeter for the variant that denies instead of delaying.
+// window, with up to Burst (default limit) in the bucket: each admitted
+// request is told how long to wait (Decision.Delay). AsMeter denies instead.
 func LeakyBucket(limit int64, window time.Duration) Policy {
 	return Policy{Algorithm: AlgLeakyBucket, Limit: limit, Window: window, Burst: limit}
 }
@@ -134,11 +112,10 @@ func (p Policy) WithName(name string) Policy { p.Name = name; return p }
 // instead of delaying admitted requests (see Policy.Meter).
 func (p Policy) AsMeter() Policy { p.Meter = true; return p }
 
-// Interval is the time one unit of capacity takes to come back (Window/Limit,
-// truncated to the nanosecond) for the bucket algorithms, and the bucket
-// width (Window/Buckets, truncated likewise) for the sliding window. It is 0
-// for a fixed window or an invalid policy. Validate rejects a bucket policy
-// whose truncation changes the rate by more than 0.1%.
+// Interval is, truncated to the nanosecond, Window/Limit for the bucket
+// algorithms (the time one unit takes to come back; Validate rejects a
+// truncation that changes the rate by more than 0.1%) and the bucket width
+// Window/Buckets for the sliding window; 0 otherwise.
 func (p Policy) Interval() time.Duration {
 	switch p.Algorithm {
 	case AlgTokenBucket, AlgLeakyBucket:
@@ -164,19 +141,17 @@ func (p Policy) Capacity() int64 {
 
 // MaxInWindow is the most unit-cost requests the policy admits in any
 // interval of length Window (its start and end included), whatever the
-// traffic and its phase. It is the exact bound every store keeps:
+// traffic and its phase; 0 for an invalid policy. It is the exact bound
+// every store keeps:
 //
-//   - FixedWindow: 2*Limit (Limit at the end of one window, Limit at the
-//     start of the next).
-//   - SlidingWindow: Limit + ceil(Limit/Buckets). An interval of one Window
-//     meets at most Buckets+1 buckets, and the algorithm admits at most that
-//     many in any Buckets+1 consecutive buckets (see SlidingWindow).
-//   - TokenBucket and LeakyBucket: Burst + Window/Interval, which is
-//     Burst + Limit when Window is a multiple of Limit nanoseconds, and at
-//     most 0.1% more than that otherwise. A leaky bucket's admitted requests
-//     are served at most Window/Interval + 1 per Window, one Interval apart.
-//
-// It is 0 for an invalid policy.
+//   - FixedWindow: 2*Limit (at the end of one window and the start of the
+//     next).
+//   - SlidingWindow: Limit + ceil(Limit/Buckets) (an interval of one Window
+//     meets Buckets+1 buckets).
+//   - TokenBucket and LeakyBucket: Burst + Window/Interval (Burst + Limit
+//     when Window is a multiple of Limit nanoseconds, at most 0.1% more
+//     otherwise). A leaky bucket serves its admitted requests one Interval
+//     apart.
 func (p Policy) MaxInWindow() int64 {
 	if p.Validate() != nil {
 		return 0
@@ -191,12 +166,10 @@ func (p Policy) MaxInWindow() int64 {
 }
 
 // Recovery is the longest time a key's state matters after any use: an
-// idle key older than this is identical to a new one under every policy
-// (see "Policies per call" in the package documentation), which is what
-// makes evicting it lossless. It is the time a key needs to return to full
-// quota, except for a fixed window: its quota is back when its window ends,
-// but another policy's window may still hold the window's requests for one
-// more Window, so its Recovery is 2*Window.
+// idle key older than this is identical to a new one under every policy, so
+// evicting it is lossless. It is the time a key needs to return to full
+// quota, except for a fixed window: 2*Window, as another policy's window may
+// still count its requests.
 func (p Policy) Recovery() time.Duration {
 	switch p.Algorithm {
 	case AlgTokenBucket, AlgLeakyBucket:

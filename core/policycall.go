@@ -10,13 +10,8 @@ import (
 // beyond it each such call compiles its policy (one allocation).
 const maxRules = 1024
 
-// AllowPolicy is AllowN under p instead of the limiter's own policy (see
-// PolicyLimiter and "Policies per call" in the package documentation). A
-// key decided again under the policy it was last decided under takes the
-// fast path of AllowN: no lock, no allocation; a key whose policy changes
-// takes its shard's mutex once to convert its state. It returns the error
-// of p.Validate for an invalid p, and ErrAlgorithmMismatch for a policy of
-// another algorithm than the limiter's.
+// AllowPolicy is [PolicyLimiter.AllowPolicy]. A key decided again under the
+// policy it was last decided under costs what AllowN costs.
 func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n int64) (d Decision, err error) {
 	if n <= 0 || n > p.Capacity() || l.closed.Load() {
 		return l.refuse(nil, &p, key, n)
@@ -29,9 +24,8 @@ func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n i
 	return d, nil
 }
 
-// Get reads key's usage under p without consuming anything and without
-// changing the key's state: see PolicyLimiter. It takes the key's shard
-// mutex; it is meant for administration, not for every request.
+// Get is [PolicyLimiter.Get]. It takes a lock: it is meant for
+// administration, not for every request.
 func (l *MemoryLimiter) Get(_ context.Context, p Policy, key string) (Usage, error) {
 	if l.closed.Load() {
 		return Usage{}, ErrClosed
@@ -44,9 +38,8 @@ func (l *MemoryLimiter) Get(_ context.Context, p Policy, key string) (Usage, err
 	return Usage{Used: used, Remaining: v.remaining, ResetAfter: v.reset, Policy: r.policy}, nil
 }
 
-// Set makes key's usage under p exactly used units now: see PolicyLimiter.
-// A decision in flight on the key when Set runs counts either before it
-// (and is overwritten) or after it, never half.
+// Set is [PolicyLimiter.Set]. A decision in flight on the key counts either
+// before it (and is overwritten) or after it, never half.
 func (l *MemoryLimiter) Set(_ context.Context, p Policy, key string, used int64) error {
 	if l.closed.Load() {
 		return ErrClosed

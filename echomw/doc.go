@@ -6,23 +6,21 @@
 //	e.Use(echomw.Limit(lim))                        // key: the TCP peer address
 //	e.POST("/login", login, echomw.Limit(loginLim)) // a stricter limit on one route
 //
-// [Limit] takes nethttp's options and decides exactly as
-// [nethttp.Middleware] (see package nethttp). [WithSkipper] is the echo-native
-// form of nethttp.WithSkip, for conditions on the echo context.
+// [Limit] takes nethttp's options (and [WithSkipper]) and decides exactly
+// as [nethttp.Middleware].
 //
 // # Errors, echo's way
 //
-// A rejected request is returned as an *echo.HTTPError (429 Too Many Requests,
-// or 400, 500 or 503 for a key, cost or fail-closed limiter error), so it goes
-// through echo's HTTPErrorHandler like any other error, and the rate-limit
-// headers and Retry-After, already on the response, stay there. echo's
-// default handler answers {"message":"Too Many Requests"}. A custom handler
-// gets the *[nethttp.Rejection], and its decision, with errors.As (see the
-// Limit example). A handler given with nethttp.WithDenyHandler or
-// nethttp.WithKeyErrorHandler writes its answer itself; echo's handler then
-// finds the response committed and leaves it. The HTTPError's message never
-// carries the limiter's error text (echo's Debug mode would write it to the
-// client); only the Rejection it unwraps to does.
+// A rejected request is returned as an *echo.HTTPError with the status
+// nethttp would answer, so it goes through echo's HTTPErrorHandler like any
+// other error, and the rate-limit headers and Retry-After already on the
+// response stay there. echo's default handler answers {"message":"Too Many Requests"}. A
+// custom handler gets the *[nethttp.Rejection] with errors.As (see the Limit
+// example). A handler given with nethttp.WithDenyHandler or
+// nethttp.WithKeyErrorHandler writes its answer itself, and echo's handler
+// leaves the committed response. The HTTPError's message never carries the
+// limiter's error text (echo's Debug mode would show it); only the
+// Rejection it unwraps to does.
 //
 // # Route keys
 //

@@ -12,14 +12,8 @@ import (
 )
 
 // Limit returns echo middleware limiting requests with lim, for e.Use, a
-// group or one route (not e.Pre: see the package documentation):
-//
-//	e.Use(echomw.Limit(lim))
-//
-// It takes nethttp's options (and [WithSkipper]) and decides as
-// [nethttp.Middleware]; a rejected request is returned as an
-// *echo.HTTPError, as the package documentation says. It panics for a nil
-// limiter and as nethttp.Middleware does.
+// group or one route (not e.Pre), as the package documentation describes. It
+// panics as [nethttp.Middleware] does.
 func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 	if lim == nil {
 		panic(errors.New("echomw: Limit: nil limiter"))

@@ -9,11 +9,9 @@ import (
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
-// WithSkipper exempts the requests for which s returns true: an echo
-// middleware.Skipper, for conditions on the echo context (values an earlier
-// middleware set with c.Set). It is the echo-native form of
-// [nethttp.WithSkip], which works here too; several add up. It panics for a
-// nil s.
+// WithSkipper exempts the requests for which s, an echo middleware.Skipper,
+// returns true: [nethttp.WithSkip] for conditions on the echo context.
+// Several add up. It panics for a nil s.
 func WithSkipper(s func(echo.Context) bool) nethttp.Option {
 	if s == nil {
 		panic(errors.New("echomw: WithSkipper: nil function"))

@@ -14,13 +14,8 @@ import (
 )
 
 // Limit returns gin middleware limiting requests with lim, for r.Use, a
-// group or one route:
-//
-//	r.Use(ginmw.Limit(lim))
-//
-// It takes nethttp's options and behaves as [nethttp.Middleware]; a
-// rejected request is answered and the chain aborted (c.Abort). It panics
-// for a nil limiter and as nethttp.Middleware does.
+// group or one route, as the package documentation describes. It panics as
+// [nethttp.Middleware] does.
 func Limit(lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
 	if lim == nil {
 		panic(errors.New("ginmw: Limit: nil limiter"))
@@ -82,9 +77,7 @@ var errNoGinContext = fmt.Errorf("%w: ginmw.ClientIP used outside ginmw.Limit", 
 
 // ClientIP returns a key function for nethttp.WithKeyFunc that keys on gin's
 // c.ClientIP(), in keyfunc.IP's canonical form ([keyfunc.CanonicalIP]). Use
-// it only after engine.SetTrustedProxies (or engine.TrustedPlatform): gin
-// trusts every peer's forwarding headers by default (see the package
-// documentation).
+// it only after engine.SetTrustedProxies (see the package documentation).
 func ClientIP() keyfunc.Func {
 	return clientIP
 }

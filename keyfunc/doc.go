@@ -43,16 +43,11 @@
 //     lines, with quoting, IPv6 brackets and ports as the RFC writes them.
 //  3. X-Real-IP: read like X-Forwarded-For.
 //
-// If your proxy maintains another header and passes the client's
-// X-Forwarded-For through, name that header with [FromHeaders], or the
-// client's own X-Forwarded-For wins.
-//
-// Entries to the left of the first untrusted address are never parsed. When
-// the walk reaches an entry that is not an address (empty, "unknown", an
-// obfuscated "_name", an unquoted IPv6 in Forwarded, a syntax error), the key
-// is the peer address, the one answer no client chose: such requests share
-// the proxy's bucket, which hurts only the clients that send them. Malformed
-// headers never give "no key".
+// [FromHeaders] names another header. Entries to the left of the first
+// untrusted address are never parsed. When the walk reaches an entry that is
+// not an address (empty, "unknown", an obfuscated "_name", an unquoted IPv6
+// in Forwarded, a syntax error), the key is the peer address: such requests
+// share the proxy's bucket. Malformed headers never give "no key".
 //
 // # Keys
 //
@@ -61,46 +56,41 @@
 // so an alias cannot slip past the trust check; a trusted prefix is matched
 // the same way, and one written with a zone is refused as an error. IPv4
 // keys are the dotted quad ("192.0.2.1"): two IPv4 addresses never share a
-// key. IPv6 keys are the client's /64 ("2001:db8:1:2::/64"), because one host
-// usually controls a whole /64; [IPv6Prefix] changes the length. A RemoteAddr
-// that is not an IP address (empty in a hand-built request, "@" for a Unix
-// socket listener) gives an error wrapping ErrNoKey: choose the key-error
-// policy, or another key function, for such traffic deliberately.
+// key. IPv6 keys are the client's /64 ("2001:db8:1:2::/64"); [IPv6Prefix]
+// changes the length. A RemoteAddr that is not an IP address (empty in a
+// hand-built request, "@" for a Unix socket listener) gives an error
+// wrapping ErrNoKey.
 //
 // Keys from different functions are not namespaced: a client can send an API
 // key equal to someone's IP key. When one limiter counts keys from several
 // functions (an adapter falling back from Header to IP), give each its own
 // namespace: Join(Static("key"), apiKey) and Join(Static("ip"), perIP).
 //
-// Keys longer than 256 bytes are replaced by "sha256:" and the unpadded
-// base64url SHA-256 of the key, so a huge header cannot become a huge map or
-// Redis key; a raw key that starts with "sha256:" is hashed too, so it can
-// never equal another key's hash.
+// Keys longer than 256 bytes, and keys that start with "sha256:", are
+// replaced by "sha256:" and the unpadded base64url SHA-256 of the key: a
+// huge header cannot become a huge map or Redis key, nor equal another key's
+// hash.
 //
 // # Verify before going live
 //
-//  1. Through your real proxy chain, from a machine whose public address you
-//     know, log the key: it must be that address, not your proxy's and not
-//     127.0.0.1. If it is a proxy's, trust that proxy; if it is 127.0.0.1,
-//     your proxy connects over loopback: trust 127.0.0.1/32 (and ::1).
-//  2. Repeat with spoofed headers: curl -H "X-Forwarded-For: 1.2.3.4"
-//     -H "X-Real-IP: 1.2.3.4" -H "Forwarded: for=1.2.3.4". The key must not
+//  1. Through your real proxy chain, log the key of a request from an
+//     address you know: it must be that address. A proxy's address means
+//     that proxy is not trusted; 127.0.0.1 means your proxy connects over
+//     loopback: trust 127.0.0.1/32 (and ::1).
+//  2. Repeat with spoofed headers (curl -H "X-Forwarded-For: 1.2.3.4", and
+//     likewise X-Real-IP and Forwarded: for=1.2.3.4): the key must not
 //     change. If it does, your proxy passes the header through instead of
-//     appending to it: fix the proxy, or name the header it maintains with
-//     FromHeaders.
-//  3. Trust only your own proxies. A prefix shared with others (a whole cloud
-//     region, a CDN you do not use) lets anyone in it choose their key; on a
-//     server the internet reaches directly, 0.0.0.0/0 or ::/0 makes the key
-//     whatever the client writes.
+//     appending to it: fix the proxy, or name its header with FromHeaders.
+//  3. Trust only your own proxies. A prefix shared with others (a cloud
+//     region, a CDN you do not use), or 0.0.0.0/0 and ::/0 on a server the
+//     internet reaches, lets a client choose its key.
 //  4. Make the application reachable only through the proxy, or keep direct
 //     clients outside the trusted prefixes.
 //  5. Behind several proxies (CDN, load balancer, ingress), trust every one:
-//     the walk stops at the first proxy not trusted, and every client behind
-//     it shares that proxy's key.
-//  6. With IPv6 clients, check that IPv6Prefix matches how your users'
-//     networks are assigned (/64 per subscriber is common; some ISPs hand out
-//     /56 or /48).
-//  7. Decide what the adapter does on ErrNoKey (missing API key, no route
-//     pattern, Unix socket peer): fall back to another key or reject. Never
-//     let it skip limiting by accident.
+//     the walk stops at the first untrusted one, and every client behind it
+//     shares its key.
+//  6. With IPv6 clients, check IPv6Prefix against how your users' networks
+//     are assigned (/64 is common; some ISPs hand out /56 or /48).
+//  7. Decide what the adapter does on ErrNoKey (missing API key, no route,
+//     Unix socket peer): fall back to another key or reject.
 package keyfunc

@@ -9,9 +9,8 @@ import (
 
 // Header returns a Func whose key is the value of the named request header,
 // typically an API key: Header("X-API-Key"). The key is the first line of
-// the header (the one http.Header.Get returns) with surrounding spaces and
-// tabs removed. A missing or blank header gives an error wrapping [ErrNoKey],
-// never one key shared by all such requests. The value is used as sent:
+// the header with surrounding spaces and tabs removed; a missing or blank
+// header gives an error wrapping [ErrNoKey]. The value is used as sent:
 // authenticate before counting, or expect one bucket per made-up key. Header
 // panics for an empty or invalid header name.
 func Header(name string) Func {

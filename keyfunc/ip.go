@@ -36,14 +36,9 @@ type ipConfig struct {
 
 // TrustProxies names the proxies whose forwarding headers [IP] believes, as
 // CIDR prefixes ("10.0.0.0/8", "2001:db8::/32") or single addresses
-// ("192.0.2.7"); the package documentation says how the headers are walked.
-// Trust only prefixes that hold nothing but your own proxies. Several
-// TrustProxies options add up; without any, the key is always the peer.
-//
-// TrustProxies is for prefixes written in the program: it panics, naming
-// every entry that is neither a prefix nor an address (an address with a
-// zone, fe80::1%eth0, is neither: write fe80::1). Prefixes read from
-// configuration go through [ParseTrustedProxies], which returns that error.
+// ("192.0.2.7"), without a zone. Several TrustProxies options add up;
+// without any, the key is always the peer. It is for prefixes written in the
+// program: it panics, naming every invalid entry.
 func TrustProxies(cidrs ...string) IPOption {
 	opt, err := parseTrustedProxies("TrustProxies", cidrs)
 	if err != nil {
@@ -55,15 +50,10 @@ func TrustProxies(cidrs ...string) IPOption {
 // ParseTrustedProxies is [TrustProxies] for prefixes that come from
 // configuration: it trims spaces around each entry and ignores empty ones
 // (an unset variable trusts nothing), and returns an error naming every
-// other entry that is neither a CIDR prefix nor an IP address, instead of
-// panicking.
+// other invalid entry instead of panicking.
 //
 //	// TRUSTED_PROXIES="10.0.0.0/8, 192.168.0.0/16"
 //	trusted, err := keyfunc.ParseTrustedProxies(strings.Split(os.Getenv("TRUSTED_PROXIES"), ",")...)
-//	if err != nil {
-//		log.Fatal(err)
-//	}
-//	key := keyfunc.IP(trusted)
 func ParseTrustedProxies(cidrs ...string) (IPOption, error) {
 	kept := make([]string, 0, len(cidrs))
 	for _, s := range cidrs {
@@ -125,11 +115,9 @@ func IPv6Prefix(bits int) IPOption {
 
 // FromHeaders replaces the forwarding headers read from trusted proxies and
 // their precedence (default: X-Forwarded-For, Forwarded, X-Real-IP), for a
-// proxy that maintains another header: FromHeaders("X-Real-IP") behind
-// nginx's realip setup, FromHeaders("CF-Connecting-IP") behind Cloudflare
-// (with Cloudflare's ranges in [TrustProxies]). "Forwarded" is parsed as
-// RFC 7239, any other header like X-Forwarded-For. It panics when no name is
-// given, a name is not a valid header name, or a name repeats.
+// proxy that maintains another header: FromHeaders("CF-Connecting-IP")
+// behind Cloudflare. "Forwarded" is parsed as RFC 7239, any other header like
+// X-Forwarded-For. It panics for no name, an invalid name or a repeated one.
 func FromHeaders(names ...string) IPOption {
 	if len(names) == 0 {
 		panic(errors.New("keyfunc: FromHeaders: no header names"))
@@ -148,13 +136,12 @@ func FromHeaders(names ...string) IPOption {
 	return func(c *ipConfig) { c.headers, c.setHeaders = headers, true }
 }
 
-// IP returns a Func whose key is the client's IP address, in the canonical
-// form the package documentation describes. The client is the TCP peer,
+// IP returns a Func whose key is the client's IP address, found and written
+// as the package documentation describes: the TCP peer,
 // http.Request.RemoteAddr, unless the peer is inside a prefix given to
-// [TrustProxies]; then it is found in the forwarding headers, as the package
-// documentation describes. A RemoteAddr that is not an IP address gives an
-// error wrapping [ErrNoKey]. IP panics when [FromHeaders] is given without
-// TrustProxies: headers are only ever read from trusted peers.
+// [TrustProxies]. A RemoteAddr that is not an IP address gives an error
+// wrapping [ErrNoKey]. IP panics when [FromHeaders] is given without
+// TrustProxies.
 func IP(opts ...IPOption) Func {
 	c := &ipConfig{
 		ipv6Bits: defaultIPv6Prefix,
@@ -173,9 +160,8 @@ func IP(opts ...IPOption) Func {
 
 // CanonicalIP returns the key IP() gives a client at address ip (IPv6 masked
 // to its /64), for adapters whose framework has already found the client
-// (gin's c.ClientIP(), echo's c.RealIP()): whom the framework trusts to say
-// is the framework's business. An ip that is not an IP address (empty, a host
-// name, an address with a port) gives an error wrapping [ErrNoKey].
+// (gin's c.ClientIP()). An ip that is not an IP address (empty, a host name,
+// an address with a port) gives an error wrapping [ErrNoKey].
 func CanonicalIP(ip string) (string, error) {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {

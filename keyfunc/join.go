@@ -9,13 +9,11 @@ import (
 )
 
 // Join returns a Func whose key combines the keys of fs, in order:
-// Join(Route(), IP()) counts each client separately on each route.
-//
-// Each part is written as its length in decimal, a colon, then the part
+// Join(Route(), IP()) counts each client separately on each route. Each part
+// is written as its length, a colon, then the part
 // ("11:/users/{id}9:192.0.2.1"), so no two different lists of parts give the
-// same key. The first error from fs is returned as it is. Join panics when fs
-// is empty (for one key shared by every request, use [Static]) or holds a
-// nil function.
+// same key. The first error from fs is returned as it is. Join panics when
+// fs is empty (use [Static]) or holds a nil function.
 func Join(fs ...Func) Func {
 	if len(fs) == 0 {
 		panic(errors.New("keyfunc: Join: no functions (Static gives every request one key)"))

@@ -15,10 +15,8 @@ var errNoRoute = fmt.Errorf("%w: no route pattern in Request.Pattern", ErrNoKey)
 // net/http's ServeMux sets Pattern only on the requests it passes to the
 // handlers registered on it, not in a middleware wrapping the whole mux. The
 // chi, gin and echo adapters set it to their router's pattern; an adapter of
-// another router does the same on a shallow copy of the request:
-//
-//	kr := r.WithContext(r.Context())
-//	kr.Pattern = route // the router's pattern for the matched route
+// another router sets it on a shallow copy of the request
+// (nethttp.Engine's example).
 func Route() Func {
 	return routeKey
 }

@@ -38,12 +38,8 @@ type problem struct {
 
 // ProblemJSON is a denial handler for WithDenyHandler that answers 429 with
 // an RFC 9457 application/problem+json body of type ProblemType, naming the
-// violated policy (its IETF policy name) in "violated-policies":
-//
-//	{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded",
-//	 "title":"Request cannot be satisfied as assigned quota has been exceeded",
-//	 "status":429,"detail":"Retry later; see the Retry-After header.",
-//	 "violated-policies":["per-ip"]}
+// violated policy (its IETF policy name) in "violated-policies" (see the
+// example).
 func ProblemJSON(w http.ResponseWriter, _ *http.Request, d core.Decision) {
 	p := problem{
 		Type:             ProblemType,

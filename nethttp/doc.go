@@ -5,12 +5,6 @@
 //	lim := core.MustNew(core.TokenBucket(100, time.Minute))
 //	http.ListenAndServe(addr, nethttp.Middleware(lim)(mux))
 //
-// [Middleware] has the standard signature func(http.Handler) http.Handler,
-// so it works with every net/http router. Wrap one handler for a per-route
-// limit; http.Request.Pattern, and so [keyfunc.Route], is set only in
-// handlers registered on a ServeMux, not in middleware wrapping the whole
-// mux.
-//
 // # Admitted requests
 //
 // The response carries X-RateLimit-Limit (the quota), X-RateLimit-Remaining
@@ -52,26 +46,25 @@
 // Several limits on one route are several middlewares, one inside the other.
 // On an admitted request the X-RateLimit-* fields describe the most
 // restrictive decision (the lowest Remaining; on a tie, the later reset). On
-// a 429 they describe the limit that denied the request, with its
-// Retry-After: the first middleware that denies answers, and the ones inside
-// it are neither consulted nor charged. The IETF fields list every policy
-// consulted, outermost first. An outer limit has already counted a request
-// that an inner one denies, so put the limit most likely to deny outermost,
-// and give stacked middlewares the same header style and reset format.
+// a 429 they describe the limit that denied, with its Retry-After: the first
+// middleware that denies answers, and those inside it are neither consulted
+// nor charged. The IETF fields list every policy consulted, outermost first.
+// An outer limit has already counted a request that an inner one denies, so
+// put the limit most likely to deny outermost, and give stacked middlewares
+// the same header style and reset format.
 //
 // # Keys, failures and hooks
 //
-// The key defaults to [keyfunc.IP]: the TCP peer address, never a header. A
-// request without a key is answered 400 ([WithKeyFallback],
-// [WithKeyErrorHandler]): a missing key never means "not limited". A
-// limiter that fails (a Redis store that cannot be reached and has no local
-// fallback) fails open by default ([WithFailClosed]); the response never
-// carries error text or anything the client sent. A request whose own
-// context ends while the limiter decides is answered 503 and not served
-// ([OutcomeCanceled]). [WithCostFunc] weighs requests, [WithSkip] exempts
-// them and [WithPolicyFunc] picks each one's policy. Hooks ([WithHook]) get
-// one [Event] per request not skipped; [WithDryRun] decides and reports
-// without blocking.
+// The key defaults to [keyfunc.IP], the TCP peer address. A request without
+// a key is answered 400 ([WithKeyFallback], [WithKeyErrorHandler]): a
+// missing key never means "not limited". A limiter that fails (a Redis store
+// that cannot be reached and has no local fallback) fails open by default
+// ([WithFailClosed]); no response carries error text or anything the client
+// sent. A request whose own context ends while the limiter decides is
+// answered 503 and not served ([OutcomeCanceled]). [WithCostFunc] weighs
+// requests, [WithSkip] exempts them and [WithPolicyFunc] picks each one's
+// policy. Hooks ([WithHook]) get one [Event] per request not skipped;
+// [WithDryRun] decides and reports without blocking.
 //
 // # Adapters
 //

@@ -13,38 +13,27 @@ import (
 // the decision (and after a leaky-bucket delay) and before the next handler
 // runs or the rejection is written.
 type Event struct {
-	// Request is the request decided.
 	Request *http.Request
-	// Key is the key the request was counted under; "" when there is none
-	// (OutcomeKeyError). It is personal data (a client IP, an API key):
-	// the ready-made hooks never log it or use it as a label.
-	Key string
-	// Cost is the request's cost (1 without WithCostFunc); 0 when it could
-	// not be computed (OutcomeKeyError, OutcomeCostError).
-	Cost int64
-	// Outcome is what happened to the request.
+	// Key is the key the request was counted under ("" for
+	// OutcomeKeyError): personal data, which the ready-made hooks never log
+	// or use as a label.
+	Key     string
+	Cost    int64 // 1 without WithCostFunc; 0 for a key or cost error
 	Outcome Outcome
-	// Decision is the limiter's answer: Policy is the policy applied (the
-	// per-request one with WithPolicyFunc), Source where the decision was
-	// made. On a limiter failure (OutcomeFailedOpen, OutcomeFailedClosed,
-	// or OutcomeCanceled while the limiter was deciding) it holds what is
-	// known: Limit and Policy (from the limiter's answer, or else the
-	// policy it was asked to apply) and Source. For OutcomeKeyError and
-	// OutcomeCostError it holds the Limit and Policy of the limiter (of the
-	// request, for a cost refused under WithPolicyFunc). It is zero when no
-	// policy is known: the WithPolicyFunc function failed, or a key or cost
-	// error came before it was called.
+	// Decision is the limiter's answer, with the policy applied. On a
+	// limiter failure (or OutcomeCanceled while it decided) it holds only
+	// Limit, Policy and Source; on a key or cost error, the Limit and Policy
+	// of the limiter (of the request, for a cost refused under
+	// WithPolicyFunc). It is zero when no policy is known: the
+	// WithPolicyFunc function failed, or an error came before it was called.
 	Decision core.Decision
-	// Err is the failure, for OutcomeFailedOpen, OutcomeFailedClosed,
-	// OutcomeKeyError, OutcomeCostError and OutcomeCanceled: the limiter's
-	// error, the key function's, or the cost or policy function's prefixed
-	// "cost function: " or "policy func: ". It is nil for OutcomeAllowed,
-	// and for OutcomeDenied and OutcomeDryRun except a cost above capacity,
-	// a denial whose Err wraps core.ErrCostExceedsCapacity.
-	Err error
-	// Latency is how long the limiter call (the store's round trip) took;
-	// 0 when the limiter was not called.
-	Latency time.Duration
+	// Err is the failure: the limiter's, the key function's, the cost or
+	// policy function's (prefixed "cost function: " or "policy func: "), or
+	// the context's for OutcomeCanceled. For a denial of a cost above
+	// capacity it wraps core.ErrCostExceedsCapacity; nil for every other
+	// admission and denial.
+	Err     error
+	Latency time.Duration // of the limiter call; 0 when it was not called
 }
 
 // Outcome is what the middleware did with a request.
@@ -52,31 +41,18 @@ type Outcome uint8
 
 // The outcomes of a request.
 const (
-	// OutcomeAllowed: admitted, served by the next handler.
-	OutcomeAllowed Outcome = iota
-	// OutcomeDenied: answered 429.
-	OutcomeDenied
-	// OutcomeDryRun: denied by the limiter but served, under WithDryRun.
-	OutcomeDryRun
-	// OutcomeFailedOpen: the limiter or the policy lookup failed and the
-	// request was served without a limit (the default failure policy, and
-	// every failure under WithDryRun).
-	OutcomeFailedOpen
-	// OutcomeFailedClosed: the limiter or the policy lookup failed and the
-	// request was answered 503 (WithFailClosed).
-	OutcomeFailedClosed
-	// OutcomeKeyError: the request had no key and was answered 400
-	// (served under WithDryRun).
-	OutcomeKeyError
-	// OutcomeCostError: the cost function failed or returned a cost <= 0,
-	// and the request was answered 500 (served under WithDryRun).
-	OutcomeCostError
+	OutcomeAllowed      Outcome = iota // admitted, served by the next handler
+	OutcomeDenied                      // answered 429
+	OutcomeDryRun                      // denied, but served under WithDryRun
+	OutcomeFailedOpen                  // limiter or policy lookup failed; served (the default, and under WithDryRun)
+	OutcomeFailedClosed                // limiter or policy lookup failed; answered 503 (WithFailClosed)
+	OutcomeKeyError                    // no key: answered 400 (served under WithDryRun)
+	OutcomeCostError                   // cost function failed or gave <= 0: answered 500 (served under WithDryRun)
 	// OutcomeCanceled: the request's own context ended (the client hung
 	// up, a server timeout) while the limiter or the policy function was
-	// deciding, or during a leaky-bucket delay. Not a limiter failure,
-	// whatever WithFailClosed says: the next handler is not run and the
-	// answer is 503, without rate-limit headers after a failed decision,
-	// with them after a delay (served under WithDryRun).
+	// deciding, or during a leaky-bucket delay. Not a limiter failure: the
+	// answer is 503 (served under WithDryRun), without rate-limit headers
+	// after a failed decision, with them after a delay.
 	OutcomeCanceled
 )
 
@@ -107,9 +83,8 @@ func (o Outcome) String() string {
 
 // WithHook adds f, called with the [Event] of every request that is not
 // skipped, on the request's goroutine: keep it fast and never block. Hooks
-// run in the order they were added; each WithHook adds one (metrics and a
-// log at once). A middleware without hooks does not read the clock for
-// Latency. nethttp/sloghook, promhook and otelhook are ready-made.
+// run in the order they were added; each WithHook adds one.
+// nethttp/sloghook, promhook and otelhook are ready-made.
 func WithHook(f func(Event)) Option {
 	if f == nil {
 		panic(nilFunc("WithHook"))
@@ -119,15 +94,13 @@ func WithHook(f func(Event)) Option {
 
 // WithPolicyFunc chooses the policy of each request: f gets the request and
 // its key and returns the policy to decide it under (a plan looked up from
-// an API key, a route's own limit), which the limiter applies with
+// an API key), which the limiter applies with
 // [core.PolicyLimiter].AllowPolicy; the middleware panics at construction if
 // the limiter is not a core.PolicyLimiter. The headers describe the policy
-// applied, by its name. An error from f (f gets the request, and so its
-// context) is handled as a limiter failure ([WithFailClosed]), its text
-// prefixed "policy func: ", with no rate-limit header, as no policy is
-// known. So is a policy whose name is not printable ASCII, or that the
-// limiter rejects ([core.Policy.Validate]). f runs after the key and the
-// cost are known; WithHook's Latency does not include it.
+// applied. An error from f, a policy whose name is not printable ASCII, or
+// one the limiter rejects is handled as a limiter failure ([WithFailClosed]),
+// prefixed "policy func: ", with no rate-limit header. f runs after the key
+// and the cost are known; Event.Latency does not include it.
 func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Option {
 	if f == nil {
 		panic(nilFunc("WithPolicyFunc"))

@@ -14,15 +14,12 @@ import (
 // Names of the response header fields the middleware writes, spelled as in
 // their specifications. http.Header's Get and Values accept them as they are.
 const (
-	HeaderLimit     = "X-RateLimit-Limit"     // the policy quota
-	HeaderRemaining = "X-RateLimit-Remaining" // unit-cost requests left now
-	HeaderReset     = "X-RateLimit-Reset"     // seconds until the full quota is back (or a Unix time)
-	// HeaderRetryAfter is RFC 9110's Retry-After, on denials only.
-	HeaderRetryAfter = "Retry-After"
-	// HeaderRateLimitPolicy and HeaderRateLimit are the fields of
-	// draft-ietf-httpapi-ratelimit-headers-11.
-	HeaderRateLimitPolicy = "RateLimit-Policy"
-	HeaderRateLimit       = "RateLimit"
+	HeaderLimit           = "X-RateLimit-Limit"     // the policy quota
+	HeaderRemaining       = "X-RateLimit-Remaining" // unit-cost requests left now
+	HeaderReset           = "X-RateLimit-Reset"     // seconds until the full quota is back (or a Unix time)
+	HeaderRetryAfter      = "Retry-After"           // RFC 9110: see HeaderStyle
+	HeaderRateLimitPolicy = "RateLimit-Policy"      // draft-ietf-httpapi-ratelimit-headers-11
+	HeaderRateLimit       = "RateLimit"             // draft-ietf-httpapi-ratelimit-headers-11
 )
 
 // The same names in http.CanonicalHeaderKey form, to set map entries directly:
@@ -36,23 +33,16 @@ const (
 	keyRateLimit  = "Ratelimit"
 )
 
-// HeaderStyle chooses which rate-limit header fields are written. Retry-After
-// is written on denials in every style.
+// HeaderStyle chooses which rate-limit header fields are written.
+// Retry-After is written in every style: on a denial, and on a fail-closed
+// 503 when the retry time is known (see WithFailClosed).
 type HeaderStyle uint8
 
 const (
-	// HeadersXRateLimit writes X-RateLimit-Limit, X-RateLimit-Remaining and
-	// X-RateLimit-Reset, the fields most clients read. It is the zero value
-	// and the default.
-	HeadersXRateLimit HeaderStyle = iota
-	// HeadersIETF writes RateLimit-Policy and RateLimit, as specified by
-	// draft-ietf-httpapi-ratelimit-headers-11.
-	HeadersIETF
-	// HeadersBoth writes both sets.
-	HeadersBoth
-	// HeadersNone writes no rate-limit fields (Retry-After still goes on
-	// denials).
-	HeadersNone
+	HeadersXRateLimit HeaderStyle = iota // X-RateLimit-*, the fields most clients read: the default
+	HeadersIETF                          // RateLimit-Policy and RateLimit
+	HeadersBoth                          // both sets
+	HeadersNone                          // no rate-limit fields
 )
 
 func (s HeaderStyle) String() string {

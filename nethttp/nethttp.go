@@ -16,26 +16,24 @@ import (
 
 // Middleware returns net/http middleware that limits requests with lim, in
 // the shape every net/http router takes. Wrap a whole mux for a global
-// limit, or one handler for a per-route limit:
+// limit, or one handler for a per-route limit (http.Request.Pattern, and so
+// [keyfunc.Route], is set only in the handlers registered on a ServeMux):
 //
 //	http.ListenAndServe(addr, nethttp.Middleware(lim)(mux))
 //	mux.Handle("POST /login", nethttp.Middleware(loginLim)(login))
 //
 // It panics for a nil limiter, a nil Option, a policy name that is not
-// printable ASCII, which cannot be sent in a header, or [WithPolicyFunc]
-// with a limiter that is not a [core.PolicyLimiter]; the options panic on
-// invalid arguments. A nil next serves admitted requests with
+// printable ASCII, or [WithPolicyFunc] with a limiter that is not a
+// [core.PolicyLimiter]. A nil next serves admitted requests with
 // http.NotFoundHandler.
 func Middleware(lim core.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	return newEngine("Middleware", lim, opts).wrap
 }
 
 // Engine is [Middleware] without its net/http shape, for adapters of routers
-// whose middleware has another shape: [Engine.Check] decides a request and
-// sets its headers, [Engine.Respond] writes the answer to a [Rejection]. It
-// holds every HTTP rule of the package, so an adapter built on it behaves as
-// Middleware does; ginmw and echomw are. It is safe for simultaneous use by
-// multiple goroutines.
+// whose middleware has another shape (ginmw and echomw are): [Engine.Check]
+// decides a request and sets its headers, [Engine.Respond] writes the answer
+// to a [Rejection], as Middleware does. It is safe for concurrent use.
 type Engine struct {
 	lim      core.Limiter
 	plim     core.PolicyLimiter // lim, with WithPolicyFunc
@@ -109,19 +107,13 @@ func (e *Engine) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// Check decides r: it computes the key and cost, looks up the policy
-// ([WithPolicyFunc]), asks the limiter, sets the rate-limit headers on
-// w.Header(), waits out a leaky-bucket delay and calls the hooks
-// ([WithHook]) with the request's [Event]. It writes no status and no body.
+// Check decides r: it sets the rate-limit headers on w.Header(), waits out a
+// leaky-bucket delay and calls the hooks, but writes no status and no body.
 // It returns nil when the request goes on to the next handler, and otherwise
 // the [Rejection] to answer, with Respond or the router's own error
-// rendering.
-//
-// An adapter passes the request its key functions are to see: for
-// [keyfunc.Route], a shallow copy with the router's route pattern in
-// Request.Pattern (see the Engine example), never the caller's request
-// modified; the request as it came will do when [Engine.PassesRequest] is
-// false.
+// rendering. r is the request the key functions see: for [keyfunc.Route], a
+// shallow copy with the router's route pattern in Request.Pattern (see the
+// Engine example), never the caller's request modified.
 func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 	for _, skip := range e.cfg.skip {
 		if skip(r) {
@@ -248,10 +240,9 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 
 // PassesRequest reports whether Check hands its request to a function of
 // the options (a key, skip, cost or policy function, or a hook). When it
-// does not, Check reads of the request only its RemoteAddr and its context,
-// so an adapter may pass the request as it came and build its copy (with
-// the router's route in Pattern) only for Respond, whose handlers get the
-// request.
+// does not, Check reads only the request's RemoteAddr and context, so an
+// adapter may pass the request as it came and build its copy only for
+// Respond.
 func (e *Engine) PassesRequest() bool { return e.passes }
 
 // knownBeforeCall is what an Event can say of the limit before the policy
@@ -336,11 +327,9 @@ func (e *Engine) delay(r *http.Request, d core.Decision) *Rejection {
 	}
 }
 
-// Respond writes the answer to a rejection from Check, as Middleware does:
-// the [WithDenyHandler] handler (by default a plain-text 429) for a denial,
-// the [WithKeyErrorHandler] handler (by default a plain-text 400) for a
-// request without a key, and a plain-text status otherwise. Nothing from the
-// request or from rej.Err is written.
+// Respond writes the answer to a rejection from Check, as Middleware does
+// ([WithDenyHandler], [WithKeyErrorHandler], or a plain-text status). Nothing
+// from the request or from rej.Err is written.
 func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection) {
 	switch rej.kind {
 	case kindDenied:
@@ -358,25 +347,16 @@ func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection)
 // can get the decision with errors.As. Hooks get the same facts, and more,
 // in an [Event].
 type Rejection struct {
-	// Status is the HTTP status of the answer, and tells the kind of
-	// rejection:
-	//   - 429 Too Many Requests: denied (Err is nil, or wraps
-	//     core.ErrCostExceedsCapacity for a cost that can never pass);
-	//   - 400 Bad Request: no key (Err is the key function's error);
-	//   - 500 Internal Server Error: the cost function failed or returned a
-	//     cost <= 0 (Err wraps core.ErrInvalidCost for the latter);
-	//   - 503 Service Unavailable: the limiter or the WithPolicyFunc
-	//     function failed and WithFailClosed is set (Err is the error, the
-	//     policy function's prefixed "policy func: "), or the request's own
-	//     context ended while the limiter was deciding or during a
-	//     leaky-bucket delay (Err is, or wraps, the context's error).
+	// Status is the answer's status, by Outcome: 429 OutcomeDenied, 400
+	// OutcomeKeyError, 500 OutcomeCostError (Err wraps core.ErrInvalidCost
+	// for a cost <= 0), 503 OutcomeFailedClosed and OutcomeCanceled (Err is,
+	// or wraps, the context's error).
 	Status int
-	// Decision is the limiter's decision, for 429 and for a delayed request
-	// whose context ended; for a limiter failure, what is known of the
-	// limit (Limit and Policy, as in [Event].Decision); zero otherwise.
+	// Decision is as in the request's Event: the limiter's decision for 429
+	// and for a delayed request whose context ended, what is known of the
+	// limit for a failure, zero otherwise.
 	Decision core.Decision
-	// Err is the cause, for logs. Never send it to the client.
-	Err error
+	Err      error // the cause, as in Event.Err, for logs: never send it to the client
 
 	kind rejectionKind
 }

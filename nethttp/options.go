@@ -8,11 +8,10 @@ import (
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
-// Option configures [Middleware] and [NewEngine]. The adapters chimw, ginmw
-// and echomw take the same options. An option given a nil function or an
-// invalid value panics, naming itself. Each option replaces an earlier one
-// of the same name, except WithSkip, which adds a condition, and WithHook,
-// which adds a hook.
+// Option configures [Middleware], [NewEngine] and the adapters. An option
+// given a nil function or an invalid value panics, naming itself. Each
+// option replaces an earlier one of the same name, except WithSkip and
+// WithHook, which add up.
 type Option func(*config)
 
 type config struct {
@@ -36,9 +35,8 @@ func nilFunc(option string) error {
 	return fmt.Errorf("nethttp: %s: nil function", option)
 }
 
-// WithKeyFunc sets how a request is turned into the key it is limited under.
-// The default is [keyfunc.IP]: the TCP peer address, never a header. See
-// WithKeyFallback for what happens when it returns an error.
+// WithKeyFunc sets how a request is turned into the key it is limited under
+// (default [keyfunc.IP]). See WithKeyFallback for when it fails.
 func WithKeyFunc(f keyfunc.Func) Option {
 	if f == nil {
 		panic(nilFunc("WithKeyFunc"))
@@ -72,8 +70,7 @@ func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err erro
 // WithCostFunc sets the cost of a request (weighted limiting, for instance by
 // the size of a batch). The default cost is 1. An error from f, or a cost
 // <= 0, is a server bug: the request is answered 500 Internal Server Error
-// (served in dry-run mode) and the hooks get [OutcomeCostError], so that a
-// broken cost function is noticed instead of silently disabling the limit.
+// (served in dry-run mode) and the hooks get [OutcomeCostError].
 func WithCostFunc(f func(*http.Request) (int64, error)) Option {
 	if f == nil {
 		panic(nilFunc("WithCostFunc"))
@@ -83,9 +80,7 @@ func WithCostFunc(f func(*http.Request) (int64, error)) Option {
 
 // WithSkip exempts the requests for which f returns true (health checks,
 // allowlists): they pass untouched, with no rate-limit headers and no hooks
-// called. Several WithSkip options add up: a request is skipped when any of
-// them returns true. It is the skip option of every adapter (echomw adds
-// echo's own Skipper form).
+// called. A request is skipped when any WithSkip function returns true.
 func WithSkip(f func(*http.Request) bool) Option {
 	if f == nil {
 		panic(nilFunc("WithSkip"))
@@ -95,32 +90,28 @@ func WithSkip(f func(*http.Request) bool) Option {
 
 // WithFailClosed answers 503 Service Unavailable when the limiter fails (a
 // store error other than a denial) or the [WithPolicyFunc] function returns
-// an error. The default is to fail open: the request is served, as an
-// unreachable store should not take the service down. Either way the
-// response carries only what is known of the limit (X-RateLimit-Limit,
-// RateLimit-Policy) and the hooks get the error ([OutcomeFailedOpen] or
-// [OutcomeFailedClosed]). The 503 carries Retry-After when the error has a
-// method RetryAfter() time.Duration returning more than 0, as the Redis
-// store's errors do while its circuit breaker is open. A limiter used after
-// its Close ([core.ErrClosed]) is answered 503 whatever the failure policy:
-// a mistake of the program must not quietly stop limiting.
+// an error. The default is to fail open: the request is served. Either way
+// the hooks get the error ([OutcomeFailedOpen] or [OutcomeFailedClosed]).
+// The 503 carries Retry-After when the error has a method RetryAfter()
+// time.Duration returning more than 0, as the Redis store's errors do while
+// its circuit breaker is open. A limiter used after its Close
+// ([core.ErrClosed]) is answered 503 whatever the failure policy (served
+// under WithDryRun).
 func WithFailClosed() Option {
 	return func(c *config) { c.failClosed = true }
 }
 
 // WithDryRun makes the middleware compute every decision, call the hooks and
 // write the rate-limit headers, but never block: denied requests are served
-// (without Retry-After, reported as [OutcomeDryRun]), leaky-bucket delays are
-// not applied, and requests with key, cost or limiter errors are served too,
-// the hooks getting the error. For rolling out a limit safely: watch the
-// hooks ([WithHook]), then remove WithDryRun.
+// (without Retry-After, as [OutcomeDryRun]), leaky-bucket delays are not
+// applied, and requests with key, cost or limiter errors are served too.
+// Watch the hooks ([WithHook]), then remove WithDryRun.
 func WithDryRun() Option {
 	return func(c *config) { c.dryRun = true }
 }
 
-// WithHeaderStyle chooses the rate-limit header fields: [HeadersXRateLimit]
-// (the default), [HeadersIETF], [HeadersBoth] or [HeadersNone]. It panics
-// for any other value.
+// WithHeaderStyle chooses the rate-limit header fields (default
+// [HeadersXRateLimit]). It panics for a value not declared.
 func WithHeaderStyle(s HeaderStyle) Option {
 	if !s.valid() {
 		panic(fmt.Errorf("nethttp: WithHeaderStyle: unknown header style %v", s))
@@ -128,19 +119,17 @@ func WithHeaderStyle(s HeaderStyle) Option {
 	return func(c *config) { c.style = s }
 }
 
-// WithResetAsUnixTime writes X-RateLimit-Reset as the Unix time (in seconds,
-// rounded up) at which the full quota is back, as GitHub's API does, instead
-// of the number of seconds until then. The IETF RateLimit field's t is
-// always in seconds, as its draft requires.
+// WithResetAsUnixTime writes X-RateLimit-Reset as the Unix time (in
+// seconds, rounded up) at which the full quota is back, as GitHub's API
+// does. The IETF RateLimit field's t stays in seconds from now.
 func WithResetAsUnixTime() Option {
 	return func(c *config) { c.resetUnix = true }
 }
 
-// WithDenyHandler replaces the body of a denial. It is called after the
-// status line is decided and the rate-limit headers and Retry-After are set,
-// and must write the status (normally 429) and body. A denial whose
-// d.RetryAfter is 0 is one that waiting cannot end: the request costs more
-// than the policy can ever admit. The default writes "Too Many Requests" as
+// WithDenyHandler replaces the answer to a denial. It is called with the
+// rate-limit headers and Retry-After set, and must write the status
+// (normally 429) and body. A d.RetryAfter of 0 means waiting cannot help
+// ([core.ErrCostExceedsCapacity]). The default writes "Too Many Requests" as
 // text/plain; [ProblemJSON] writes RFC 9457 problem details.
 func WithDenyHandler(f func(w http.ResponseWriter, r *http.Request, d core.Decision)) Option {
 	if f == nil {

@@ -14,26 +14,19 @@
 //
 //   - ratelimit.requests (counter, {request}): every request the middleware
 //     did not skip, by ratelimit.policy, ratelimit.outcome
-//     ([nethttp.Outcome.String]) and ratelimit.source
-//     ([core.Source.String]; "store", the zero value, when the limiter was
-//     not asked: key and cost errors).
+//     ([nethttp.Outcome.String]) and ratelimit.source ([core.Source.String];
+//     "store" when the limiter was not asked: key and cost errors).
 //   - ratelimit.store.duration (histogram, s): Event.Latency, by
-//     ratelimit.policy, for every request where the limiter was called
-//     (never for a key or cost error).
-//   - ratelimit.keys (asynchronous up-down counter, {key}): the keys of the
-//     limiters given to [Metrics.WatchKeys], by ratelimit.limiter (the name
-//     given). An up-down counter, not a gauge: the keys of several limiters
-//     or servers add up.
-//   - ratelimit.fallback.active (asynchronous gauge, 1): 1 while a store's
-//     fallback decides in its place, 0 otherwise, by ratelimit.store (the
-//     name given to [Metrics.SetFallbackActive], which redisstore's
-//     WithBreakerHook hook calls).
+//     ratelimit.policy, for every request where the limiter was called.
+//   - ratelimit.keys (asynchronous up-down counter, {key}, so that the keys
+//     of several limiters or servers add up): [Metrics.WatchKeys], by
+//     ratelimit.limiter.
+//   - ratelimit.fallback.active (asynchronous gauge, 1):
+//     [Metrics.SetFallbackActive], by ratelimit.store.
 //
-// No semantic convention covers rate limiting but ASP.NET Core's own, so
-// the names follow the general rules. ratelimit.policy is the policy's name:
-// [core.Policy].Name, or for an unnamed policy the one the RateLimit-Policy
-// header gives it ("tokenbucket-100-per-60s"); "" when no policy was known
-// (a failed WithPolicyFunc lookup, or a key or cost error under
-// WithPolicyFunc). Keep policies few, never one per client. The request's
-// key (an IP address, an API key) is never an attribute.
+// ratelimit.policy is as promhook's policy label: [core.Policy].Name, or for
+// an unnamed policy the one the RateLimit-Policy header gives it
+// ("tokenbucket-100-per-60s"); "" when no policy was known (a failed
+// WithPolicyFunc lookup, or a key or cost error under it). Keep policies
+// few, never one per client. The request's key is never an attribute.
 package otelhook

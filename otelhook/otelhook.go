@@ -35,10 +35,8 @@ const (
 )
 
 // DefaultDurationBoundaries are the bucket boundaries, in seconds, of the
-// ratelimit.store.duration histogram, promhook's DefaultBuckets: 10 µs (an
-// in-memory decision takes well under a microsecond) to 250 ms (past
-// redisstore's default 50 ms timeout). OpenTelemetry's default boundaries
-// (0 to 10000) suit milliseconds, not seconds.
+// ratelimit.store.duration histogram: promhook's DefaultBuckets, 10 µs to
+// 250 ms.
 var DefaultDurationBoundaries = []float64{
 	.00001, .000025, .00005, .0001, .00025, .0005,
 	.001, .0025, .005, .01, .025, .05, .1, .25,
@@ -54,10 +52,9 @@ const (
 	maxCachedPolicies = 1000
 )
 
-// Metrics records the middleware's [nethttp.Event]s as OpenTelemetry
-// metrics. Create it with [New] and add [Metrics.Observe] to a middleware
-// with nethttp.WithHook. It is safe for simultaneous use by multiple
-// goroutines; one Metrics can serve any number of middlewares.
+// Metrics records the middleware's events ([nethttp.Event]) as OpenTelemetry
+// metrics: add [Metrics.Observe] to any number of middlewares with
+// nethttp.WithHook. It is safe for concurrent use.
 type Metrics struct {
 	requests metric.Int64Counter
 	duration metric.Float64Histogram
@@ -93,12 +90,10 @@ type storeState struct {
 	opt    []metric.ObserveOption
 }
 
-// New creates the instruments on a meter of mp named after this package. A nil mp
-// means the global provider, otel.GetMeterProvider(), as it is when
-// measurements are made (it delegates to a provider set later with
-// otel.SetMeterProvider). It returns an error if an instrument cannot be
-// created, and panics on a nil Option. Call [Metrics.Close] to stop observing
-// the watched limiters.
+// New creates the instruments on a meter of mp named after this package; a
+// nil mp means the global provider, even one set later with
+// otel.SetMeterProvider. It returns an error if an instrument cannot be
+// created, and panics on a nil Option.
 func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	c := config{bounds: DefaultDurationBoundaries}
 	for i, o := range opts {
@@ -137,11 +132,9 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	return m, nil
 }
 
-// Observe records ev: one to ratelimit.requests, and the limiter's latency
-// to ratelimit.store.duration when the limiter was called. Add it with
-// nethttp.WithHook(m.Observe). It takes the request's context for the
-// measurements (exemplars link them to its trace) and never reads the
-// request's key. For a policy seen before it allocates nothing of its own.
+// Observe records ev, with the request's context (exemplars link the
+// measurements to its trace). For a policy seen before it allocates nothing
+// of its own.
 func (m *Metrics) Observe(ev nethttp.Event) {
 	ctx := context.Background()
 	if ev.Request != nil {
@@ -198,11 +191,9 @@ func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
 	return attribute.NewSet(policyKey.String(policy), outcomeKey.String(o.String()), sourceKey.String(s.String()))
 }
 
-// WatchKeys reports lim.Len() as ratelimit.keys with the attribute
-// ratelimit.limiter = name, at every collection: for a *core.MemoryLimiter,
-// the keys it holds. Use the policy's name for name, or any other name the
-// program chooses. Watching a name again replaces its limiter. It panics on
-// a nil lim.
+// WatchKeys reports lim.Len() (for a *core.MemoryLimiter, the keys it
+// holds) at every collection as ratelimit.keys{ratelimit.limiter=name}.
+// Watching a name again replaces its limiter. It panics on a nil lim.
 func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
 	if lim == nil {
 		panic(fmt.Errorf("otelhook: WatchKeys(%q): nil limiter", name))
@@ -222,10 +213,9 @@ func (m *Metrics) UnwatchKeys(name string) {
 	delete(m.watched, name)
 }
 
-// SetFallbackActive sets ratelimit.fallback.active for the store named
-// store (the attribute ratelimit.store): 1 while active, 0 otherwise. Call
-// it from redisstore's breaker hook, which decides by the fallback whenever
-// the breaker is not closed:
+// SetFallbackActive sets ratelimit.fallback.active{ratelimit.store=store}
+// to 1 while a store's fallback decides in its place, else 0. Call it from
+// redisstore's breaker hook:
 //
 //	redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
 //		m.SetFallbackActive("redis", c.To != redisstore.BreakerClosed)

@@ -20,8 +20,7 @@ import (
 const DefaultNamespace = "ratelimit"
 
 // DefaultBuckets are the upper bounds, in seconds, of the latency
-// histogram's buckets without WithBuckets: from 10µs, for an in-memory
-// decision, to 250ms, past redisstore's default timeout.
+// histogram's buckets without WithBuckets: 10µs to 250ms.
 var DefaultBuckets = []float64{
 	.00001, .000025, .00005, .0001, .00025, .0005,
 	.001, .0025, .005, .01, .025, .05, .1, .25,
@@ -36,11 +35,9 @@ type config struct {
 	buckets   []float64
 }
 
-// WithNamespace sets the prefix of the metric names: "myapp" gives
-// myapp_requests_total and so on. The default is DefaultNamespace; "" gives
-// no prefix. It must be a valid metric name prefix (letters, digits and
-// underscores, not starting with a digit); registering the Metrics fails
-// otherwise.
+// WithNamespace sets the prefix of the metric names ("myapp" gives
+// myapp_requests_total; "" none). An invalid prefix makes registering the
+// Metrics fail.
 func WithNamespace(ns string) Option {
 	return func(c *config) { c.namespace = ns }
 }
@@ -65,11 +62,9 @@ func increasing(upper []float64) bool {
 	return len(upper) > 0
 }
 
-// Metrics records the middleware's decisions as Prometheus metrics. It is
-// a prometheus.Collector: register it once (reg.MustRegister(m)) and pass
-// m.Observe to nethttp.WithHook on every middleware it should count. Its
-// methods are safe for concurrent use. See the package documentation for
-// the metrics.
+// Metrics is a prometheus.Collector of the metrics of the package
+// documentation: register it once and pass m.Observe to nethttp.WithHook on
+// every middleware it should count. It is safe for concurrent use.
 type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -150,11 +145,8 @@ func New(opts ...Option) *Metrics {
 	return m
 }
 
-// Observe counts one request: pass it to nethttp.WithHook. It increments
-// ratelimit_requests_total for the request's policy, outcome and source and, when
-// the limiter was called, observes its latency. It never reads Event.Key or
-// the request. It allocates only the first time a policy, outcome and
-// source are seen together.
+// Observe counts one request: pass it to nethttp.WithHook. It allocates only
+// the first time a policy, outcome and source are seen together.
 func (m *Metrics) Observe(e nethttp.Event) {
 	s := m.seriesFor(e.Decision.Policy)
 	m.counter(s, e.Outcome, e.Decision.Source).Inc()
@@ -222,11 +214,9 @@ func (m *Metrics) observer(s *series) prometheus.Observer {
 	return o
 }
 
-// WatchKeys reports lim.Len(), read at every scrape, as
-// ratelimit_keys{limiter=name} (with the default namespace): for a
-// *core.MemoryLimiter, the keys it holds. Use the policy's name for name,
-// or any other name the program chooses. Watching a name again replaces
-// its limiter. It panics on a nil lim.
+// WatchKeys reports lim.Len() (for a *core.MemoryLimiter, the keys it
+// holds), read at every scrape, as ratelimit_keys{limiter=name}. Watching a
+// name again replaces its limiter. It panics on a nil lim.
 func (m *Metrics) WatchKeys(name string, lim interface{ Len() int }) {
 	if lim == nil {
 		panic(fmt.Errorf("promhook: WatchKeys(%q): nil limiter", name))
@@ -244,10 +234,15 @@ func (m *Metrics) UnwatchKeys(name string) {
 	delete(m.watched, name)
 }
 
-// SetFallbackActive sets ratelimit_fallback_active{store} (with the default
-// namespace) to 1 when active, else 0.
-// Call it from redisstore's WithBreakerHook hook (see the package
-// documentation); store names the store in the label.
+// SetFallbackActive sets ratelimit_fallback_active{store} to 1 while a
+// store's local fallback decides in its place, else 0. promhook does not
+// import redisstore: call it from the breaker's hook, and once at startup so
+// that the series exists before the first change:
+//
+//	m.SetFallbackActive("redis", false)
+//	lim, err := redisstore.New(rdb, policy, redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
+//		m.SetFallbackActive("redis", c.To != redisstore.BreakerClosed)
+//	}))
 func (m *Metrics) SetFallbackActive(store string, active bool) {
 	v := 0.0
 	if active {

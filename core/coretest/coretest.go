@@ -19,25 +19,20 @@
 //		})
 //	}
 //
-// [Run] checks the contract on tables worked out by hand, and policies given
-// per call when the limiter is a [core.PolicyLimiter]. Its policies and steps
-// are whole milliseconds, so a store computing in microseconds agrees
-// exactly. A [Suite] configures the run and goes further:
-// [Suite.RunModel] compares every Decision with a reference model of each
-// algorithm under seeded random traffic on random policies at nanosecond
-// resolution, [Suite.RunProperties] checks the promises about admission one
-// by one, and [Suite.RunPlanScenarios] and [Suite.RunMoves] move keys between
-// policies.
+// [Run] checks the contract on tables worked out by hand, in whole
+// milliseconds (a store computing in microseconds agrees exactly), with
+// policies given per call when the limiter is a [core.PolicyLimiter]. A
+// [Suite] configures the run and has four more: [Suite.RunModel],
+// [Suite.RunProperties], [Suite.RunPlanScenarios] and [Suite.RunMoves].
 //
 // Two environment variables control the random runs:
 //
-//	RATELIMIT_MODEL_DURATION=5m  how long RunModel runs per store, as a
-//	                             time.ParseDuration string (default 5s);
+//	RATELIMIT_MODEL_DURATION=5m  how long RunModel runs per store (default 5s);
 //	                             RunProperties spends half of it
 //	RATELIMIT_MODEL_SEED=1234    run only the case of this seed
 //
 // A failure prints its seed, the step and the history of the key that
-// failed, so that RATELIMIT_MODEL_SEED replays it.
+// failed.
 package coretest
 
 import (
@@ -93,31 +88,23 @@ type NewLimiter func(t *testing.T, p core.Policy, now func() time.Time) core.Lim
 
 // Suite configures a run of the conformance suite.
 type Suite struct {
-	// New builds the limiter under test.
-	New NewLimiter
-	// Goroutines is how many goroutines the exactness tests release
-	// together. The default is 1000.
-	Goroutines int
-	// Steps is the length of each random schedule compared with the
-	// in-memory reference. The default is 300.
-	Steps int
+	New        NewLimiter // builds the limiter under test
+	Goroutines int        // released together by the exactness tests (default 1000)
+	Steps      int        // of each random schedule compared with the in-memory reference (default 300)
 
 	// MonotonicClock says that the store treats a clock that steps back as
-	// standing still at the latest instant it has seen (core.MemoryLimiter
-	// does): RunModel then models every decision at that instant. Without
-	// it, a decision at an instant earlier than its key's latest admission
-	// must be no more generous than standing still at that admission.
+	// standing still at the latest instant seen (as core.MemoryLimiter
+	// does). Without it, a decision at an instant earlier than its key's
+	// latest admission must be no more generous than one at that admission.
 	MonotonicClock bool
-	// Sweep, when set, makes the store evict what it considers idle now
-	// (core.MemoryLimiter's janitor, run on demand). RunModel and
-	// RunProperties call it at random points; it must never change a
-	// decision.
+	// Sweep, when set, makes the store evict what it considers idle now.
+	// RunModel and RunProperties call it at random points; it must never
+	// change a decision.
 	Sweep func(core.Limiter)
 	// Inexact says that the store may limit a key earlier than the model
-	// (core.MemoryLimiter under a small WithMaxKeys, when its keys do not
-	// fit): RunModel then checks that it never admits what the model, fed
-	// with the requests the store admitted, denies, instead of comparing
-	// every field.
+	// (core.MemoryLimiter under a small WithMaxKeys): RunModel then checks
+	// only that it never admits what the model, fed with what the store
+	// admitted, denies.
 	Inexact bool
 }
 

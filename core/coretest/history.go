@@ -245,11 +245,10 @@ func list(rs []request, show func(int64) string) string {
 	return b.String()
 }
 
-// RunPlanScenarios moves one key between policies in the four ways of
-// [Suite.RunMoves], and checks every admission on the key's history of
-// admitted requests, as "Policies per call" in the package docs of core
-// states the promise. The Suite's New must build a core.PolicyLimiter, or
-// the scenarios are skipped.
+// RunPlanScenarios moves one key as [Suite.RunMoves] does and checks every
+// admission against the promise of "Policies per call" in the package docs
+// of core, on the key's history. It is skipped unless New builds a
+// core.PolicyLimiter.
 func (s Suite) RunPlanScenarios(t *testing.T) {
 	for _, sc := range planScenarios() {
 		t.Run(sc.name, func(t *testing.T) { s.planScenario(t, sc) })

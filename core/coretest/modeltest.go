@@ -252,13 +252,11 @@ func closeLimiter(lim core.Limiter) {
 }
 
 // RunModel drives limiters of random policies with seeded random traffic
-// (hot, cold and new keys, costs valid and not, Peek, Reset, Sweep, clock
-// steps forward and back, and on a core.PolicyLimiter calls under other
-// policies, Get and Set) and compares every Decision and error with a
-// reference model of each algorithm, computed slowly from the definitions
-// in the package docs of core. The first failing case of each algorithm
-// stops it and prints its seed. A limiter that implements io.Closer is
-// closed when its case ends.
+// (every call of core.Limiter and core.PolicyLimiter, Sweep, clock steps
+// forward and back) and compares every Decision and error, at nanosecond
+// resolution, with a reference model of each algorithm built from the
+// package docs of core. A limiter that implements io.Closer is closed when
+// its case ends.
 func (s Suite) RunModel(t *testing.T) {
 	// Each case (one seed) builds a limiter for a randomPolicy, compares
 	// every Decision and error with refModel, and makes modelSteps calls:

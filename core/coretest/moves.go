@@ -9,13 +9,11 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// RunMoves moves one key to another policy in four ways and counts exactly
-// what the store admits, as "Policies per call" in the package docs of core
-// promises: a sliding window moved to fewer buckets (on a 1s and a 10s
-// Window), a fixed window to a shorter window, a token bucket to a plan too
-// slow to be valid and to the slowest valid one, and a leaky bucket to a
-// faster plan. The Suite's New must build a core.PolicyLimiter, or the
-// scenarios are skipped.
+// RunMoves moves one key to another policy in four ways (a sliding window to
+// fewer buckets, a fixed window to a shorter window, a token bucket to the
+// slowest valid plan, a leaky bucket to a faster plan) and counts exactly
+// what the store admits against "Policies per call" in the package docs of
+// core. It is skipped unless New builds a core.PolicyLimiter.
 func (s Suite) RunMoves(t *testing.T) {
 	for _, w := range []time.Duration{time.Second, 10 * time.Second} {
 		t.Run("SlidingWindowFewerBuckets/"+w.String(), func(t *testing.T) { s.slidingWindowMovedToFewerBuckets(t, w) })

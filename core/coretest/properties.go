@@ -13,15 +13,10 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
-// RunProperties checks the promises about admission in the package docs of
-// core, each as a property of limiters of random policies at random phases:
-// (a) a client at exactly Limit per Window is never denied; (b) no interval
-// of one Window admits more than Policy.MaxInWindow; (c) waiting RetryAfter
-// admits; (d) floods of keys, sweeps, Reset and a full store never let a key
-// admit more than (b) allows; (e) Peek agrees with the next unit AllowN; and
-// on a core.PolicyLimiter, (f) a key on one policy is unaffected by other
-// keys' policies and (g) every admission keeps the promise of "Policies per
-// call". The properties share half of RATELIMIT_MODEL_DURATION.
+// RunProperties checks each promise of "What is promised" in the package
+// docs of core, and on a core.PolicyLimiter those of "Policies per call"
+// and that a key is unaffected by other keys' policies, as a property of
+// limiters of random policies at random phases.
 func (s Suite) RunProperties(t *testing.T) {
 	// In detail:
 	//

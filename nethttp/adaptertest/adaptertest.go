@@ -1,18 +1,10 @@
 // Package adaptertest is the behavioural suite every HTTP adapter passes
 // through its real router: nethttp, chimw, ginmw and echomw here, and an
-// adapter of another router built on [nethttp.Engine]. One suite, so that
-// "the adapters behave alike" is checked rather than hoped.
-//
-// An adapter test mounts its middleware on a route with a path parameter and
-// hands the suite a function that builds that router:
-//
-//	func TestSuite(t *testing.T) {
-//		adaptertest.Run(t, adaptertest.Adapter{Mount: mount})
-//	}
-//
-// The suite drives a core.MemoryLimiter on a test clock (core.WithClock), so
-// every header value is checked exactly; it never sleeps. [Benchmark]
-// measures the adapter's overhead against the bare router.
+// adapter of another router built on [nethttp.Engine]. An adapter's test
+// hands [Run] a function that mounts its middleware on a router
+// ([Adapter]). The suite checks every header value exactly, on a test clock;
+// it never sleeps. [Benchmark] measures the adapter's overhead against the
+// bare router.
 package adaptertest
 
 import (

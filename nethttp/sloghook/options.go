@@ -54,8 +54,8 @@ func WithInterval(d time.Duration) Option {
 	return func(c *config) { c.interval = d }
 }
 
-// WithClock sets the clock that intervals are measured with, for tests. It
-// panics if now is nil. The default value is time.Now.
+// WithClock sets the clock intervals are measured with (time.Now by
+// default), for tests. It panics if now is nil.
 func WithClock(now func() time.Time) Option {
 	if now == nil {
 		panic(errors.New("sloghook: WithClock: nil function"))
@@ -63,9 +63,8 @@ func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.now = now }
 }
 
-// WithKeys adds the key each line is about (key; last_key on a summary):
-// personal data, for debugging (see the package documentation). The default
-// is no keys.
+// WithKeys adds the key to each line, for debugging: see "Personal data" in
+// the package documentation.
 func WithKeys() Option {
 	return func(c *config) { c.keys = true }
 }

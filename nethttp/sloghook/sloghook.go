@@ -17,9 +17,8 @@ import (
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
-// Hook logs the events of a middleware (see the package documentation). Pass
-// its Handle method to [nethttp.WithHook]; one Hook may serve several
-// middlewares, and their policies are counted apart. Build it with [New]:
+// Hook logs the events of the middlewares whose [nethttp.WithHook] it is
+// given (Handle), as the package documentation says. Build it with [New]:
 // the zero Hook is not usable.
 type Hook struct {
 	log      *slog.Logger
@@ -88,9 +87,7 @@ func New(logger *slog.Logger, opts ...Option) *Hook {
 	}
 }
 
-// Handle counts e and logs what is due: e itself if its group has been
-// quiet for an interval, and the summaries whose interval has passed. It is
-// the function to give [nethttp.WithHook].
+// Handle counts e and logs what is due; give it to [nethttp.WithHook].
 func (h *Hook) Handle(e nethttp.Event) {
 	ctx := context.Background()
 	if e.Request != nil {

@@ -259,9 +259,11 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 		}
 		c := &entry[S]{key: e.key, rule: r}
 		P(&c.state).init(r)
-		if consume && movesOnAdmission(e.rule, r) {
+		if consume && r.delay {
+			// A delaying leaky bucket moves a key only when it admits:
+			// see stays.
 			P(&c.state).convert(e.rule, r, now, &e.state, false)
-			if d, _ := P(&c.state).decide(r, now, n, false); !d.allowed {
+			if d, _ := P(&c.state).decide(r, now, n, false); stays(r, d) {
 				return d
 			}
 		}
@@ -332,31 +334,25 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	P(&c).init(r)
 	g.startFrom(sh, &c, r, now)
 	d, _ := P(&c).decide(r, now, n, consume)
-	if consume && (d.allowed || !r.delay) {
+	if consume && !stays(r, d) {
 		in := g.heir(sh, r, now)
-		// Denied too, but for a delaying leaky bucket (see
-		// movesOnAdmission): the call moved the key to r (a key's state
-		// follows the policy of its last call), and r's inherited state
-		// now holds what it had used, converted.
+		// Denied too (unless it stays): the call moved the key to r (a
+		// key's state follows the policy of its last call), and r's
+		// inherited state now holds what it had used, converted.
 		P(in).absorb(r, now, &c)
 	}
 	return d
 }
 
-// movesOnAdmission reports whether a key held under from moves to to only
-// when a call under to admits, a denial leaving it as it was: when to is
-// a delaying leaky bucket of a shorter interval. Its conversion keeps the
-// queue's end (the requests queued keep their instants) over the debt
-// rescaled, and one word cannot tell which it holds: converted back to
-// the slower rate, the end would be taken for a queue of the faster
-// rate's requests and multiplied by the ratio of the intervals, on every
-// trip, though nothing was admitted. Every other conversion is the debt
-// rescaled, which a trip back undoes. A denial admits nothing, so the
-// state it leaves still keeps the promise, and the next call converts it
-// afresh (its RetryAfter stays exact: the end does not move). An
-// inherited state (keys that found no room) takes the larger of several,
-// so under a delaying leaky bucket it absorbs only admissions.
-func movesOnAdmission(from, to *rule) bool { return to.delay && to.interval < from.interval }
+// stays reports whether a call under r answered d leaves the key's state
+// as it was, under the policy it was last moved to: a denial under a
+// delaying leaky bucket. Its conversion keeps the queue's end (the queued
+// requests keep their instants) as well as its debt in units of cost, and
+// one word holds only the larger of the two, so a state moved back and
+// forth would grow by the ratio of the intervals on each trip though
+// nothing was admitted. A denial admits nothing; the state it leaves
+// still keeps the promise, and the next call converts it afresh.
+func stays(r *rule, d verdict) bool { return r.delay && !d.allowed }
 
 // startFrom makes st, a new state under r that no reader can reach, at
 // least as used as each inherited state of the shard converted to r,

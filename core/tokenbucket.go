@@ -120,10 +120,11 @@ func (s *gcraState) raise(tat int64) {
 // conversion never adds capacity, and at most MaxSpan, which still denies
 // every request. Moved to a delaying leaky bucket, a key keeps the
 // requests it has queued at their instants and schedules new ones after
-// them: its TAT never moves earlier. Moved to a faster rate, the TAT is
-// then the queue's end rather than the debt rescaled, which a move back
-// would take for a queue of the faster rate: such a move is kept only
-// when the call admits (see movesOnAdmission).
+// them: its TAT never moves earlier. The TAT is then the later of the
+// queue's end and its debt rescaled, and one word cannot tell which, so a
+// key moved back and forth between two rates without admitting would
+// have its debt multiplied by their ratio on each trip: a denial under a
+// delaying leaky bucket leaves the key unconverted (see stays).
 func (s *gcraState) convert(from, to *rule, now int64, src *gcraState, retire bool) bool {
 	for {
 		tat := src.tat.Load()

@@ -182,9 +182,8 @@ func scriptHead(cross bool, k int) string {
 // is used and not yet refilled) in units of cost: debt * interval / its
 // interval, fractions included, rounded up to the nanosecond (never more
 // generous), at most 2^52 ns; for a delaying leaky bucket at least the
-// debt itself (the requests queued keep their instants), which is written
-// only when the call is admitted if the interval is shorter than its
-// (core's movesOnAdmission). Converted at the later of now and the
+// debt itself (the requests queued keep their instants), and written only
+// when the call is admitted (core's stays). Converted at the later of now and the
 // instant the state was written at: a clock that stepped back converts as
 // if it stood still there, so that the time it went back is not rescaled. The product may exceed 2^53, so the part of
 // the debt below one old interval is multiplied by binary long division,
@@ -254,9 +253,9 @@ for i = 1, m do
       else
         d, base = 0, 0
       end
-      if n ~= 0 and not (delays and interval < from and n > 0 and base + n * interval > tau) then
-        -- Decided under this policy from now on, unless a delaying leaky
-        -- bucket of a shorter interval denies (core's movesOnAdmission).
+      if n ~= 0 and not (delays and n > 0 and base + n * interval > tau) then
+        -- Decided under this policy from now on; a delaying leaky
+        -- bucket's denial leaves the state as it was (core's stays).
         if d > 0 then
           local t = cr + d
           local carry = math.floor(t / 1000)

@@ -301,7 +301,7 @@ func named(p core.Policy, name string) core.Policy { return p.WithName(name) }
 // policyTables are the hand-worked cases, per algorithm: a key moved to
 // another policy keeps what it used and AllowN converts it back; a plan's
 // limit raised and lowered mid-window; Get changes nothing; Set; and a
-// denied call moves the key too, except to a faster delaying leaky bucket.
+// denied call moves the key too, except under a delaying leaky bucket.
 func policyTables() []policyTable {
 	const s = time.Second
 	var (
@@ -460,10 +460,9 @@ func policyTables() []policyTable {
 			{at: 0, op: opOwn, n: 3, ok: true, rem: 0, reset: 300 * ms},
 			// The queue ends at 300ms, 6 of pro's units: 6 more do not fit.
 			{at: 0, op: opAllow, p: 1, n: 6, rem: 0, reset: 300 * ms, retry: 300 * ms},
-			// Pro is faster: the denial leaves the key under free, its 3
-			// queued (moved to pro, the queue's end at 300ms would be 6
+			// Still free's 3 queued (moved to pro, its 300ms would be 6
 			// of pro's units, 600ms back at free's rate), however often
-			// it is repeated.
+			// the denial is repeated.
 			{at: 0, op: opGet, p: 0, used: 3, rem: 0, reset: 300 * ms},
 			{at: 0, op: opAllow, p: 1, n: 6, rem: 0, reset: 300 * ms, retry: 300 * ms},
 			{at: 0, op: opOwn, n: 1, rem: 0, reset: 300 * ms, retry: 100 * ms},

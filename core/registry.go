@@ -344,14 +344,18 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	return d
 }
 
-// stays reports whether a call under r answered d leaves the key's state
-// as it was, under the policy it was last moved to: a denial under a
-// delaying leaky bucket. Its conversion keeps the queue's end (the queued
-// requests keep their instants) as well as its debt in units of cost, and
-// one word holds only the larger of the two, so a state moved back and
-// forth would grow by the ratio of the intervals on each trip though
-// nothing was admitted. A denial admits nothing; the state it leaves
-// still keeps the promise, and the next call converts it afresh.
+// stays reports whether a call under r that d answers leaves the key's
+// state as it was, under the policy it was last moved to: a denial under
+// a delaying leaky bucket. Its conversion keeps the queue's end (the
+// requests queued keep their instants) and the debt rescaled, the later of
+// the two, and one word cannot tell which it holds: moved back and forth
+// between two rates, the end would be taken for a queue of the faster
+// rate's requests and multiplied by the ratio of the intervals on every
+// trip, though nothing was admitted. A denial admits nothing, so the state
+// it leaves still keeps the promise, and the next call converts it afresh;
+// a move is kept only with an admission, after which the state is at most
+// the new policy's depth. The denial's RetryAfter, computed on the state
+// converted now, may then be longer than needed, never shorter.
 func stays(r *rule, d verdict) bool { return r.delay && !d.allowed }
 
 // startFrom makes st, a new state under r that no reader can reach, at

@@ -124,7 +124,8 @@ func (s *gcraState) raise(tat int64) {
 // queue's end and its debt rescaled, and one word cannot tell which, so a
 // key moved back and forth between two rates without admitting would
 // have its debt multiplied by their ratio on each trip: a denial under a
-// delaying leaky bucket leaves the key unconverted (see stays).
+// delaying leaky bucket leaves the key unconverted (see stays), and a
+// conversion kept is followed by an admission.
 func (s *gcraState) convert(from, to *rule, now int64, src *gcraState, retire bool) bool {
 	for {
 		tat := src.tat.Load()

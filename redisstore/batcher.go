@@ -241,7 +241,7 @@ type call struct {
 	deadline time.Time // when the call was made, plus the timeout
 	state    atomic.Int32
 	res      core.Decision
-	used     int64 // Peek and Get: the key's usage
+	used     int64 // Peek and Get: the key's usage; -1: a denial not to cache
 	err      error
 	done     chan struct{} // capacity 1: answered, or (callLead) sender
 	timer    *time.Timer   // the caller's, reused with the call

@@ -214,6 +214,7 @@ for i = 1, m do
     tus[k] = us
   end
   local base = 0 -- max(tat, now) - now
+  local stay = false -- a denial that leaves the key under a faster rate
   if us then
     base = (us - now_us) * 1000 + tr[k] - now_r
     if base < 0 then base = 0 end
@@ -253,7 +254,9 @@ for i = 1, m do
       else
         d, base = 0, 0
       end
-      if n ~= 0 and not (delays and n > 0 and base + n * interval > tau) then
+      local denied = delays and n > 0 and base + n * interval > tau
+      stay = denied and interval > from
+      if n ~= 0 and not denied then
         -- Decided under this policy from now on; a delaying leaky
         -- bucket's denial leaves the state as it was (core's stays).
         if d > 0 then
@@ -297,6 +300,8 @@ for i = 1, m do
       if not consume then
         u = math.floor(base / interval)
         if u * interval < base then u = u + 1 end
+      elseif stay then
+        u = -1 -- its debt, rescaled, shrinks faster than time: not to be cached
       end
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, u
     elseif not consume then
@@ -728,10 +733,13 @@ func parseReplies(v any, calls []*call) error {
 		d.Remaining = x[1]
 		d.ResetAfter = time.Duration(max(x[2], 0))
 		d.RetryAfter = time.Duration(max(x[3], 0))
-		if c.n == 0 {
+		switch {
+		case c.n == 0:
 			c.used = x[4] // a look: the fifth is the usage, the delay 0
-		} else {
-			d.Delay = time.Duration(max(x[4], 0))
+		case x[4] < 0:
+			c.used = -1 // a denial the deny cache must not repeat: see Limiter.allow
+		default:
+			d.Delay = time.Duration(x[4])
 		}
 	}
 	return nil

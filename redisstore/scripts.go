@@ -85,7 +85,9 @@ import (
 // Reply: an array of 5m integers, for each call in order {allowed,
 // remaining, resetAfter, retryAfter, delay}, the durations in ns; for a
 // call that only looks, the fifth is the key's usage (Usage.Used) instead
-// of the delay, which is 0 for such a call; a Set replies zeros.
+// of the delay, which is 0 for such a call; a Set replies zeros. A denial
+// under a delaying leaky bucket that leaves the key under a faster rate
+// (core's stays) replies -1 for its delay: the deny cache does not keep it.
 const luaKeyed = `
 local keys, m, co = KEYS, #KEYS, 0
 `

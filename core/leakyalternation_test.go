@@ -149,3 +149,58 @@ func TestLeakyBucketDeniedAlternationLeavesTheKey(t *testing.T) {
 		}
 	}
 }
+
+// TestLeakyBucketDeepQueueThroughAShallowPlan: capping a converted debt
+// at what a queue of max(old Burst, new Burst) requests needs was a
+// candidate fix, refuted here: c (100 per 100s) queues 100 requests,
+// served at 0, 1s, ... 99s; denials under a (3 per 300ms) and b (10 per
+// 100s) follow. The cap kept b's debt at 10 of its intervals (100s), and b
+// admitted at 10s with 90 of c's requests still queued, above b's Burst of
+// 10. From the history: at 90s the requests served at 90s or later are 10
+// of c's, so b must still deny; at 91s 9 are left, and a request of b
+// fits, served once the queue has left (at 100s), and at most when its 9
+// requests would have left at b's interval (9 times 10s: Delay 90s).
+func TestLeakyBucketDeepQueueThroughAShallowPlan(t *testing.T) {
+	ctx := context.Background()
+	c := core.LeakyBucket(100, 100*time.Second).WithName("c")
+	a := core.LeakyBucket(3, 300*time.Millisecond).WithName("a")
+	b := core.LeakyBucket(10, 100*time.Second).WithName("b")
+	start := time.Unix(1_700_000_000, 0)
+	now := start
+	lim := core.MustNew(c, core.WithClock(func() time.Time { return now }))
+	t.Cleanup(func() { _ = lim.Close() })
+	for i := range 100 {
+		if d, err := lim.AllowPolicy(ctx, c, "k", 1); err != nil || !d.Allowed {
+			t.Fatalf("request %d under c: %+v, %v", i, d, err)
+		}
+	}
+	for _, step := range []struct {
+		at time.Duration
+		ps []core.Policy
+	}{
+		{0, []core.Policy{a, b}},
+		{10 * time.Second, []core.Policy{b}},
+		{50 * time.Second, []core.Policy{a, b}},
+		{90 * time.Second, []core.Policy{a, b}},
+	} {
+		at := step.at
+		now = start.Add(at)
+		for _, p := range step.ps {
+			d, err := lim.AllowPolicy(ctx, p, "k", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				t.Fatalf("under %s at %v, with %d of c's requests queued: admitted, want denied: %+v", p.Name, at, 100-int(at/time.Second), d)
+			}
+		}
+	}
+	now = start.Add(91 * time.Second)
+	d, err := lim.AllowPolicy(ctx, b, "k", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Allowed || d.Delay < 9*time.Second || d.Delay > 90*time.Second {
+		t.Fatalf("under b at 91s: %+v, want admitted with a Delay from 9s to 90s", d)
+	}
+}

@@ -254,6 +254,16 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 			d, _ := P(&e.state).decide(e.rule, now, n, consume)
 			return d
 		}
+		c := &entry[S]{key: e.key, rule: r}
+		P(&c.state).init(r)
+		if consume && r.delay {
+			// A delaying leaky bucket moves a key only when it admits:
+			// see stays.
+			P(&c.state).convert(e.rule, r, now, &e.state)
+			if d, _ := P(&c.state).decide(r, now, n, false); stays(r, d) {
+				return d
+			}
+		}
 		src := &e.state
 		if consume {
 			// Retired first, into a copy: a decision in flight on
@@ -263,8 +273,6 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 			P(src).init(e.rule)
 			P(&e.state).retire(e.rule, now, retireAlways, src)
 		}
-		c := &entry[S]{key: e.key, rule: r}
-		P(&c.state).init(r)
 		P(&c.state).convert(e.rule, r, now, src)
 		if consume {
 			sh.remove(s)
@@ -332,15 +340,29 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	P(&c).init(r)
 	g.startFrom(sh, &c, r, now)
 	d, _ := P(&c).decide(r, now, n, consume)
-	if consume {
+	if consume && !stays(r, d) {
 		in := g.heir(sh, r, now)
-		// Denied too: the call moved the key to r (a key's state follows
-		// the policy of its last call), and r's inherited state now
-		// holds what it had used, converted.
+		// Denied too (unless it stays): the call moved the key to r (a
+		// key's state follows the policy of its last call), and r's
+		// inherited state now holds what it had used, converted.
 		P(in).absorb(r, now, &c)
 	}
 	return d
 }
+
+// stays reports whether a call under r that d answers leaves the key's
+// state as it was, under the policy it was last moved to: a denial under
+// a delaying leaky bucket. Its conversion keeps the queue's end (the
+// requests queued keep their instants) and the debt rescaled, the later of
+// the two, and one word cannot tell which it holds: moved back and forth
+// between two rates, the end would be taken for a queue of the faster
+// rate's requests and multiplied by the ratio of the intervals on every
+// trip, though nothing was admitted. A denial admits nothing, so the state
+// it leaves still keeps the promise, and the next call converts it afresh;
+// a move is kept only with an admission, after which the state is at most
+// the new policy's depth. The denial's RetryAfter, computed on the state
+// converted now, may then be longer than needed, never shorter.
+func stays(r *rule, d verdict) bool { return r.delay && !d.allowed }
 
 // startFrom makes st, a new state under r that no reader can reach, at
 // least as used as each inherited state of the shard converted to r,

@@ -246,7 +246,7 @@ type call struct {
 	rt       atomic.Uint64 // its round trip (roundTrips), once it starts; 0: not sent
 	state    atomic.Int32
 	res      core.Decision
-	used     int64 // Peek and Get: the key's usage
+	used     int64 // Peek and Get: the key's usage; -1: a denial not to cache
 	err      error
 	done     chan struct{} // capacity 1: answered, or (callLead) sender
 	timer    *time.Timer   // the caller's, reused with the call

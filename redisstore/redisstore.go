@@ -248,7 +248,8 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	var err error
 	if t, ok := l.br.admit(); ok {
 		var d core.Decision
-		d, _, err = l.decide(ctx, op, ps, p, key, cost)
+		var used int64
+		d, used, err = l.decide(ctx, op, ps, p, key, cost)
 		if !l.br.done(t, err) {
 			switch {
 			case err != nil:
@@ -256,12 +257,15 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 				d.Allowed, d.RetryAfter = false, 0
 				err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
 			case cache && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
-				d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan:
+				d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan && used >= 0:
 				// Only durations the scripts compute exactly (not those
 				// of a clock that stepped back by decades): the cache
 				// repeats them. Not a Peek's: it leaves a key written
 				// under another policy there, which a unit AllowN would
-				// move (see denyCache).
+				// move (see denyCache). Nor a delaying leaky bucket's
+				// denial that leaves a key under a faster rate (used -1;
+				// see "Policies per call" in package core): its debt,
+				// rescaled, shrinks faster than time.
 				l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: ps.pid()}, sent, gen)
 			}
 			return d, err

@@ -85,7 +85,9 @@ import (
 // Reply: an array of 5m integers, for each call in order {allowed,
 // remaining, resetAfter, retryAfter, delay}, the durations in ns; for a
 // call that only looks, the fifth is the key's usage (Usage.Used) instead
-// of the delay, which is 0 for such a call; a Set replies zeros.
+// of the delay, which is 0 for such a call; a Set replies zeros. A denial
+// under a delaying leaky bucket that leaves the key under a faster rate
+// (core's stays) replies -1 for its delay: the deny cache does not keep it.
 const luaKeyed = `
 local keys, m, co = KEYS, #KEYS, 0
 `
@@ -182,7 +184,8 @@ func scriptHead(cross bool, k int) string {
 // is used and not yet refilled) in units of cost: debt * interval / its
 // interval, fractions included, rounded up to the nanosecond (never more
 // generous), at most 2^52 ns; for a delaying leaky bucket at least the
-// debt itself (the requests queued keep their instants). Converted at the later of now and the
+// debt itself (the requests queued keep their instants), and written only
+// when the call is admitted (core's stays). Converted at the later of now and the
 // instant the state was written at: a clock that stepped back converts as
 // if it stood still there, so that the time it went back is not rescaled. The product may exceed 2^53, so the part of
 // the debt below one old interval is multiplied by binary long division,
@@ -213,6 +216,7 @@ for i = 1, m do
     tus[k] = us
   end
   local base = 0 -- max(tat, now) - now
+  local stay = false -- a denial that leaves the key under a faster rate
   if us then
     base = (us - now_us) * 1000 + tr[k] - now_r
     if base < 0 then base = 0 end
@@ -252,8 +256,11 @@ for i = 1, m do
       else
         d, base = 0, 0
       end
-      if n ~= 0 then
-        -- Decided under this policy from now on.
+      local denied = delays and n > 0 and base + n * interval > tau
+      stay = denied and interval > from
+      if n ~= 0 and not denied then
+        -- Decided under this policy from now on; a delaying leaky
+        -- bucket's denial leaves the state as it was (core's stays).
         if d > 0 then
           local t = cr + d
           local carry = math.floor(t / 1000)
@@ -295,6 +302,8 @@ for i = 1, m do
       if not consume then
         u = math.floor(base / interval)
         if u * interval < base then u = u + 1 end
+      elseif stay then
+        u = -1 -- its debt, rescaled, shrinks faster than time: not to be cached
       end
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, u
     elseif not consume then
@@ -726,10 +735,13 @@ func parseReplies(v any, calls []*call) error {
 		d.Remaining = x[1]
 		d.ResetAfter = time.Duration(max(x[2], 0))
 		d.RetryAfter = time.Duration(max(x[3], 0))
-		if c.n == 0 {
+		switch {
+		case c.n == 0:
 			c.used = x[4] // a look: the fifth is the usage, the delay 0
-		} else {
-			d.Delay = time.Duration(max(x[4], 0))
+		case x[4] < 0:
+			c.used = -1 // a denial the deny cache must not repeat: see Limiter.allow
+		default:
+			d.Delay = time.Duration(x[4])
 		}
 	}
 	return nil

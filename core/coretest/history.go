@@ -21,8 +21,9 @@ import (
 // docs on the history itself, at every admission.
 //
 // A policy takes effect at the first AllowPolicy (or AllowN) under it,
-// admitted or denied, and at a Set under it (take, set); Peek and Get only
-// look and are not recorded. Reset empties the history; Set makes it one
+// admitted or denied (under a delaying leaky bucket, admitted: its promise
+// does not depend on the policy in force), and at a Set under it (take,
+// set); Peek and Get only look and are not recorded. Reset empties the history; Set makes it one
 // request of the given usage at that instant.
 //
 // A clock that steps back never adds capacity (package docs of core): a

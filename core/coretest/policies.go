@@ -301,7 +301,7 @@ func named(p core.Policy, name string) core.Policy { return p.WithName(name) }
 // policyTables are the hand-worked cases, per algorithm: a key moved to
 // another policy keeps what it used and AllowN converts it back; a plan's
 // limit raised and lowered mid-window; Get changes nothing; Set; and a
-// denied call moves the key too.
+// denied call moves the key too, except under a delaying leaky bucket.
 func policyTables() []policyTable {
 	const s = time.Second
 	var (
@@ -456,13 +456,18 @@ func policyTables() []policyTable {
 			{at: 250 * ms, op: opSet, p: 0, n: -1, err: core.ErrInvalidUsage},
 			{at: 250 * ms, op: opGet, p: 0, used: 2, rem: 1, reset: 200 * ms},
 		}},
-		{"LeakyBucket/a denied call moves the key too", []core.Policy{lbFree, lbPro}, []pstep{
+		{"LeakyBucket/a denied call leaves the key as it was", []core.Policy{lbFree, lbPro}, []pstep{
 			{at: 0, op: opOwn, n: 3, ok: true, rem: 0, reset: 300 * ms},
 			// The queue ends at 300ms, 6 of pro's units: 6 more do not fit.
 			{at: 0, op: opAllow, p: 1, n: 6, rem: 0, reset: 300 * ms, retry: 300 * ms},
-			// From then on it is under pro (free's would count 200ms at
-			// pro's rate, then rescaled: Used 8).
+			// Still free's 3 queued (moved to pro, its 300ms would be 6
+			// of pro's units, 600ms back at free's rate), however often
+			// the denial is repeated.
+			{at: 0, op: opGet, p: 0, used: 3, rem: 0, reset: 300 * ms},
+			{at: 0, op: opAllow, p: 1, n: 6, rem: 0, reset: 300 * ms, retry: 300 * ms},
+			{at: 0, op: opOwn, n: 1, rem: 0, reset: 300 * ms, retry: 100 * ms},
 			{at: 100 * ms, op: opGet, p: 1, used: 4, rem: 2, reset: 200 * ms},
+			{at: 100 * ms, op: opOwn, n: 1, ok: true, rem: 0, reset: 300 * ms, delay: 200 * ms},
 		}},
 
 		// Fixed window.

@@ -19,7 +19,8 @@ import (
 //     from 1 to the policy's capacity, admitted or denied) under another
 //     policy first converts the state to that policy, at the instant of the
 //     call, and the key stays under it: "the new policy applies from then
-//     on". Peek, Get and calls that return an error (a cost <= 0 or above
+//     on"; a delaying leaky bucket moves it only when it admits (a denial
+//     under it leaves the key as it was). Peek, Get and calls that return an error (a cost <= 0 or above
 //     the capacity, an invalid policy, another algorithm, a usage out of
 //     range) change nothing; Peek and Get report the converted state
 //     without keeping it.
@@ -68,16 +69,16 @@ func (s *keyState) view(p core.Policy, now int64) keyModel {
 	return convert(s.m, s.p, p, now)
 }
 
-// moveTo puts the key under p at now (a call that decides it under p).
-func (s *keyState) moveTo(p core.Policy, now int64) {
-	s.m, s.p = s.view(p, now), p
-}
-
 // decide answers a call of cost n (1 <= n <= capacity) under p at now,
-// moving the key to p and recording the request if it is admitted.
+// moving the key to p and recording the request if it is admitted. A
+// denial under a delaying leaky bucket leaves the key as it was.
 func (s *keyState) decide(p core.Policy, now, n int64) verdict {
-	s.moveTo(p, now)
-	return s.m.decide(now, n, true)
+	m := s.view(p, now)
+	v := m.decide(now, n, true)
+	if v.allowed || s.m == nil || s.p == p || p.Algorithm != core.AlgLeakyBucket || p.Meter {
+		s.m, s.p = m, p
+	}
+	return v
 }
 
 // usageOf is what Get reports for a key whose model under p at now is m.

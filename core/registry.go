@@ -256,11 +256,21 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 		}
 		c := &entry[S]{key: e.key, rule: r}
 		P(&c.state).init(r)
-		if consume && r.delay {
-			// A delaying leaky bucket moves a key only when it admits:
-			// see stays.
-			P(&c.state).convert(e.rule, r, now, &e.state)
-			if d, _ := P(&c.state).decide(r, now, n, false); stays(r, d) {
+		if consume {
+			// A call under another policy than the key's moves the key (converts its
+			// state) only when it admits: a denial admits nothing, so the state it
+			// leaves keeps the promise, and the next call converts it afresh. Stored on
+			// a denial, a conversion would carry the denial's instant: under a delaying
+			// leaky bucket its one word (the later of the queue's end and the debt
+			// rescaled) would be multiplied by the ratio of two rates on every trip
+			// between them, and a store whose clock stepped back after the denial
+			// would stand still at it, where the requests before it had aged out. The
+			// denial's RetryAfter, computed on the state converted now, may be longer
+			// than needed, never shorter.
+			var probe S
+			P(&probe).init(r)
+			P(&probe).convert(e.rule, r, now, &e.state)
+			if d, _ := P(&probe).decide(r, now, n, false); !d.allowed {
 				return d
 			}
 		}
@@ -287,13 +297,15 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 		// inherited state with the others that found no room.
 		return g.decideInherited(sh, r, now, n, consume)
 	}
-	if consume {
-		// Clone: the key may point into a larger buffer (a header line)
-		// that the table must not keep alive.
+	d, _ := P(&e.state).decide(r, now, n, false)
+	if consume && d.allowed {
+		// A denial moves nothing in (see decideLocked's move). Clone: the
+		// key may point into a larger buffer (a header line) that the
+		// table must not keep alive.
 		e.key = strings.Clone(key)
 		g.insert(sh, h, e)
+		d, _ = P(&e.state).decide(r, now, n, true)
 	}
-	d, _ := P(&e.state).decide(r, now, n, consume)
 	return d
 }
 
@@ -340,29 +352,15 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	P(&c).init(r)
 	g.startFrom(sh, &c, r, now)
 	d, _ := P(&c).decide(r, now, n, consume)
-	if consume && !stays(r, d) {
+	if consume && d.allowed {
 		in := g.heir(sh, r, now)
-		// Denied too (unless it stays): the call moved the key to r (a
-		// key's state follows the policy of its last call), and r's
-		// inherited state now holds what it had used, converted.
+		// The call moved the key to r (a key's state follows the policy
+		// of its last admission), and r's inherited state now holds what
+		// it had used, converted.
 		P(in).absorb(r, now, &c)
 	}
 	return d
 }
-
-// stays reports whether a call under r that d answers leaves the key's
-// state as it was, under the policy it was last moved to: a denial under
-// a delaying leaky bucket. Its conversion keeps the queue's end (the
-// requests queued keep their instants) and the debt rescaled, the later of
-// the two, and one word cannot tell which it holds: moved back and forth
-// between two rates, the end would be taken for a queue of the faster
-// rate's requests and multiplied by the ratio of the intervals on every
-// trip, though nothing was admitted. A denial admits nothing, so the state
-// it leaves still keeps the promise, and the next call converts it afresh;
-// a move is kept only with an admission, after which the state is at most
-// the new policy's depth. The denial's RetryAfter, computed on the state
-// converted now, may then be longer than needed, never shorter.
-func stays(r *rule, d verdict) bool { return r.delay && !d.allowed }
 
 // startFrom makes st, a new state under r that no reader can reach, at
 // least as used as each inherited state of the shard converted to r,

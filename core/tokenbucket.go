@@ -117,9 +117,9 @@ func (s *gcraState) raise(tat int64) {
 // them: its TAT never moves earlier. The TAT is then the later of the
 // queue's end and its debt rescaled, and one word cannot tell which, so a
 // key moved back and forth between two rates without admitting would
-// have its debt multiplied by their ratio on each trip: a denial under a
-// delaying leaky bucket leaves the key unconverted (see stays), and a
-// conversion kept is followed by an admission.
+// have its debt multiplied by their ratio on each trip: a denial leaves
+// the key unconverted (see registry.decideLocked), and a conversion kept
+// is followed by an admission.
 func (s *gcraState) convert(from, to *rule, now int64, src *gcraState) {
 	tat := src.tat.Load()
 	next := rescaleTAT(tat, now, from.interval, to.interval)

@@ -85,9 +85,12 @@ import (
 // Reply: an array of 5m integers, for each call in order {allowed,
 // remaining, resetAfter, retryAfter, delay}, the durations in ns; for a
 // call that only looks, the fifth is the key's usage (Usage.Used) instead
-// of the delay, which is 0 for such a call; a Set replies zeros. A denial
-// under a delaying leaky bucket that leaves the key under a faster rate
-// (core's stays) replies -1 for its delay: the deny cache does not keep it.
+// of the delay, which is 0 for such a call; a Set replies zeros. A call
+// under another policy than its key's state is decided on the state
+// converted, which is written only if it is admitted (core's
+// registry.decideLocked); a denial whose state, not written, may be
+// admitted before its RetryAfter replies -1 for its delay: the deny cache
+// does not keep it.
 const luaKeyed = `
 local keys, m, co = KEYS, #KEYS, 0
 `
@@ -184,8 +187,7 @@ func scriptHead(cross bool, k int) string {
 // is used and not yet refilled) in units of cost: debt * interval / its
 // interval, fractions included, rounded up to the nanosecond (never more
 // generous), at most 2^52 ns; for a delaying leaky bucket at least the
-// debt itself (the requests queued keep their instants), and written only
-// when the call is admitted (core's stays). Converted at the later of now and the
+// debt itself (the requests queued keep their instants). Converted at the later of now and the
 // instant the state was written at: a clock that stepped back converts as
 // if it stood still there, so that the time it went back is not rescaled. The product may exceed 2^53, so the part of
 // the debt below one old interval is multiplied by binary long division,
@@ -216,7 +218,7 @@ for i = 1, m do
     tus[k] = us
   end
   local base = 0 -- max(tat, now) - now
-  local stay = false -- a denial that leaves the key under a faster rate
+  local stay = false -- a denial decided on a converted state, not written
   if us then
     base = (us - now_us) * 1000 + tr[k] - now_r
     if base < 0 then base = 0 end
@@ -256,11 +258,11 @@ for i = 1, m do
       else
         d, base = 0, 0
       end
-      local denied = delays and n > 0 and base + n * interval > tau
-      stay = denied and interval > from
+      local denied = n > 0 and base + n * interval > tau
+      stay = denied -- its RetryAfter is on a debt not written, which time drains at another rate
       if n ~= 0 and not denied then
-        -- Decided under this policy from now on; a delaying leaky
-        -- bucket's denial leaves the state as it was (core's stays).
+        -- Decided under this policy from now on; a denial leaves the
+        -- state as it was (core's registry.decideLocked).
         if d > 0 then
           local t = cr + d
           local carry = math.floor(t / 1000)
@@ -303,7 +305,7 @@ for i = 1, m do
         u = math.floor(base / interval)
         if u * interval < base then u = u + 1 end
       elseif stay then
-        u = -1 -- its debt, rescaled, shrinks faster than time: not to be cached
+        u = -1 -- decided on a state not written: not to be cached
       end
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, u
     elseif not consume then
@@ -375,7 +377,7 @@ for i = 1, m do
     if v then stored, cnt[k], ws[k], lu[k], lr[k], wl[k] = struct.unpack('<dI4ddHI4', v) end
     win[k] = stored
   end
-  local count, back = 0, 0 -- back: windows the stored one is ahead of now's
+  local count, back, converted = 0, 0, false -- back: windows the stored one is ahead of now's
   if stored then
     local sw = ws[k]
     if sw == w then
@@ -383,10 +385,6 @@ for i = 1, m do
         -- A clock that stepped back stays in the stored window, so it
         -- cannot reopen a used-up window.
         count, back = cnt[k], stored - q
-        if n > 0 and wl[k] ~= limit then
-          -- Decided under this policy from now on, even if denied.
-          wl[k], px[k] = limit, math.max(ttl, math.ceil(((back + 1) * w - rem) / 1000000))
-        end
       end
     else
       -- Written under another Window: both current windows at the later
@@ -404,16 +402,9 @@ for i = 1, m do
         if stored == oq and s - sw < w - nrem and s > -nrem then count = count + wl[k] end
         if count > most then count = most end
       end
-      if n ~= 0 then
-        -- Decided under this policy from now on.
-        if count > 0 then
-          local p = math.ceil(((back + 1) * w - rem) / 1000000)
-          if p < ttl then p = ttl end
-          win[k], cnt[k], ws[k], wl[k], px[k] = nq, count, w, limit, p
-        else
-          win[k], px[k] = false, nil
-        end
-      end
+      -- Decided under this policy from now on if admitted (written below);
+      -- a denial leaves the state as it was (core's registry.decideLocked).
+      converted = true
     end
   end
   local untilEnd = (back + 1) * w - rem
@@ -437,7 +428,11 @@ for i = 1, m do
     if count + n > limit then
       local left, u = limit - count, 0
       if left < 0 then left = 0 end
-      if not consume then u = count end
+      if not consume then
+        u = count
+      elseif converted then
+        u = -1 -- decided on a state not written: not to be cached
+      end
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, untilEnd, untilEnd, u
     elseif not consume then
       if count == 0 then untilEnd = 0 end
@@ -542,7 +537,7 @@ for i = 1, m do
     end
     rings[k] = c
   end
-  local keep = true -- whether the ring decided below is the key's state
+  local keep, converted = true, false -- whether the ring decided below is the key's state; whether it was converted
   if c and (c[2] ~= w or #c ~= ring + 5) then
     -- Written under another Window or Buckets: what its trailing window
     -- counts, into the current bucket, both at the later of now and the
@@ -570,13 +565,10 @@ for i = 1, m do
         c[y] = math.min(c[y] + x, 4294967295)
       end
     end
-    if n == 0 then
-      keep = false -- only looking: the key stays as it is
-    else
-      -- Decided under this policy from now on.
-      rings[k], px[k] = c, nil
-      if c then px[k] = math.max(ttl, math.ceil(((nq + ring - q) * w - rem) / 1000000)) end
-    end
+    -- Decided under this policy from now on if admitted (written below);
+    -- a look or a denial leaves the state as it was (core's
+    -- registry.decideLocked).
+    keep, converted = false, true
   end
   local j = 5 * i
   if n < 0 then
@@ -613,7 +605,11 @@ for i = 1, m do
     if left < 0 then left = 0 end
     if trailing + n > limit or all + n > cap2 then
       local u = 0
-      if not consume then u = trailing end
+      if not consume then
+        u = trailing
+      elseif converted then
+        u = -1 -- decided on a state not written: not to be cached
+      end
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u
     else
       local u = trailing
@@ -625,7 +621,7 @@ for i = 1, m do
         -- only after the clock stepped back.
         local p = math.ceil(((top + ring - q) * w - rem) / 1000000)
         if p < ttl then p = ttl end
-        px[k] = p
+        rings[k], px[k] = c, p
       end
       out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, left, after(c, top, trailing, all, 0, limit), 0, u
     end

@@ -20,10 +20,9 @@ import (
 // level. It knows no conversion rule: admit checks the promise of those
 // docs on the history itself, at every admission.
 //
-// A policy takes effect at the first AllowPolicy (or AllowN) under it,
-// admitted or denied (under a delaying leaky bucket, admitted: its promise
-// does not depend on the policy in force), and at a Set under it (take,
-// set); Peek and Get only look and are not recorded. Reset empties the history; Set makes it one
+// A policy takes effect at the first AllowPolicy (or AllowN) under it that
+// is admitted, and at a Set under it (take, set); a denial, Peek and Get
+// leave the key as it was and are not recorded. Reset empties the history; Set makes it one
 // request of the given usage at that instant.
 //
 // A clock that steps back never adds capacity (package docs of core): a
@@ -67,8 +66,8 @@ func newHistory() history { return history{last: math.MinInt64, level: new(big.R
 // latest instant of the key's requests when the clock stepped back.
 func (h *history) instant(now int64) int64 { return max(now, h.last) }
 
-// take records that p takes effect at now: an AllowPolicy under p,
-// admitted or denied, called before admit.
+// take records that p takes effect at now: an admitted AllowPolicy under
+// p (admit calls it).
 func (h *history) take(p core.Policy, now int64) {
 	if h.pol == p {
 		return
@@ -339,7 +338,6 @@ func (s Suite) planScenario(t *testing.T, sc planScenario) {
 				}
 				t.Fatalf("%v\n%s", err, calls.String())
 			}
-			h.take(st.pol, now.UnixNano())
 			if !d.Allowed {
 				continue
 			}

@@ -15,7 +15,7 @@ import (
 func TestHistoryByHand(t *testing.T) {
 	type step struct {
 		at    time.Duration
-		op    string // "allow" (admitted), "deny" (denied: the policy takes effect), "set", "reset"
+		op    string // "allow" (admitted), "deny" (denied: nothing changes), "set", "reset"
 		pol   core.Policy
 		n     int64 // cost, or the usage of a set
 		delay time.Duration
@@ -45,7 +45,7 @@ func TestHistoryByHand(t *testing.T) {
 			{500 * ms, "allow", sa, 10, 0}, {10 * time.Second, "allow", sb, 3, 0}}, "sliding window: the 6 buckets [+0s, +12s)"},
 		{"sliding: within them, up to MaxInWindow", []step{
 			{500 * ms, "allow", sa, 10, 0}, {10 * time.Second, "allow", sb, 2, 0}}, ""},
-		{"sliding: a round trip keeps what lies within every Window since", []step{
+		{"sliding: a denial under another policy changes nothing", []step{
 			{0, "allow", sa, 10, 0}, {500 * ms, "deny", ss, 1, 0}, {600 * ms, "allow", sa, 1, 0}}, "sliding window: the 10 buckets"},
 		{"fixed: the requests of the policy changed from count", []step{
 			{2990 * ms, "allow", fa, 5, 0}, {3 * time.Second, "allow", fb, 5, 0}, {3100 * ms, "allow", fb, 1, 0}}, "fixed window"},
@@ -60,11 +60,13 @@ func TestHistoryByHand(t *testing.T) {
 		{"sliding: one policy, one more in bucket B", []step{
 			{500 * ms, "allow", sa, 10, 0}, {10 * time.Second, "allow", sa, 1, 0}}, ""},
 		{"token: the debt drains at the rate of the policy in force", []step{
-			{0, "allow", ta, 10, 0}, {0, "deny", tb, 1, 0}, {5 * time.Second, "allow", tb, 1, 0}}, "token bucket"},
+			{0, "allow", ta, 4, 0}, {0, "allow", tb, 1, 0}, {500 * ms, "allow", tb, 1, 0}}, "token bucket"},
 		{"token: and is back under Burst by then", []step{
-			{0, "allow", ta, 10, 0}, {0, "deny", tb, 1, 0}, {6 * time.Second, "allow", tb, 1, 0}}, ""},
-		{"token: a denial changes the rate", []step{
-			{0, "allow", tb, 5, 0}, {0, "deny", ta, 10, 0}, {500 * ms, "allow", ta, 5, 0}}, ""},
+			{0, "allow", ta, 4, 0}, {0, "allow", tb, 1, 0}, {time.Second, "allow", tb, 1, 0}}, ""},
+		{"token: a denial changes nothing: the debt drains at the old rate", []step{
+			{0, "allow", tb, 5, 0}, {0, "deny", ta, 10, 0}, {600 * ms, "allow", ta, 10, 0}}, "token bucket"},
+		{"token: until an admission under the new one", []step{
+			{0, "allow", tb, 5, 0}, {0, "deny", ta, 10, 0}, {600 * ms, "allow", ta, 5, 0}}, ""},
 		{"token: Set replaces the history", []step{
 			{0, "allow", ta, 10, 0}, {0, "set", tb, 5, 0}, {0, "deny", ta, 1, 0}, {0, "allow", ta, 5, 0}}, ""},
 		{"token: Reset empties it", []step{
@@ -97,7 +99,6 @@ func TestHistoryByHand(t *testing.T) {
 					h.take(st.pol, now)
 					got = h.admit(st.pol, now, int64(st.delay), st.n, show)
 				case "deny":
-					h.take(st.pol, now)
 				case "set":
 					h.set(st.pol, now, st.n)
 				case "reset":

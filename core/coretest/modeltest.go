@@ -409,8 +409,8 @@ func (k *tracked) model(pol core.Policy) keyModel {
 	return k.km
 }
 
-// take records that pol takes effect for k at at (an AllowPolicy,
-// admitted or denied): a change of policy makes the key mixed.
+// take records that pol takes effect for k at at (an admitted
+// AllowPolicy): a change of policy makes the key mixed.
 func (c *modelCase) take(k *tracked, pol core.Policy, at int64) {
 	if k.h.pol != (core.Policy{}) && k.h.pol != pol {
 		c.stats.moves++
@@ -849,8 +849,8 @@ func (c *modelCase) callPolicy(key string, pol core.Policy, own bool, n int64, p
 	k.look = nil
 	last := max(k.h.last, k.since)
 	back := at < last
-	moves := consume && k.h.pol != (core.Policy{}) && k.h.pol != pol
-	if consume {
+	moves := consume && got.Allowed && k.h.pol != (core.Policy{}) && k.h.pol != pol
+	if consume && got.Allowed { // a denial leaves the key as it was
 		c.take(k, pol, at)
 		if k.recentP != pol {
 			// The policy in force changes: MaxInWindow is checked from now on.

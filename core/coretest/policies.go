@@ -301,7 +301,7 @@ func named(p core.Policy, name string) core.Policy { return p.WithName(name) }
 // policyTables are the hand-worked cases, per algorithm: a key moved to
 // another policy keeps what it used and AllowN converts it back; a plan's
 // limit raised and lowered mid-window; Get changes nothing; Set; and a
-// denied call moves the key too, except under a delaying leaky bucket.
+// denied call leaves the key as it was.
 func policyTables() []policyTable {
 	const s = time.Second
 	var (
@@ -395,14 +395,14 @@ func policyTables() []policyTable {
 			{at: 400 * ms, op: opSet, p: 0, n: -1, err: core.ErrInvalidUsage},
 			{at: 400 * ms, op: opGet, p: 0, used: 3, rem: 2, reset: 300 * ms},
 		}},
-		{"TokenBucket/a denied call moves the key too", []core.Policy{tbFree, tbPro}, []pstep{
+		{"TokenBucket/a denied call leaves the key as it was", []core.Policy{tbFree, tbPro}, []pstep{
 			{at: 0, op: opOwn, n: 5, ok: true, rem: 0, reset: 500 * ms},
 			// 250ms owed at pro's rate; 6 tokens need 300ms.
 			{at: 0, op: opAllow, p: 1, n: 6, rem: 5, reset: 250 * ms, retry: 50 * ms},
-			// From then on it refills at pro's rate (free's would leave
-			// 200ms owed at pro's rate: Used 4).
-			{at: 100 * ms, op: opGet, p: 1, used: 3, rem: 7, reset: 150 * ms},
-			{at: 100 * ms, op: opGet, p: 0, used: 3, rem: 2, reset: 300 * ms},
+			// The key still refills at free's rate: 4 tokens owed, 200ms
+			// at pro's rate (pro's would leave 150ms: Used 3).
+			{at: 100 * ms, op: opGet, p: 1, used: 4, rem: 6, reset: 200 * ms},
+			{at: 100 * ms, op: opGet, p: 0, used: 4, rem: 1, reset: 400 * ms},
 		}},
 
 		// Leaky bucket.
@@ -481,18 +481,17 @@ func policyTables() []policyTable {
 			{at: 40 * s, op: opPeek, rem: 0, reset: 20 * s, retry: 20 * s},
 			{at: time.Hour + 10*s, op: opOwn, n: 1, ok: true, rem: 2, reset: 50 * s},
 		}},
-		{"FixedWindow/a detour through a smaller limit gives nothing back", []core.Policy{fwFree, fwPro}, []pstep{
+		{"FixedWindow/a denial under a smaller limit gives nothing back", []core.Policy{fwFree, fwPro}, []pstep{
 			{at: 10 * s, op: opAllow, p: 1, n: 5, ok: true, rem: 0, reset: time.Hour - 10*s},
-			// Pro's 5 are carried into free's minute 1, above its Limit.
+			// Pro's 5 count in free's minute 1, above its Limit: denied,
+			// and the key stays under pro.
 			{at: 70 * s, op: opOwn, n: 1, rem: 0, reset: 50 * s, retry: 50 * s},
-			// Back to pro within its hour 0: still 5 used, plus free's Limit
-			// for free's minute 0, which lies in pro's hour 0: nothing
-			// more for pro's hour 0 (a count cut to free's Limit would
+			// Pro's hour 0: still 5 used (a count cut to free's Limit would
 			// give 2 back).
 			{at: 80 * s, op: opAllow, p: 1, n: 1, rem: 0, reset: time.Hour - 80*s, retry: time.Hour - 80*s},
 			// The count is what the key might have used, not what free
 			// could admit.
-			{at: 80 * s, op: opGet, p: 0, used: 8, rem: 0, reset: 40 * s},
+			{at: 80 * s, op: opGet, p: 0, used: 5, rem: 0, reset: 40 * s},
 		}},
 		{"FixedWindow/a window that has just ended still counts in a longer one", []core.Policy{fwFree, fwPro}, []pstep{
 			{at: 10 * s, op: opOwn, n: 3, ok: true, rem: 0, reset: 50 * s},
@@ -534,10 +533,11 @@ func policyTables() []policyTable {
 			{at: 70 * s, op: opSet, p: 0, n: -1, err: core.ErrInvalidUsage},
 			{at: 70 * s, op: opGet, p: 1, used: 5, rem: 0, reset: time.Hour - 70*s},
 		}},
-		{"FixedWindow/a denied call moves the key too", []core.Policy{fwFree, fwPro}, []pstep{
+		{"FixedWindow/a denied call leaves the key as it was", []core.Policy{fwFree, fwPro}, []pstep{
 			{at: 10 * s, op: opOwn, n: 3, ok: true, rem: 0, reset: 50 * s},
 			{at: 20 * s, op: opAllow, p: 1, n: 3, rem: 2, reset: time.Hour - 20*s, retry: time.Hour - 20*s},
-			// Now in pro's hour 0 (free's minute 0 would have ended).
+			// Still under free: its minute 0, the one before its current,
+			// lies in pro's hour 0 and counts there.
 			{at: 70 * s, op: opGet, p: 1, used: 3, rem: 2, reset: time.Hour - 70*s},
 		}},
 
@@ -593,12 +593,12 @@ func policyTables() []policyTable {
 			{at: 1000 * ms, op: opSet, p: 0, n: -1, err: core.ErrInvalidUsage},
 			{at: 1000 * ms, op: opGet, p: 1, used: 10, rem: 0, reset: 1500 * ms},
 		}},
-		{"SlidingWindow/a denied call moves the key too", []core.Policy{swFree, swOther}, []pstep{
+		{"SlidingWindow/a denied call leaves the key as it was", []core.Policy{swFree, swOther}, []pstep{
 			{at: 50 * ms, op: opOwn, n: 10, ok: true, rem: 0, reset: 1050 * ms},
 			{at: 950 * ms, op: opAllow, p: 1, n: 1, rem: 0, reset: 1550 * ms, retry: 1050 * ms},
-			// Now in other's bucket [0, 500ms) (free's trailing window
-			// would be empty).
-			{at: 1100 * ms, op: opGet, p: 1, used: 10, rem: 0, reset: 1400 * ms},
+			// Still under free, whose Window has let the 10 go (moved to
+			// other at the denial, they would count until 1.5s).
+			{at: 1100 * ms, op: opGet, p: 1, used: 0, rem: 10, reset: 0},
 		}},
 	}
 }

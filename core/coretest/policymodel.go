@@ -16,11 +16,10 @@ import (
 //
 //   - A key has one state, held under the policy it was last decided
 //     under. A call that decides the key (AllowN, AllowPolicy with a cost
-//     from 1 to the policy's capacity, admitted or denied) under another
-//     policy first converts the state to that policy, at the instant of the
-//     call, and the key stays under it: "the new policy applies from then
-//     on"; a delaying leaky bucket moves it only when it admits (a denial
-//     under it leaves the key as it was). Peek, Get and calls that return an error (a cost <= 0 or above
+//     from 1 to the policy's capacity) under another policy is decided on
+//     the state converted to that policy at the instant of the call, and
+//     when it is admitted the key stays under it: "the new policy applies
+//     from then on" (a denial leaves the key as it was). Peek, Get and calls that return an error (a cost <= 0 or above
 //     the capacity, an invalid policy, another algorithm, a usage out of
 //     range) change nothing; Peek and Get report the converted state
 //     without keeping it.
@@ -71,11 +70,11 @@ func (s *keyState) view(p core.Policy, now int64) keyModel {
 
 // decide answers a call of cost n (1 <= n <= capacity) under p at now,
 // moving the key to p and recording the request if it is admitted. A
-// denial under a delaying leaky bucket leaves the key as it was.
+// denial leaves the key as it was.
 func (s *keyState) decide(p core.Policy, now, n int64) verdict {
 	m := s.view(p, now)
 	v := m.decide(now, n, true)
-	if v.allowed || s.m == nil || s.p == p || p.Algorithm != core.AlgLeakyBucket || p.Meter {
+	if v.allowed || s.m == nil || s.p == p {
 		s.m, s.p = m, p
 	}
 	return v

@@ -545,7 +545,6 @@ func propHistory(c *propCase) bool {
 		if err != nil {
 			return c.fail("key %s: %v", name, err)
 		}
-		k.h.take(p, c.now)
 		if !d.Allowed {
 			return true
 		}

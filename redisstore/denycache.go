@@ -35,8 +35,8 @@ import (
 // Each entry records the policy that denied (the limiter's own, or one
 // given with AllowPolicy): a denial under one policy is never served for a
 // call under another. A call that may consume under another policy (any
-// cost: under a larger policy it may be admitted, and it moves the key to
-// its policy: see "Policies per call" in the package docs) forgets the
+// cost: under a larger policy it may be admitted, and then it moves the key
+// to its policy: see "Policies per call" in the package docs) forgets the
 // entry as Reset does, before it is sent, so that the old policy's denials
 // in flight are not cached either: the cached Decision stays exactly what
 // Redis would answer, as with one policy.

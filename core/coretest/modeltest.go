@@ -880,11 +880,9 @@ func (c *modelCase) callPolicy(key string, pol core.Policy, own bool, n int64, p
 	switch {
 	case k.tainted:
 		c.stats.loose++
-		if consume && (got.Allowed || c.pl != nil) {
-			// An admitted call writes the key; on a PolicyLimiter so does
-			// a denied one under another policy than the key's (it moves
-			// the key), which the model no longer knows: either way the
-			// store's state may live until Recovery after it.
+		if consume && got.Allowed {
+			// An admitted call writes the key, which the model no longer
+			// knows: the store's state may live until Recovery after it.
 			k.maxAdmit = max(k.maxAdmit, at)
 		}
 		return c.history(key, k, admitted, pol, at, got, n, false)

@@ -117,7 +117,7 @@ func TestPolicyMoveKeepsUsage(t *testing.T) {
 			})
 		}
 
-		t.Run("token bucket: a move to a smaller Burst than used denies until back under it", func(t *testing.T) {
+		t.Run("token bucket: a move to a smaller Burst than used is denied, the key left at its old rate", func(t *testing.T) {
 			big := core.TokenBucket(20, time.Second)
 			small := core.TokenBucket(4, time.Second)
 			f := newPolicyFixture(t, rdb, big)
@@ -129,14 +129,16 @@ func TestPolicyMoveKeepsUsage(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, d.Allowed)
 			// 5 units of 250ms is 1.25s of debt; tau is 1s: one more fits
-			// once the debt is down to 750ms.
+			// once the debt is down to 750ms, at small's rate.
 			assert.Equal(t, 500*time.Millisecond, d.RetryAfter)
 			assert.Equal(t, 1250*time.Millisecond, d.ResetAfter)
+			// The denial left the key under big, whose 250ms of debt is
+			// gone by then: admitted with 3 of small's 4 left.
 			f.clock.Advance(d.RetryAfter)
 			d, err = f.lim.AllowPolicy(ctx, small, "k", 1)
 			require.NoError(t, err)
 			assert.True(t, d.Allowed)
-			assert.Equal(t, int64(0), d.Remaining)
+			assert.Equal(t, int64(3), d.Remaining)
 		})
 
 		t.Run("fixed window: the current window's count carries into the new policy's", func(t *testing.T) {

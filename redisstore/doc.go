@@ -64,8 +64,8 @@
 // After Redis denies a unit-cost request with RetryAfter t, further
 // unit-cost requests for that key under the same policy are denied in this
 // process, without a round trip, until t has passed (never beyond the
-// moment Redis would admit), with Source [core.SourceDenyCache]; not a
-// denial under another policy than the key's, which time drains. Other
+// moment Redis would admit), with Source [core.SourceDenyCache] (not after
+// a denial under another policy than the key's state, which is left). Other
 // servers can only consume more, so the denial stands. [Limiter.Reset] and
 // [Limiter.Set] clear it for the key in this process; another process may
 // keep denying until its cached RetryAfter. [WithDenyCacheSize] bounds it

@@ -227,7 +227,7 @@ func (s *syncMapProto) allowN(_ context.Context, key string, n int64) (d Decisio
 		}
 		e := v.(*protoEntry)
 		if e.rule == &s.rule {
-			if vd := e.state.decide(e.rule, now, n, true); true {
+			if vd, ok := e.state.decide(e.rule, now, n, true); ok {
 				s.rule.fill(&d, vd)
 				return d, nil
 			}
@@ -269,7 +269,7 @@ func (s *shardsProto) allowN(_ context.Context, key string, n int64) (d Decision
 			sh.mu.Unlock()
 		}
 		if e.rule == &s.rule {
-			if vd := e.state.decide(e.rule, now, n, true); true {
+			if vd, ok := e.state.decide(e.rule, now, n, true); ok {
 				s.rule.fill(&d, vd)
 				return d, nil
 			}

@@ -46,19 +46,22 @@ func (s *fixedState) current(r *rule, word, now int64) (window, count int64) {
 
 func (s *fixedState) init(*rule) {}
 
-func (s *fixedState) decide(r *rule, now, n int64, consume bool) verdict {
+func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
 	for {
 		// A fresh verdict each attempt: a lost CompareAndSwap must not
 		// leave Allowed set for the retry.
 		var d verdict
 		word := s.w.Load()
+		if word == retired {
+			return verdict{}, false
+		}
 		window, count := s.current(r, word, now)
 		untilEnd := durationNs((window+1)*r.window - now)
 		if count+n > r.limit {
 			d.remaining = max(0, r.limit-count)
 			d.reset = untilEnd
 			d.wait = untilEnd
-			return d
+			return d, true
 		}
 		d.allowed = true
 		if !consume {
@@ -66,12 +69,12 @@ func (s *fixedState) decide(r *rule, now, n int64, consume bool) verdict {
 			if count > 0 {
 				d.reset = untilEnd
 			}
-			return d
+			return d, true
 		}
 		if s.w.CompareAndSwap(word, r.packFixed(window, count+n)) {
 			d.remaining = r.limit - count - n
 			d.reset = untilEnd
-			return d
+			return d, true
 		}
 	}
 }
@@ -81,7 +84,7 @@ func (s *fixedState) decide(r *rule, now, n int64, consume bool) verdict {
 // conversion may still carry into another policy's window: see convert)
 // or a later one. A word that is not live is the same as a new key's.
 func (r *rule) live(word, now int64) (window, count int64, ok bool) {
-	if word == 0 {
+	if word == 0 || word == retired {
 		return 0, 0, false
 	}
 	cur := floorDiv(now, r.window)
@@ -90,8 +93,9 @@ func (r *rule) live(word, now int64) (window, count int64, ok bool) {
 }
 
 func (s *fixedState) idle(r *rule, now int64) bool {
-	_, _, live := r.live(s.w.Load(), now)
-	return !live
+	word := s.w.Load()
+	_, _, live := r.live(word, now)
+	return word != retired && !live
 }
 
 func (s *fixedState) untilIdle(r *rule, now int64) int64 {
@@ -102,8 +106,35 @@ func (s *fixedState) untilIdle(r *rule, now int64) int64 {
 	return (window+2)*r.window - now
 }
 
+func (s *fixedState) retire(r *rule, now int64, mode retireMode, into *fixedState) bool {
+	for {
+		word := s.w.Load()
+		if word == retired {
+			return false
+		}
+		switch mode {
+		case retireIdle:
+			if _, _, live := r.live(word, now); live {
+				return false
+			}
+		case retireUnlimited:
+			if _, count := s.current(r, word, now); count+1 > r.limit {
+				return false
+			}
+		}
+		if s.w.CompareAndSwap(word, retired) {
+			if into != nil {
+				into.raise(r, now, word)
+			}
+			return true
+		}
+	}
+}
+
 func (s *fixedState) absorb(r *rule, now int64, src *fixedState) {
-	s.raise(r, now, src.w.Load())
+	if word := src.w.Load(); word != retired {
+		s.raise(r, now, word)
+	}
 }
 
 // raise makes s at least as used as the state word, seen at now: the later
@@ -132,26 +163,34 @@ func (s *fixedState) raise(r *rule, now, word int64) {
 // kept at that most, which still denies. Both current windows are taken at the later
 // of now and the start of the stored window (a caller whose clock reading
 // is behind another's).
-func (s *fixedState) convert(from, to *rule, now int64, src *fixedState) {
-	word := src.w.Load()
-	var next int64
-	if window, count, live := from.live(word, now); live {
-		start := window * from.window
-		at := max(now, start)
-		k := floorDiv(at, to.window)
-		lo, hi := k*to.window, (k+1)*to.window
-		var n int64
-		if start < hi && start+from.window > lo {
-			n = count
+func (s *fixedState) convert(from, to *rule, now int64, src *fixedState, retire bool) bool {
+	for {
+		word := src.w.Load()
+		if word == retired {
+			return false
 		}
-		if window == floorDiv(at, from.window) && start-from.window < hi && start > lo {
-			n += from.limit
+		var next int64
+		if window, count, live := from.live(word, now); live {
+			start := window * from.window
+			at := max(now, start)
+			k := floorDiv(at, to.window)
+			lo, hi := k*to.window, (k+1)*to.window
+			var n int64
+			if start < hi && start+from.window > lo {
+				n = count
+			}
+			if window == floorDiv(at, from.window) && start-from.window < hi && start > lo {
+				n += from.limit
+			}
+			if n > 0 {
+				next = to.packFixed(k, min(n, maxFixedLimit(time.Duration(to.window))))
+			}
 		}
-		if n > 0 {
-			next = to.packFixed(k, min(n, maxFixedLimit(time.Duration(to.window))))
+		s.w.Store(next)
+		if !retire || src.w.CompareAndSwap(word, retired) {
+			return true
 		}
 	}
-	s.w.Store(next)
 }
 
 // stored returns the window a nonzero state word counts in and its count,
@@ -165,7 +204,11 @@ func (r *rule) stored(word, cur int64) (window, count int64) {
 
 // usage is the count of the current window.
 func (s *fixedState) usage(r *rule, now int64) int64 {
-	_, count := s.current(r, s.w.Load(), now)
+	word := s.w.Load()
+	if word == retired {
+		return 0
+	}
+	_, count := s.current(r, word, now)
 	return count
 }
 

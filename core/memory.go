@@ -11,14 +11,13 @@ import (
 )
 
 // MemoryLimiter is the in-memory Limiter: one policy applied to any number
-// of keys, each with its own state, in sharded maps. It is safe for
+// of keys, each with its own state, in sharded sync.Maps. It is safe for
 // simultaneous use by multiple goroutines. Build one with New; the zero value
 // is not usable.
 //
-// Deciding for a key already present takes its shard's read lock: one
-// hash, a map lookup and one CompareAndSwap (a small per-key mutex for the
-// sliding window); it allocates nothing. A new key takes its shard's write
-// lock once.
+// Deciding for a key already present takes no lock: one hash, a sync.Map
+// load and one CompareAndSwap (a small per-key mutex for the sliding
+// window); it allocates nothing. A new key takes its shard's mutex once.
 //
 // Idle keys are evicted by a background goroutine, which Close stops: a key
 // idle for longer than its policy's Recovery time is the same as a key never

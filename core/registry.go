@@ -9,12 +9,14 @@ import (
 	"time"
 )
 
-// The registry holds the keys of one limiter: maps split into shards, each
-// under a sync.RWMutex. A decision for a key already present takes its
-// shard's read lock and updates the key's state atomically (a
-// CompareAndSwap, or the sliding window's small mutex). Writers (a new key,
-// a policy change, eviction, Reset, Set, the janitor) take the write lock,
-// so no decision is in flight on a key they remove.
+// The registry holds the keys of one limiter: a sync.Map per shard. A
+// decision for a key already present takes no lock: a Load and an atomic
+// update of the key's state (a CompareAndSwap, or the sliding window's
+// small mutex). Writers (a new key, a policy change, eviction, Reset, Set,
+// the janitor) take the shard's mutex. Removing a key that readers may be
+// holding is safe because its state is first retired: set to a value no
+// decision accepts, so a reader that found the entry fails, and takes the
+// slow path, which finds the key gone or replaced.
 
 // keys is what a MemoryLimiter asks of its registry beyond decisions, for
 // any algorithm.
@@ -31,20 +33,26 @@ type stateOf[S any] interface {
 	*S
 	// init prepares a zero state for use (the sliding window's ring).
 	init(r *rule)
-	// decide applies a request atomically.
-	decide(r *rule, now, n int64, consume bool) verdict
+	// decide applies a request atomically; ok is false if the state was
+	// retired, and then nothing was consumed.
+	decide(r *rule, now, n int64, consume bool) (v verdict, ok bool)
 	// idle reports whether the state equals a new key's at now.
 	idle(r *rule, now int64) bool
 	// untilIdle is the time from now until idle holds, with no further
 	// traffic (<= 0: it holds now).
 	untilIdle(r *rule, now int64) int64
+	// retire marks the state so that no later decide accepts it, if the
+	// condition of mode holds; it reports whether it did. When into is not
+	// nil, into absorbs what the retired state had used.
+	retire(r *rule, now int64, mode retireMode, into *S) bool
 	// absorb makes the state at least as used as src, at now and after:
 	// whatever it then admits, src would have admitted too.
 	absorb(r *rule, now int64, src *S)
 	// convert makes the state, new and unreachable by readers, what src
 	// (decided under from) becomes under to at now, as "Policies per
-	// call" in doc.go says.
-	convert(from, to *rule, now int64, src *S)
+	// call" in doc.go says; with retire set it also retires src in the
+	// same atomic step. It reports false if src was already retired.
+	convert(from, to *rule, now int64, src *S, retire bool) bool
 	// usage is Usage.Used at now; it may advance the state as a decision
 	// would, consuming nothing.
 	usage(r *rule, now int64) int64
@@ -52,6 +60,14 @@ type stateOf[S any] interface {
 	// used exactly used units at now.
 	set(r *rule, now, used int64)
 }
+
+type retireMode uint8
+
+const (
+	retireIdle      retireMode = iota // only a key equal to a new one (lossless)
+	retireUnlimited                   // only a key that would admit a unit request now
+	retireAlways                      // Reset, Set
+)
 
 // entry is one key's state and the rule the state was last decided under,
 // which never changes (a key whose policy changes gets a new entry, its
@@ -65,11 +81,12 @@ type entry[S any] struct {
 func sameRule(a, b *rule) bool { return a == b || a.policy == b.policy }
 
 type shard[S any] struct {
-	mu   sync.RWMutex
-	keys map[string]*entry[S]
-	// peak is the most keys the map has held since it was made: Go's maps
-	// never shrink, so sweep makes a new one when few are left. Under mu.
-	peak int
+	mu sync.Mutex
+	// keys maps a key to its *entry[S]; written under mu. Entries are
+	// retired and removed in one critical section, so an entry found
+	// holding mu is never retired.
+	keys sync.Map
+	n    int // the keys held, under mu
 	// latest is the latest instant the shard's writers have acted at; under
 	// mu. Writers act at max(now, latest), so that a request holding a clock
 	// reading older than an eviction cannot decide on a fresh state at a
@@ -132,9 +149,6 @@ func newRegistry[S any, P stateOf[S]](r *rule, resolve func(Policy) (*rule, erro
 		perShard: max(1, maxKeys/n),
 		shards:   make([]shard[S], n),
 	}
-	for i := range g.shards {
-		g.shards[i].keys = make(map[string]*entry[S])
-	}
 	return g
 }
 
@@ -142,23 +156,28 @@ func (g *registry[S, P]) shard(key string) *shard[S] {
 	return &g.shards[maphash.String(g.seed, key)>>g.shift]
 }
 
+// load returns key's entry, or nil.
+func (sh *shard[S]) load(key string) *entry[S] {
+	v, _ := sh.keys.Load(key)
+	e, _ := v.(*entry[S])
+	return e
+}
+
 // decide applies a request under the rule of the call: r, or, when r is
 // nil, the rule of p, a policy given with the call (AllowPolicy). For a
-// key last decided under the same policy it takes the shard's read lock
-// and allocates nothing, and p is only compared with the key's policy:
+// key last decided under the same policy it takes no lock and allocates
+// nothing, and p is only compared with the key's policy:
 // p's rule is looked up (resolve) only when they differ or the key is new.
 // Otherwise, under the shard's write lock, the key's state is converted to
-// the call's rule (decideLocked). It returns the rule the verdict was
+// the call's rule (decideLocked), as is a key found retired. It returns the rule the verdict was
 // decided under; the error is resolve's.
 func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
 	sh := g.shard(key)
-	sh.mu.RLock()
-	if e := sh.keys[key]; e != nil && (e.rule == r || e.rule.policy == *p) {
-		d := P(&e.state).decide(e.rule, now, n, consume)
-		sh.mu.RUnlock()
-		return d, e.rule, nil
+	if e := sh.load(key); e != nil && (e.rule == r || e.rule.policy == *p) {
+		if d, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
+			return d, e.rule, nil
+		}
 	}
-	sh.mu.RUnlock()
 	if r == nil {
 		var err error
 		if r, err = g.resolve(*p); err != nil {
@@ -168,8 +187,8 @@ func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, co
 	return g.decideLocked(sh, r, key, now, n, consume), r, nil
 }
 
-// decideLocked is decide's slow path, for a key not held (or last decided
-// under another policy): under the shard's write lock it inserts the key,
+// decideLocked is decide's slow path, for a key not held (or retired, or
+// last decided under another policy): under the shard's mutex it inserts the key,
 // as a copy of the shard's inherited state, or converts the key's state to
 // r; when consume is false it reports what either would answer without
 // storing anything.
@@ -177,17 +196,19 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], r *rule, key string, now, n 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
-	if e := sh.keys[key]; e != nil {
+	if e := sh.load(key); e != nil {
 		if sameRule(e.rule, r) {
-			return P(&e.state).decide(e.rule, now, n, consume)
+			d, _ := P(&e.state).decide(e.rule, now, n, consume)
+			return d
 		}
 		c := &entry[S]{rule: r}
 		P(&c.state).init(r)
-		P(&c.state).convert(e.rule, r, now, &e.state)
+		P(&c.state).convert(e.rule, r, now, &e.state, consume)
 		if consume {
-			sh.insert(key, c)
+			sh.keys.Store(strings.Clone(key), c)
 		}
-		return P(&c.state).decide(r, now, n, consume)
+		d, _ := P(&c.state).decide(r, now, n, consume)
+		return d
 	}
 	e, room := g.newcomer(sh, r, now, consume)
 	if !room {
@@ -198,14 +219,22 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], r *rule, key string, now, n 
 	if consume {
 		sh.insert(key, e)
 	}
-	return P(&e.state).decide(r, now, n, consume)
+	d, _ := P(&e.state).decide(r, now, n, consume)
+	return d
 }
 
-// insert stores e for key, holding sh.mu. The key is cloned: it may point
-// into a larger buffer (a header line) that the map must not keep alive.
+// insert stores e for a key not held, holding sh.mu. The key is cloned: it
+// may point into a larger buffer (a header line) that the map must not keep
+// alive.
 func (sh *shard[S]) insert(key string, e *entry[S]) {
-	sh.keys[strings.Clone(key)] = e
-	sh.peak = max(sh.peak, len(sh.keys))
+	sh.keys.Store(strings.Clone(key), e)
+	sh.n++
+}
+
+// remove deletes a key held, whose state is retired, holding sh.mu.
+func (sh *shard[S]) remove(key any) {
+	sh.keys.Delete(key)
+	sh.n--
 }
 
 // newcomer returns the entry a new key under r starts from, holding sh.mu:
@@ -216,7 +245,7 @@ func (sh *shard[S]) insert(key string, e *entry[S]) {
 // limited keys.
 func (g *registry[S, P]) newcomer(sh *shard[S], r *rule, now int64, apply bool) (e *entry[S], room bool) {
 	var victim *entry[S]
-	if len(sh.keys) >= g.perShard {
+	if sh.n >= g.perShard {
 		if room, victim = g.makeRoom(sh, now, apply); !room {
 			return nil, false
 		}
@@ -227,7 +256,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], r *rule, now int64, apply bool) 
 	if victim != nil {
 		var v S
 		P(&v).init(r)
-		P(&v).convert(victim.rule, r, now, &victim.state)
+		P(&v).convert(victim.rule, r, now, &victim.state, false)
 		P(&e.state).absorb(r, now, &v)
 	}
 	return e, true
@@ -250,7 +279,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	var c S
 	P(&c).init(r)
 	g.startFrom(sh, &c, r, now)
-	d := P(&c).decide(r, now, n, consume)
+	d, _ := P(&c).decide(r, now, n, consume)
 	if consume {
 		// Denied too: the call moved the key to r (a key's state follows
 		// the policy of its last call), and r's inherited state now
@@ -271,21 +300,22 @@ func (g *registry[S, P]) startFrom(sh *shard[S], st *S, r *rule, now int64) {
 		}
 		var c S
 		P(&c).init(r)
-		P(&c).convert(h.rule, r, now, h.state)
+		P(&c).convert(h.rule, r, now, h.state, false)
 		P(st).absorb(r, now, &c)
 	}
 }
 
-// evict removes key, holding sh.mu, the inherited state of its policy
-// absorbing what it had used; it reports false, and keeps the key, when
-// that policy has no inherited state and cannot get one (maxHeirs).
-func (g *registry[S, P]) evict(sh *shard[S], key string, e *entry[S], now int64) bool {
+// evict retires and removes key, if mode allows it, holding sh.mu, the
+// inherited state of its policy absorbing what it had used; it reports
+// false, and keeps the key, when mode does not allow it (a concurrent
+// decision limited the key) or that policy has no inherited state and
+// cannot get one (maxHeirs).
+func (g *registry[S, P]) evict(sh *shard[S], key any, e *entry[S], now int64, mode retireMode) bool {
 	in := g.heir(sh, e.rule, now)
-	if in == nil {
+	if in == nil || !P(&e.state).retire(e.rule, now, mode, in) {
 		return false
 	}
-	P(in).absorb(e.rule, now, &e.state)
-	delete(sh.keys, key)
+	sh.remove(key)
 	return true
 }
 
@@ -341,8 +371,8 @@ func (g *registry[S, P]) inheritedInUse(sh *shard[S], now int64) bool {
 }
 
 // makeRoom evicts from a full shard, holding sh.mu. It looks at up to
-// evictSample entries (a map's range starts at a random place) and removes
-// every idle one (lossless); if none is idle, it evicts the least-used key
+// evictSample entries (in the sync.Map's order) and removes every idle one
+// (lossless); if none is idle, it evicts the least-used key
 // that is not limited (the most Remaining), and the shard's inherited state
 // absorbs what that key had used, so that neither it nor any other
 // newcomer gets quota back by eviction. It reports whether room was made:
@@ -351,37 +381,35 @@ func (g *registry[S, P]) inheritedInUse(sh *shard[S], now int64) bool {
 // would do).
 func (g *registry[S, P]) makeRoom(sh *shard[S], now int64, apply bool) (room bool, victim *entry[S]) {
 	var (
-		best     string
+		best     any
 		most     int64
 		freed    bool
 		examined int
 	)
-	for k, e := range sh.keys {
-		if examined++; examined > evictSample {
-			break
-		}
-		if P(&e.state).idle(e.rule, now) {
-			if !apply {
-				return true, nil
-			}
-			delete(sh.keys, k)
+	sh.keys.Range(func(k, v any) bool {
+		e := v.(*entry[S])
+		st := P(&e.state)
+		if st.idle(e.rule, now) && (!apply || st.retire(e.rule, now, retireIdle, nil)) {
 			freed = true
-			continue
+			if !apply {
+				return false
+			}
+			sh.remove(k)
+		} else if i, _ := g.heirSlot(sh, e.rule, now); i >= 0 {
+			if d, _ := st.decide(e.rule, now, 1, false); d.allowed && (victim == nil || d.remaining > most) {
+				best, victim, most = k, e, d.remaining
+			}
 		}
-		if i, _ := g.heirSlot(sh, e.rule, now); i < 0 {
-			continue // nowhere to keep what it used
-		}
-		if d := P(&e.state).decide(e.rule, now, 1, false); d.allowed && (victim == nil || d.remaining > most) {
-			best, victim, most = k, e, d.remaining
-		}
-	}
+		examined++
+		return examined < evictSample
+	})
 	switch {
 	case freed:
 		return true, nil
 	case victim == nil:
 		return false, nil
 	case apply:
-		return g.evict(sh, best, victim, now), nil
+		return g.evict(sh, best, victim, now, retireUnlimited), nil
 	}
 	return true, victim
 }
@@ -395,8 +423,9 @@ func (g *registry[S, P]) reset(key string, now int64) {
 	defer sh.mu.Unlock()
 	now = sh.at(now)
 	r := g.rule
-	if e := sh.keys[key]; e != nil {
-		delete(sh.keys, key)
+	if e := sh.load(key); e != nil {
+		P(&e.state).retire(e.rule, now, retireAlways, nil)
+		sh.remove(key)
 		r = e.rule
 	}
 	if g.inheritedInUse(sh, now) {
@@ -410,7 +439,10 @@ func (g *registry[S, P]) set(r *rule, key string, now, used int64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
-	delete(sh.keys, key)
+	if e := sh.load(key); e != nil {
+		P(&e.state).retire(e.rule, now, retireAlways, nil)
+		sh.remove(key)
+	}
 	g.put(sh, key, r, now, used)
 }
 
@@ -419,13 +451,11 @@ func (g *registry[S, P]) set(r *rule, key string, now, used int64) {
 // whose policy has or can get an inherited state) when every key looked at
 // is limited.
 func (g *registry[S, P]) put(sh *shard[S], key string, r *rule, now, used int64) {
-	if len(sh.keys) >= g.perShard {
+	if sh.n >= g.perShard {
 		if room, _ := g.makeRoom(sh, now, true); !room {
-			for k, e := range sh.keys {
-				if g.evict(sh, k, e, now) {
-					break
-				}
-			}
+			sh.keys.Range(func(k, v any) bool {
+				return !g.evict(sh, k, v.(*entry[S]), now, retireAlways)
+			})
 		}
 	}
 	e := &entry[S]{rule: r}
@@ -442,12 +472,12 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 	defer sh.mu.Unlock()
 	now = sh.at(now)
 	var st *S
-	if e := sh.keys[key]; e != nil {
+	if e := sh.load(key); e != nil {
 		st = &e.state
 		if !sameRule(e.rule, r) {
 			st = new(S)
 			P(st).init(r)
-			P(st).convert(e.rule, r, now, &e.state)
+			P(st).convert(e.rule, r, now, &e.state, false)
 		}
 	} else if e, room := g.newcomer(sh, r, now, false); room {
 		st = &e.state
@@ -457,26 +487,26 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 		g.startFrom(sh, st, r, now)
 		return g.decideInherited(sh, r, now, 1, false), P(st).usage(r, now)
 	}
-	return P(st).decide(r, now, 1, false), P(st).usage(r, now)
+	d, _ := P(st).decide(r, now, 1, false)
+	return d, P(st).usage(r, now)
 }
 
 func (g *registry[S, P]) len() int {
 	total := 0
 	for i := range g.shards {
 		sh := &g.shards[i]
-		sh.mu.RLock()
-		total += len(sh.keys)
-		sh.mu.RUnlock()
+		sh.mu.Lock()
+		total += sh.n
+		sh.mu.Unlock()
 	}
 	return total
 }
 
 // sweep evicts the idle keys of every shard, one shard at a time, so a
-// request waits at most for one shard's sweep (maxKeys/256 entries). A
-// shard whose map has become mostly empty gets a new one, so its memory
-// returns to the runtime. While a shard's inherited state is still in use
-// its idle keys stay: a key evicted then would come back as a copy of that
-// state, more used than it is.
+// request waits at most for one shard's sweep (maxKeys/256 entries). While
+// a shard's inherited state is still in use its idle keys stay: a key
+// evicted then would come back as a copy of that state, more used than it
+// is.
 func (g *registry[S, P]) sweep(now int64) {
 	for i := range g.shards {
 		sh := &g.shards[i]
@@ -491,18 +521,12 @@ func (g *registry[S, P]) sweep(now int64) {
 		clear(sh.inherited[len(kept):])
 		sh.inherited = kept
 		if len(sh.inherited) == 0 {
-			for k, e := range sh.keys {
-				if P(&e.state).idle(e.rule, at) {
-					delete(sh.keys, k)
+			sh.keys.Range(func(k, v any) bool {
+				if e := v.(*entry[S]); P(&e.state).retire(e.rule, at, retireIdle, nil) {
+					sh.remove(k)
 				}
-			}
-		}
-		if sh.peak > 64 && len(sh.keys)*8 < sh.peak {
-			m := make(map[string]*entry[S], len(sh.keys))
-			for k, e := range sh.keys {
-				m[k] = e
-			}
-			sh.keys, sh.peak = m, len(m)
+				return true
+			})
 		}
 		sh.mu.Unlock()
 	}

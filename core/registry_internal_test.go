@@ -387,7 +387,7 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 			require.NoError(t, err)
 			var s interface {
 				init(r *rule)
-				decide(r *rule, now, n int64, consume bool) verdict
+				decide(r *rule, now, n int64, consume bool) (verdict, bool)
 			}
 			switch p.Algorithm {
 			case AlgFixedWindow:
@@ -398,14 +398,15 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 				s = new(gcraState)
 			}
 			s.init(&r)
-			d := s.decide(&r, now, p.Capacity(), true)
+			d, ok := s.decide(&r, now, p.Capacity(), true)
+			require.True(t, ok)
 			require.True(t, d.allowed)
 			for _, back := range []time.Duration{time.Millisecond, 600 * time.Millisecond, time.Hour, 50 * 365 * 24 * time.Hour} {
-				d = s.decide(&r, now-int64(back), 1, true)
+				d, _ = s.decide(&r, now-int64(back), 1, true)
 				assert.False(t, d.allowed, "stepped back %v", back)
 				assert.Zero(t, d.remaining)
 			}
-			d = s.decide(&r, now+int64(p.Recovery()), p.Capacity(), true)
+			d, _ = s.decide(&r, now+int64(p.Recovery()), p.Capacity(), true)
 			assert.True(t, d.allowed, "time moving on again recovers")
 		})
 	}
@@ -420,18 +421,18 @@ func TestFixedWindowClockStepsBackIntoTheStoredWindow(t *testing.T) {
 	var s fixedState
 	at := epoch.Add(5*time.Second + 100*time.Millisecond).UnixNano()
 	end := epoch.Add(6 * time.Second).UnixNano()
-	v := s.decide(&r, at, 1, true)
+	v, _ := s.decide(&r, at, 1, true)
 	require.True(t, v.allowed)
 	back := at - int64(1500*time.Millisecond) // two windows earlier
-	v = s.decide(&r, back, 1, true)
+	v, _ = s.decide(&r, back, 1, true)
 	assert.True(t, v.allowed, "the stored window still has room for one")
 	assert.Equal(t, time.Duration(end-back), v.reset, "counted in the stored window")
-	v = s.decide(&r, back, 1, true)
+	v, _ = s.decide(&r, back, 1, true)
 	assert.False(t, v.allowed, "the stored window is full")
 	assert.Equal(t, time.Duration(end-back), v.wait)
-	v = s.decide(&r, at, 1, true)
+	v, _ = s.decide(&r, at, 1, true)
 	assert.False(t, v.allowed, "back at the original time: still full")
-	v = s.decide(&r, end, 1, true)
+	v, _ = s.decide(&r, end, 1, true)
 	assert.True(t, v.allowed, "the next window opens on time")
 }
 

@@ -31,6 +31,7 @@ type slidingState struct {
 	mu     sync.Mutex
 	head   int64    // newest bucket number written; 0 for a key never seen
 	total  int64    // sum of counts, kept as buckets are added and dropped
+	dead   bool     // retired (see registry.go)
 	counts []uint32 // by bucket number modulo len(counts)
 }
 
@@ -61,11 +62,14 @@ func (s *slidingState) sums(r *rule) (trailing, all int64) {
 	return s.total - oldest, s.total
 }
 
-func (s *slidingState) decide(r *rule, now, n int64, consume bool) verdict {
+func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
 	var d verdict
 	k := floorDiv(now, r.interval)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dead {
+		return d, false
+	}
 	// A clock that stepped back counts in the newest bucket seen, so it
 	// cannot revive buckets that already dropped out.
 	k = max(k, s.head)
@@ -75,7 +79,7 @@ func (s *slidingState) decide(r *rule, now, n int64, consume bool) verdict {
 		d.remaining = r.remaining(trailing, all)
 		d.reset = s.untilFull(r, now)
 		d.wait = s.untilAdmits(r, now, n)
-		return d
+		return d, true
 	}
 	d.allowed = true
 	if consume {
@@ -86,7 +90,7 @@ func (s *slidingState) decide(r *rule, now, n int64, consume bool) verdict {
 	}
 	d.remaining = r.remaining(trailing, all)
 	d.reset = s.untilFull(r, now)
-	return d
+	return d, true
 }
 
 func (r *rule) remaining(trailing, all int64) int64 {
@@ -150,20 +154,45 @@ func (s *slidingState) idle(r *rule, now int64) bool {
 func (s *slidingState) untilIdle(r *rule, now int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.head == 0 {
+	if s.dead || s.head == 0 {
 		return 0
 	}
 	return (s.head+r.ring)*r.interval - now
 }
 
 func (s *slidingState) isIdle(r *rule, now int64) bool {
-	return s.head == 0 || floorDiv(now, r.interval)-s.head >= r.ring
+	return !s.dead && (s.head == 0 || floorDiv(now, r.interval)-s.head >= r.ring)
+}
+
+func (s *slidingState) retire(r *rule, now int64, mode retireMode, into *slidingState) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return false
+	}
+	if mode != retireAlways && !s.isIdle(r, now) {
+		if mode == retireIdle {
+			return false
+		}
+		s.advance(r, max(floorDiv(now, r.interval), s.head))
+		trailing, all := s.sums(r)
+		if trailing+1 > r.limit || all+1 > r.cap2 {
+			return false
+		}
+	}
+	s.dead = true
+	if into != nil {
+		into.absorbLocked(r, now, s)
+	}
+	return true
 }
 
 func (s *slidingState) absorb(r *rule, now int64, src *slidingState) {
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	s.absorbLocked(r, now, src)
+	if !src.dead {
+		s.absorbLocked(r, now, src)
+	}
 }
 
 // absorbLocked makes s at least as used as src, bucket by bucket, from the
@@ -197,9 +226,12 @@ func (s *slidingState) absorbLocked(r *rule, now int64, src *slidingState) {
 // most it holds, which still denies. Now is taken no earlier than the
 // start of the newest bucket written (a caller whose clock reading is
 // behind another's).
-func (s *slidingState) convert(from, to *rule, now int64, src *slidingState) {
+func (s *slidingState) convert(from, to *rule, now int64, src *slidingState, retire bool) bool {
 	src.mu.Lock()
 	defer src.mu.Unlock()
+	if src.dead {
+		return false
+	}
 	if src.head != 0 {
 		at := max(now, src.head*from.interval)
 		src.advance(from, floorDiv(at, from.interval))
@@ -218,13 +250,15 @@ func (s *slidingState) convert(from, to *rule, now int64, src *slidingState) {
 			s.head = k
 		}
 	}
+	src.dead = retire
+	return true
 }
 
 // usage is what the trailing window counts.
 func (s *slidingState) usage(r *rule, now int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.head == 0 {
+	if s.dead || s.head == 0 {
 		return 0
 	}
 	s.advance(r, max(floorDiv(now, r.interval), s.head))

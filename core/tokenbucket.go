@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"math/bits"
 	"sync/atomic"
 )
@@ -17,30 +18,37 @@ type gcraState struct {
 	tat atomic.Int64
 }
 
+// retired is a state word no decision accepts (see registry.go). It is not
+// a time any clock gives, nor a packed fixed-window word (whose count is >= 1).
+const retired = math.MinInt64
+
 func (s *gcraState) init(*rule) {}
 
 // decide applies a request of cost n at now, consuming it when consume is
 // set and the request is admitted. A clock that steps backwards cannot mint
 // capacity: the state is measured from max(tat, now).
-func (s *gcraState) decide(r *rule, now, n int64, consume bool) verdict {
+func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
 	for {
 		// A fresh verdict each attempt: a lost CompareAndSwap must not
 		// leave Allowed set for the retry.
 		var d verdict
 		tat := s.tat.Load()
+		if tat == retired {
+			return verdict{}, false
+		}
 		base := max(tat, now)
 		next := base + n*r.interval
 		if next-now > r.tau {
 			d.remaining = max(0, (r.tau-(base-now))/r.interval)
 			d.reset = durationNs(base - now)
 			d.wait = durationNs(next - r.tau - now)
-			return d
+			return d, true
 		}
 		d.allowed = true
 		if !consume {
 			d.remaining = (r.tau - (base - now)) / r.interval
 			d.reset = durationNs(base - now)
-			return d
+			return d, true
 		}
 		if s.tat.CompareAndSwap(tat, next) {
 			d.remaining = (r.tau - (next - now)) / r.interval
@@ -50,22 +58,48 @@ func (s *gcraState) decide(r *rule, now, n int64, consume bool) verdict {
 				// queued before it have left.
 				d.wait = durationNs(base - now)
 			}
-			return d
+			return d, true
 		}
 	}
 }
 
 // idle reports whether the state is the same as a new key's at now.
 func (s *gcraState) idle(_ *rule, now int64) bool {
-	return s.tat.Load() <= now
+	tat := s.tat.Load()
+	return tat != retired && tat <= now
 }
 
 func (s *gcraState) untilIdle(_ *rule, now int64) int64 { return s.tat.Load() - now }
 
+// retire marks the state retired if mode allows it at now, retrying when a
+// concurrent decision changes it first; into, when not nil, absorbs what the
+// state had used.
+func (s *gcraState) retire(r *rule, now int64, mode retireMode, into *gcraState) bool {
+	for {
+		tat := s.tat.Load()
+		switch {
+		case tat == retired:
+			return false
+		case mode == retireIdle && tat > now:
+			return false
+		case mode == retireUnlimited && max(tat, now)+r.interval-now > r.tau:
+			return false
+		}
+		if s.tat.CompareAndSwap(tat, retired) {
+			if into != nil {
+				into.raise(tat)
+			}
+			return true
+		}
+	}
+}
+
 // absorb makes s at least as used as src: a TAT is a deadline, so the later
 // of the two is the more used state at every instant.
 func (s *gcraState) absorb(_ *rule, _ int64, src *gcraState) {
-	s.raise(src.tat.Load())
+	if tat := src.tat.Load(); tat != retired {
+		s.raise(tat)
+	}
 }
 
 // raise moves s's TAT to tat if that is later. Only states that no
@@ -84,13 +118,21 @@ func (s *gcraState) raise(tat int64) {
 // every request. Moved to a delaying leaky bucket, a key keeps the
 // requests it has queued at their instants and schedules new ones after
 // them: its TAT never moves earlier.
-func (s *gcraState) convert(from, to *rule, now int64, src *gcraState) {
-	tat := src.tat.Load()
-	next := rescaleTAT(tat, now, from.interval, to.interval)
-	if to.delay {
-		next = max(next, tat)
+func (s *gcraState) convert(from, to *rule, now int64, src *gcraState, retire bool) bool {
+	for {
+		tat := src.tat.Load()
+		if tat == retired {
+			return false
+		}
+		next := rescaleTAT(tat, now, from.interval, to.interval)
+		if to.delay {
+			next = max(next, tat)
+		}
+		s.tat.Store(next)
+		if !retire || src.tat.CompareAndSwap(tat, retired) {
+			return true
+		}
 	}
-	s.tat.Store(next)
 }
 
 // rescaleTAT returns now + min((tat-now)·to/from rounded up, maxSpan) for

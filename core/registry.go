@@ -297,14 +297,14 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 		// inherited state with the others that found no room.
 		return g.decideInherited(sh, r, now, n, consume)
 	}
-	d, _ := P(&e.state).decide(r, now, n, false)
+	// Decided before any reader can reach e; a denial moves nothing in
+	// (see decideLocked's move).
+	d, _ := P(&e.state).decide(r, now, n, consume)
 	if consume && d.allowed {
-		// A denial moves nothing in (see decideLocked's move). Clone: the
-		// key may point into a larger buffer (a header line) that the
-		// table must not keep alive.
+		// Clone: the key may point into a larger buffer (a header line)
+		// that the table must not keep alive.
 		e.key = strings.Clone(key)
 		g.insert(sh, h, e)
-		d, _ = P(&e.state).decide(r, now, n, true)
 	}
 	return d
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -82,8 +83,10 @@ import (
 // The cross-slot form has no KEYS: ARGV[i] is the key of call i, and the
 // arguments above follow, m places further on.
 //
-// Reply: an array of 5m integers, for each call in order {allowed,
-// remaining, resetAfter, retryAfter, delay}, the durations in ns; for a
+// Reply: one string of 5m little-endian 64-bit integers (struct "i8"),
+// for each call in order {allowed, remaining, resetAfter, retryAfter,
+// delay}, the durations in ns (one string is cheaper for the server to
+// send and for the client to read than an array of integers); for a
 // call that only looks, the fifth is the key's usage (Usage.Used) instead
 // of the delay, which is 0 for such a call; a Set replies zeros. A call
 // under another policy than its key's state is decided on the state
@@ -194,12 +197,13 @@ func scriptHead(cross bool, k int) string {
 // whose partial remainders stay below 2^53.
 const luaGCRA = `
 local interval, tau, ttl, delays = %d, %d, %d, %d == 1
+local ttlS = '%[3]d'
 local P
 if E > 0 then
-  P = {[0] = {interval, tau, ttl, delays}}
+  P = {[0] = {interval, tau, ttl, delays, ttlS}}
   for e = 1, E do
     local x = h + (e - 1) * 4
-    P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]), ARGV[x + 4] == '1'}
+    P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]), ARGV[x + 4] == '1', ARGV[x + 3]}
   end
 end
 local tus, tr, tiv, dirty = {}, {}, {}, {} -- per key: the TAT (false: none), its interval, the expiry to write ('del': delete)
@@ -208,7 +212,7 @@ for i = 1, m do
   local k, n = keys[i], tonumber(ARGV[co + i])
   if E > 0 then
     local p = P[tonumber(ARGV[co + m + i])]
-    interval, tau, ttl, delays = p[1], p[2], p[3], p[4]
+    interval, tau, ttl, delays, ttlS = p[1], p[2], p[3], p[4], p[5]
   end
   local us = tus[k]
   if us == nil then
@@ -279,7 +283,6 @@ for i = 1, m do
   -- A server clock that stepped back by centuries: spans beyond 2^62 ns
   -- (which Redis would turn into garbage integers) are reported as 2^62.
   if base > 4611686018427387904 then base = 4611686018427387904 end
-  local j = 5 * i
   if n < 0 then
     local used = -n - 1
     if used == 0 then
@@ -293,7 +296,7 @@ for i = 1, m do
       if px < ttl then px = ttl end
       dirty[k] = px
     end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
     local consume = n > 0
     if not consume then n = 1 end
@@ -307,18 +310,18 @@ for i = 1, m do
       elseif stay then
         u = -1 -- decided on a state not written: not to be cached
       end
-      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, math.floor(left / interval), base, nxt - tau, u
+      out[i] = struct.pack('<i8i8i8i8i8', 0, math.floor(left / interval), base, nxt - tau, u)
     elseif not consume then
       local u = math.floor(base / interval)
       if u * interval < base then u = u + 1 end
-      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - base) / interval), base, 0, u
+      out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - base) / interval), base, 0, u)
     else
       local t = now_r + nxt
       local carry = math.floor(t / 1000)
-      tus[k], tr[k], tiv[k], dirty[k] = now_us + carry, t - carry * 1000, interval, ttl
+      tus[k], tr[k], tiv[k], dirty[k] = now_us + carry, t - carry * 1000, interval, ttlS
       local delay = 0
       if delays then delay = base end
-      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, math.floor((tau - nxt) / interval), nxt, 0, delay
+      out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - nxt) / interval), nxt, 0, delay)
     end
   end
 end
@@ -331,7 +334,7 @@ for k, px in pairs(dirty) do
     redis.call('SET', k, struct.pack('<dHddH', tus[k], tr[k], tiv[k], cu, cr), 'PX', px)
   end
 end
-return out
+return table.concat(out)
 `
 
 // luaFixedWindow is core/fixedwindow.go: the window number and the count
@@ -353,13 +356,14 @@ return out
 var luaFixedWindow = `
 local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
 local limit, ttl, most = %d, %d, %d
+local ttlS = '%[4]d'
 local P
 if E > 0 then
-  P = {[0] = {q, rem, w, limit, ttl, most}}
+  P = {[0] = {q, rem, w, limit, ttl, most, ttlS}}
   for e = 1, E do
     local x = h + (e - 1) * 5
     local eq, erem, ew` + luaSpan("tonumber(ARGV[x + 1])", "tonumber(ARGV[x + 2])", "eq", "erem", "ew") + `
-    P[e] = {eq, erem, ew, tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5])}
+    P[e] = {eq, erem, ew, tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), ARGV[x + 4]}
   end
 end
 local win, cnt, ws, wl, px = {}, {}, {}, {}, {} -- per key: the stored window (false: none), its count, its Window and Limit, the expiry to write (0: delete)
@@ -368,7 +372,7 @@ for i = 1, m do
   local k, n = keys[i], tonumber(ARGV[co + i])
   if E > 0 then
     local p = P[tonumber(ARGV[co + m + i])]
-    q, rem, w, limit, ttl, most = p[1], p[2], p[3], p[4], p[5], p[6]
+    q, rem, w, limit, ttl, most, ttlS = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
   end
   local stored = win[k]
   if stored == nil then
@@ -411,7 +415,6 @@ for i = 1, m do
   -- A server clock that stepped back by centuries: spans beyond 2^62 ns
   -- (which Redis would turn into garbage integers) are reported as 2^62.
   if untilEnd > 4611686018427387904 then untilEnd = 4611686018427387904 end
-  local j = 5 * i
   if n < 0 then
     local used = -n - 1
     if used == 0 then
@@ -421,7 +424,7 @@ for i = 1, m do
       if p < ttl then p = ttl end
       win[k], cnt[k], ws[k], wl[k], px[k], lu[k] = q, used, w, limit, p, false -- written at now exactly
     end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
     local consume = n > 0
     if not consume then n = 1 end
@@ -433,17 +436,17 @@ for i = 1, m do
       elseif converted then
         u = -1 -- decided on a state not written: not to be cached
       end
-      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, untilEnd, untilEnd, u
+      out[i] = struct.pack('<i8i8i8i8i8', 0, left, untilEnd, untilEnd, u)
     elseif not consume then
       if count == 0 then untilEnd = 0 end
-      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count, untilEnd, 0, count
+      out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count, untilEnd, 0, count)
     else
       -- The key lives until its window ends: longer than ttl only after the
       -- clock stepped back.
       local p = math.ceil(untilEnd / 1000000)
-      if p < ttl then p = ttl end
+      if p <= ttl then p = ttlS end
       win[k], cnt[k], ws[k], wl[k], px[k] = q + back, count + n, w, limit, p
-      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, limit - count - n, untilEnd, 0, 0
+      out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count - n, untilEnd, 0, 0)
     end
   end
 end
@@ -456,7 +459,7 @@ for k, p in pairs(px) do
     redis.call('SET', k, struct.pack('<dI4ddHI4', win[k], cnt[k], ws[k], cu, cr, wl[k]), 'PX', p)
   end
 end
-return out
+return table.concat(out)
 `
 
 // luaSlidingWindow is core/slidingwindow.go: the number of the newest
@@ -570,7 +573,6 @@ for i = 1, m do
     -- registry.decideLocked).
     keep, converted = false, true
   end
-  local j = 5 * i
   if n < 0 then
     local used = -n - 1
     if used == 0 then
@@ -581,7 +583,7 @@ for i = 1, m do
       c[5 + q %% ring] = used
       rings[k], px[k] = c, math.max(ttl, math.ceil((ring * w - rem) / 1000000))
     end
-    out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, 0, 0, 0, 0
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
     local consume = n > 0
     if not consume then n = 1 end
@@ -610,7 +612,7 @@ for i = 1, m do
       elseif converted then
         u = -1 -- decided on a state not written: not to be cached
       end
-      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u
+      out[i] = struct.pack('<i8i8i8i8i8', 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u)
     else
       local u = trailing
       if consume then
@@ -623,7 +625,7 @@ for i = 1, m do
         if p < ttl then p = ttl end
         rings[k], px[k] = c, p
       end
-      out[j-4], out[j-3], out[j-2], out[j-1], out[j] = 1, left, after(c, top, trailing, all, 0, limit), 0, u
+      out[i] = struct.pack('<i8i8i8i8i8', 1, left, after(c, top, trailing, all, 0, limit), 0, u)
     end
   end
 end
@@ -638,7 +640,7 @@ for k, p in pairs(px) do
     redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', p)
   end
 end
-return out
+return table.concat(out)
 `
 
 // script is one form of a policy's Lua script.
@@ -715,16 +717,14 @@ func policyArgs(p core.Policy, ttl time.Duration) ([]int64, error) {
 
 // parseReplies reads a script's reply into the Decisions of its calls.
 func parseReplies(v any, calls []*call) error {
-	f, ok := v.([]any)
-	if !ok || len(f) != 5*len(calls) {
-		return fmt.Errorf("redisstore: unexpected script reply of %d values for %d calls", len(f), len(calls))
+	f, ok := v.(string)
+	if !ok || len(f) != 40*len(calls) {
+		return fmt.Errorf("redisstore: unexpected script reply %T of %d bytes for %d calls", v, len(f), len(calls))
 	}
 	for i, c := range calls {
 		var x [5]int64
 		for j := range x {
-			if x[j], ok = f[5*i+j].(int64); !ok {
-				return fmt.Errorf("redisstore: unexpected script reply %v", f[5*i:5*i+5])
-			}
+			x[j] = int64(binary.LittleEndian.Uint64([]byte(f[40*i+8*j : 40*i+8*j+8])))
 		}
 		d := &c.res
 		d.Allowed = x[0] == 1

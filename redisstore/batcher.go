@@ -26,7 +26,8 @@ import (
 // own round trip; the calls that arrive while all are in flight queue up,
 // and when a round trip ends its sender sends everything queued by then
 // (up to maxBatch) as its next round trip, or hands the flight to the
-// oldest queued call's caller (see fly). So a lone call costs one round
+// oldest queued call's caller (see fly). A call still queued half its
+// timeout in sends itself, beyond maxFlights (see escape). So a lone call costs one round
 // trip and no hand-off, and under load every round trip carries what
 // queued up during the previous one: the busier, the larger the batches
 // and the less Redis time per decision. No goroutine of the batcher's own: a goroutine handed
@@ -171,7 +172,7 @@ func readyDialer(dial func(ctx context.Context, network, addr string) (net.Conn,
 // that finds nothing costs a timer and a system call.
 type readyConn struct {
 	*net.TCPConn
-	rd time.Time // the read deadline; zero: none
+	rd, wd time.Time // the read and write deadlines; zero: none
 }
 
 const (
@@ -180,9 +181,34 @@ const (
 )
 
 func (c *readyConn) SetDeadline(t time.Time) error {
-	c.rd = t
+	c.rd, c.wd = t, t
 	return c.TCPConn.SetDeadline(t)
 }
+
+func (c *readyConn) SetWriteDeadline(t time.Time) error {
+	c.wd = t
+	return c.TCPConn.SetWriteDeadline(t)
+}
+
+// Write writes nothing once the write deadline has passed, and says so
+// (errNotSent): then Redis never saw the command.
+func (c *readyConn) Write(p []byte) (int, error) {
+	if !c.wd.IsZero() && !time.Now().Before(c.wd) {
+		return 0, errNotSent
+	}
+	return c.TCPConn.Write(p)
+}
+
+// errNotSent is a command's deadline passing before it was written: a
+// timeout (net.Error) that tells nothing about Redis.
+var errNotSent error = notSentError{}
+
+type notSentError struct{}
+
+func (notSentError) Error() string   { return "deadline passed before the command was written" }
+func (notSentError) Timeout() bool   { return true }
+func (notSentError) Temporary() bool { return true }
+func (notSentError) Unwrap() error   { return os.ErrDeadlineExceeded }
 
 func (c *readyConn) SetReadDeadline(t time.Time) error {
 	c.rd = t
@@ -306,8 +332,8 @@ func (b *batcher) node(n *redis.Client) *batcher {
 }
 
 // do runs c: it sends c's round trip itself when fewer than maxFlights
-// are in flight, else queues c until a round trip carries it or the
-// caller is handed the flight. It returns nil once c has its answer (in
+// are in flight, else queues c until a round trip carries it, the caller
+// is handed the flight, or half of c's timeout has passed (escape). It returns nil once c has its answer (in
 // c.err too), or the error of a call given up: errClosed, ctx's error or
 // errDeadline, and then c must not be recycled. An answer that is there
 // when the caller gives up, even at the same instant, wins.
@@ -333,13 +359,26 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 	}
 	b.pending = append(b.pending, c)
 	b.mu.Unlock()
-	c.timer.Reset(time.Until(c.deadline))
+	// Half the timeout in, a call still queued sends itself (see
+	// escape); at the deadline it gives up.
+	c.timer.Reset(time.Until(c.deadline) - b.timeout/2)
+	escaping := true
 	var err error
+wait:
 	select {
 	case <-c.done:
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-c.timer.C:
+		if escaping {
+			escaping = false
+			if b.escape(c) {
+				b.fly(ctx, c)
+				return nil
+			}
+			c.timer.Reset(time.Until(c.deadline))
+			goto wait
+		}
 		err = errDeadline
 	}
 	if err != nil && c.state.CompareAndSwap(callPending, callAbandoned) {
@@ -359,6 +398,23 @@ func (b *batcher) do(ctx context.Context, c *call) error {
 		return err
 	}
 	return nil
+}
+
+// escape makes c, queued for half its timeout, a flight of its own beyond
+// maxFlights, and reports whether it did: c is still queued, so the round
+// trips in flight have stalled (their senders wait for a CPU behind
+// thousands of runnable goroutines on a saturated process), while c's
+// caller, woken by its timer, runs next. Without it, every call queued
+// behind a stalled flight misses its deadline unsent.
+func (b *batcher) escape(c *call) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || !time.Now().Before(c.deadline) || !c.state.CompareAndSwap(callPending, callSent) {
+		return false
+	}
+	b.flying++
+	b.flights.Add(1)
+	return true
 }
 
 // answered reports whether c's answer is there (and takes the signal).
@@ -453,9 +509,11 @@ func (b *batcher) pop(state int32) *call {
 // handOn passes the flight to the oldest queued call, or ends it. b.mu is
 // held.
 func (b *batcher) handOn() {
-	if c := b.pop(callLead); c != nil {
-		c.done <- struct{}{}
-		return
+	if b.flying <= b.maxFlights { // not an escaped flight's
+		if c := b.pop(callLead); c != nil {
+			c.done <- struct{}{}
+			return
+		}
 	}
 	b.flying--
 	b.flights.Done()
@@ -704,9 +762,22 @@ func (b *batcher) answer(g *group) {
 	if err == nil && !g.calls[0].del {
 		err = parseReplies(g.cmd.Val(), g.calls)
 	}
+	unsent := isUnsent(err)
 	for _, c := range g.calls {
 		c.err = err
+		if unsent {
+			c.rt.Store(0)
+		}
 	}
+}
+
+// isUnsent reports whether err says a command was never written because
+// its deadline had passed: go-redis checks the context before it takes a
+// connection (a deadline passing after that is the socket's,
+// os.ErrDeadlineExceeded), and a readyConn refuses to write (errNotSent).
+// Redis never saw it.
+func isUnsent(err error) bool {
+	return errors.Is(err, errNotSent) || errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // isClusterRefusal reports whether err is Redis Cluster refusing a

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -140,26 +141,30 @@ func TestHungRedisOpensTheBreaker(t *testing.T) {
 	assert.LessOrEqual(t, calls.n.Load(), int64(defaultBreakerFailures), "only calls before the breaker opened")
 }
 
-// TestUnsentCallsOpenNoBreaker: a call whose deadline passes while it
-// waits for a round trip (all of them in flight: a process too busy to
-// send it) is decided by the fallback and counts as no failure: it says
-// this process was busy, not that Redis failed. With a breaker that opens
-// at the first failure, twenty such calls leave it closed, and Redis
-// decides the next call. Without a fallback, such a call's error says so.
+// TestUnsentCallsOpenNoBreaker: a round trip whose deadline passes before
+// it is written (a process too busy to send it: here a client hook that
+// holds every script call until its deadline) is decided by the fallback
+// and counts as no failure: it says this process was busy, not that Redis
+// failed, and Redis never sees it. With a breaker that opens at the first
+// failure, twenty such calls leave it closed, and Redis decides the next
+// call. Without a fallback, such a call's error says so.
 func TestUnsentCallsOpenNoBreaker(t *testing.T) {
 	srv := redistest.Start(t)
+	var stall atomic.Bool
+	rdb := newClient(t, srv.Addr)
+	addHook(rdb, hookFunc(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if stall.Load() && isScriptCall(cmd) {
+			<-ctx.Done()
+		}
+		return next(ctx, cmd)
+	}))
 	var changes changeLog
-	lim := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(100, time.Hour), WithTimeout(5*time.Millisecond),
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), WithTimeout(5*time.Millisecond),
 		WithBreakerFailures(1), WithBreakerHook(changes.add))
-	strict := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(100, time.Hour), WithTimeout(5*time.Millisecond),
+	strict := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), WithTimeout(5*time.Millisecond),
 		WithBreakerFailures(1), WithoutFallback())
-	busy := func(l *Limiter, flying int) {
-		l.b.mu.Lock()
-		defer l.b.mu.Unlock()
-		l.b.flying = flying
-	}
 	ctx := context.Background()
-	busy(lim, lim.b.maxFlights)
+	stall.Store(true)
 	for i := range 20 {
 		d, err := lim.Allow(ctx, "k")
 		require.NoError(t, err)
@@ -168,19 +173,80 @@ func TestUnsentCallsOpenNoBreaker(t *testing.T) {
 	}
 	assert.Equal(t, BreakerClosed, lim.br.state())
 	assert.Empty(t, changes.path())
-	busy(lim, 0)
+	_, err := strict.Allow(ctx, "k")
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, "redisstore: AllowN: not sent to Redis within 5ms, this process too busy to send it: context deadline exceeded", err.Error())
+	assert.Equal(t, BreakerClosed, strict.br.state())
+	n, err := rdb.DBSize(ctx).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "Redis saw none of them")
+
+	stall.Store(false)
 	d, err := lim.Allow(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, core.SourceStore, d.Source)
 	assert.Equal(t, int64(99), d.Remaining, "Redis's count: the fallback's is its own")
+}
 
-	busy(strict, strict.b.maxFlights)
-	_, err = strict.Allow(ctx, "k")
-	require.ErrorIs(t, err, ErrUnavailable)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, "redisstore: AllowN: not sent to Redis within 5ms, all round trips busy: context deadline exceeded", err.Error())
-	assert.Equal(t, BreakerClosed, strict.br.state())
-	busy(strict, 0)
+// TestQueuedCallsEscapeStalledFlights: a call that has waited half its
+// timeout for a round trip in flight (here every flight's sender stalled
+// for good) sends its own, and Redis decides it in time; the extra flight
+// ends with it.
+func TestQueuedCallsEscapeStalledFlights(t *testing.T) {
+	srv := redistest.Start(t)
+	lim := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(100, time.Hour), WithTimeout(200*time.Millisecond))
+	flying := func(n int) {
+		lim.b.mu.Lock()
+		defer lim.b.mu.Unlock()
+		lim.b.flying = n
+	}
+	flying(lim.b.maxFlights)
+	defer flying(0)
+	for i := range 3 {
+		start := time.Now()
+		d, err := lim.Allow(context.Background(), "k")
+		took := time.Since(start)
+		require.NoError(t, err)
+		assert.Equal(t, core.SourceStore, d.Source)
+		assert.Equal(t, int64(99-i), d.Remaining)
+		assert.GreaterOrEqual(t, took, 100*time.Millisecond, "sent half its timeout in")
+		lim.b.mu.Lock()
+		assert.Equal(t, lim.b.maxFlights, lim.b.flying, "the escaped flight ended")
+		lim.b.mu.Unlock()
+	}
+}
+
+// TestReadyConnRefusesLateWrites: once its write deadline has passed, a
+// readyConn writes nothing and says so, and the batcher counts such a
+// command as never sent, unlike a socket's own timeout.
+func TestReadyConnRefusesLateWrites(t *testing.T) {
+	srv := redistest.Start(t)
+	raw, err := net.Dial("tcp", srv.Addr)
+	require.NoError(t, err)
+	defer raw.Close()
+	conn := &readyConn{TCPConn: raw.(*net.TCPConn)}
+	require.NoError(t, conn.SetWriteDeadline(time.Now().Add(-time.Millisecond)))
+	n, err := conn.Write([]byte("PING\r\n"))
+	assert.Zero(t, n)
+	require.ErrorIs(t, err, errNotSent)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout())
+
+	require.NoError(t, conn.SetDeadline(time.Now().Add(time.Second)))
+	_, err = conn.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
+	buf := make([]byte, 16)
+	n, err = conn.Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "+PONG\r\n", string(buf[:n]))
+
+	assert.True(t, isUnsent(errNotSent))
+	assert.True(t, isUnsent(fmt.Errorf("go-redis: %w", context.DeadlineExceeded)), "the client's check before it takes a connection")
+	assert.False(t, isUnsent(&net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}), "a read that timed out: sent")
+	assert.False(t, isUnsent(&net.OpError{Op: "write", Err: os.ErrDeadlineExceeded}), "a write that timed out: perhaps partly sent")
+	assert.False(t, isUnsent(nil))
 }
 
 // TestRoundTripCountsOnce: the calls that one round trip carries, and

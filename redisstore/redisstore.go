@@ -431,13 +431,20 @@ func (l *Limiter) gaveUp(op string, c *call, ctxErr error) error {
 	}
 	rt := c.rt.Load()
 	if rt == 0 {
-		return &storeError{op: op, err: fmt.Errorf("not sent to Redis within %v, all round trips busy: %w", l.timeout, context.DeadlineExceeded)}
+		return &storeError{op: op, err: fmt.Errorf("not sent to Redis within %v, this process too busy to send it: %w", l.timeout, context.DeadlineExceeded)}
+	}
+	if ctxErr == errDeadline {
+		// The caller stopped waiting before its round trip ended, which
+		// may not even have been written yet: the round trip's sender
+		// counts what became of it.
+		rt = 0
 	}
 	return &storeError{op: op, err: fmt.Errorf("no answer from Redis within %v: %w", l.timeout, context.DeadlineExceeded), rt: rt}
 }
 
-// storeError is the error of a call that Redis failed, or that this
-// process did not send in time (rt 0).
+// storeError is the error of a call that Redis failed (rt, the breaker
+// counts it), or that tells nothing about Redis (rt 0): this process did
+// not send it in time, or its caller stopped waiting first.
 type storeError struct {
 	op  string
 	err error

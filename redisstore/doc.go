@@ -99,8 +99,11 @@
 //
 // A circuit breaker is always on: [WithBreakerFailures] consecutive round
 // trips that Redis fails (default 5; the calls one carried count once)
-// open it, not calls still waiting for their turn at their deadline (a
-// busy process, not Redis); open, no call waits for Redis; every
+// open it. What says nothing about Redis counts for nothing: a call still
+// waiting for its turn at its deadline, a command this process had not
+// written by its deadline (a busy process), a caller that stopped waiting
+// before its round trip ended (its round trip counts when it ends). Open,
+// no call waits for Redis; every
 // [WithBreakerProbeInterval] (default 1s) one call probes it, and the
 // probe's answer closes it. [WithBreakerHook] reports each change.
 //
@@ -116,5 +119,6 @@
 //
 // [New] does not contact Redis: ping it at startup, with a timeout, to find
 // a mistyped address. Calls that arrive while others are in flight are
-// decided together in one script call, as separate calls would be.
+// decided together in one script call, as separate calls would be; one
+// still waiting half its timeout in sends its own.
 package redisstore

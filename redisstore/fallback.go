@@ -33,9 +33,9 @@ func WithoutFallback() Option {
 }
 
 // WithBreakerFailures sets how many consecutive round trips that Redis
-// fails (errors, refused connections, timeouts; a success in between
-// starts the count again) open the circuit breaker. n must be > 0. The
-// default is 5.
+// fails (errors, refused connections, timeouts of commands written; a
+// success in between starts the count again) open the circuit breaker. n
+// must be > 0. The default is 5.
 func WithBreakerFailures(n int) Option {
 	return func(c *config) error {
 		if n <= 0 {

@@ -225,7 +225,7 @@ func TestReadyConnRefusesLateWrites(t *testing.T) {
 	raw, err := net.Dial("tcp", srv.Addr)
 	require.NoError(t, err)
 	defer raw.Close()
-	conn := &readyConn{TCPConn: raw.(*net.TCPConn)}
+	conn := &readyConn{TCPConn: raw.(*net.TCPConn), queueing: new(queueClock)}
 	require.NoError(t, conn.SetWriteDeadline(time.Now().Add(-time.Millisecond)))
 	n, err := conn.Write([]byte("PING\r\n"))
 	assert.Zero(t, n)
@@ -247,6 +247,17 @@ func TestReadyConnRefusesLateWrites(t *testing.T) {
 	assert.False(t, isUnsent(&net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}), "a read that timed out: sent")
 	assert.False(t, isUnsent(&net.OpError{Op: "write", Err: os.ErrDeadlineExceeded}), "a write that timed out: perhaps partly sent")
 	assert.False(t, isUnsent(nil))
+}
+
+// TestQueueClock: a readyConn polls only within a second of a call
+// queueing for a round trip.
+func TestQueueClock(t *testing.T) {
+	var q queueClock
+	assert.False(t, q.busy(), "no call has queued")
+	q.queued()
+	assert.True(t, q.busy())
+	q.at.Store(time.Now().Add(-1001 * time.Millisecond).UnixNano())
+	assert.False(t, q.busy(), "the last one queued over a second ago")
 }
 
 // TestRoundTripCountsOnce: the calls that one round trip carries, and

@@ -167,11 +167,12 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	own, ok := ownClient(rdb)
+	queueing := new(queueClock)
+	own, ok := ownClient(rdb, queueing)
 	if ok {
 		l.own = own
 	}
-	l.b = newBatcher(own, s, c.timeout, c.maxBatch, c.maxFlights, c.clock != nil)
+	l.b = newBatcher(own, s, c.timeout, c.maxBatch, c.maxFlights, c.clock != nil, queueing)
 	return l, nil
 }
 

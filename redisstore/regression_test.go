@@ -221,7 +221,7 @@ func TestResetUndoneByAnInFlightDenial(t *testing.T) {
 // with its answer ready and its deadline passed (or its context ended)
 // before the caller looks: each round was a coin toss before.
 func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
-	busy := func() *batcher { return &batcher{maxFlights: 1, flying: 1} } // calls queue
+	busy := func() *batcher { return &batcher{maxFlights: 1, flying: 1, queueing: new(queueClock)} } // calls queue
 	answered := func() *call {
 		c := getCall()
 		c.deadline = time.Now()

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -221,15 +222,8 @@ func (c *readyConn) Write(p []byte) (int, error) {
 }
 
 // errNotSent is a command's deadline passing before it was written: a
-// timeout (net.Error) that tells nothing about Redis.
-var errNotSent error = notSentError{}
-
-type notSentError struct{}
-
-func (notSentError) Error() string   { return "deadline passed before the command was written" }
-func (notSentError) Timeout() bool   { return true }
-func (notSentError) Temporary() bool { return true }
-func (notSentError) Unwrap() error   { return os.ErrDeadlineExceeded }
+// timeout (it wraps os.ErrDeadlineExceeded) that tells nothing about Redis.
+var errNotSent = fmt.Errorf("deadline passed before the command was written: %w", os.ErrDeadlineExceeded)
 
 func (c *readyConn) SetReadDeadline(t time.Time) error {
 	c.rd = t

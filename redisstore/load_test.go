@@ -41,10 +41,10 @@ import (
 // not answer within the 50ms timeout; neither sees the other's count). A
 // process this saturated (thousands of requests in flight on 2 cores)
 // cannot send every call within its 50ms: those calls are decided by the
-// fallback without counting as Redis failures, and the round trips that
-// time out open the breaker now and then, so the fallback's share, the
-// breaker's openings and the clients off their exact quota are logged, not
-// asserted: see benchmarks/README.md for the measured figures.
+// fallback without counting as Redis failures (a round trip that times out
+// after it was written does count), so the fallback's share, the breaker's
+// openings and the clients off their exact quota are logged, not asserted:
+// see benchmarks/README.md for the measured figures.
 //
 // The full scenario (2,000 clients of 30 requests, as fast as they are
 // answered: about 10,000 requests/s on the 2-core development machine, see

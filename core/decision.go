@@ -22,10 +22,6 @@ type Decision struct {
 	Delay      time.Duration // an admitted leaky-bucket request's wait before being served
 	Policy     Policy        // the policy that decided (IETF RateLimit-Policy)
 	Source     Source        // where the decision was made
-	// StateUnknown marks a denial of a cost above capacity by a store that
-	// failed: the key's state is unknown, and Remaining and ResetAfter (0)
-	// must never be shown to a client. False for every other Decision.
-	StateUnknown bool
 }
 
 // Source says where a Decision was made, so that adapters, hooks and
@@ -59,9 +55,10 @@ var (
 	// capacity.
 	ErrInvalidCost = errors.New("core: cost must be > 0")
 	// ErrCostExceedsCapacity: a cost above Policy.Capacity, which waiting
-	// cannot help. It comes with a denial whose RetryAfter is 0 (see
-	// Decision.StateUnknown): adapters deny such a request, never treat it
-	// as a store failure.
+	// cannot help. It comes with a denial whose RetryAfter is 0: adapters
+	// deny such a request, never treat it as a store failure, and show
+	// only its Limit and Policy (a remote store that failed could not read
+	// the key: its error then also wraps the store's).
 	ErrCostExceedsCapacity = errors.New("core: cost exceeds what the policy can ever admit")
 	// ErrAlgorithmMismatch: a policy given with a call uses another
 	// algorithm than the limiter's own; use one limiter per algorithm.

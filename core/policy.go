@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -263,6 +265,24 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("core: meter mode applies to LeakyBucket only, not %v", a)
 	}
 	return nil
+}
+
+// Label is the name headers and metrics report the policy by: Name when set,
+// otherwise one derived from the policy alone, such as
+// "tokenbucket-100-per-60s" (never from anything a client sent); "" for the
+// zero Policy, which an event carries when no policy was known.
+func (p Policy) Label() string {
+	switch {
+	case p.Name != "":
+		return p.Name
+	case p == Policy{}:
+		return ""
+	}
+	w := p.Window.String()
+	if p.Window > 0 && p.Window%time.Second == 0 {
+		w = strconv.FormatInt(int64(p.Window/time.Second), 10) + "s"
+	}
+	return strings.ToLower(p.Algorithm.String()) + "-" + strconv.FormatInt(p.Limit, 10) + "-per-" + w
 }
 
 // String describes the policy as a person would say it: "TokenBucket 100 per 1m0s burst 20".

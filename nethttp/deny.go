@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/internal/policyname"
 )
 
 // ProblemType is the RFC 9457 problem type of a denial written by
@@ -46,7 +45,7 @@ func ProblemJSON(w http.ResponseWriter, _ *http.Request, d core.Decision) {
 		Title:            "Request cannot be satisfied as assigned quota has been exceeded",
 		Status:           http.StatusTooManyRequests,
 		Detail:           "Retry later; see the Retry-After header.",
-		ViolatedPolicies: []string{policyname.Of(d.Policy)},
+		ViolatedPolicies: []string{d.Policy.Label()},
 	}
 	if d.RetryAfter <= 0 {
 		p.Detail = "The request costs more than the policy ever admits; retrying cannot succeed."

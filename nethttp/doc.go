@@ -24,10 +24,9 @@
 // policy can ever admit ([core.ErrCostExceedsCapacity]) is denied with 429
 // and no Retry-After.
 //
-// Nothing guessed is written: for a decision whose state is unknown
-// ([core.Decision].StateUnknown: a store that failed could not tell it), as
-// for a limiter failure, only X-RateLimit-Limit and the RateLimit-Policy
-// member are, never Remaining, Reset or the RateLimit field.
+// Nothing guessed is written: for a cost above capacity, as for a limiter
+// failure, only X-RateLimit-Limit and the RateLimit-Policy member are, never
+// Remaining, Reset or the RateLimit field.
 //
 // [WithHeaderStyle] chooses X-RateLimit-* (the default), the IETF fields of
 // draft-ietf-httpapi-ratelimit-headers-11, both, or none:

@@ -34,6 +34,12 @@ type Event struct {
 	// admission and denial.
 	Err     error
 	Latency time.Duration // of the limiter call; 0 when it was not called
+	// LimiterCalled is true when the limiter decided the request or failed
+	// to (a store error or timeout, or the request's context ending while
+	// it decided): the events whose Latency and Decision.Source tell
+	// something of the store. It is false for a key or cost error and for
+	// a WithPolicyFunc failure, which come before the call.
+	LimiterCalled bool
 }
 
 // Outcome is what the middleware did with a request.

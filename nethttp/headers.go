@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/internal/policyname"
 )
 
 // Names of the response header fields the middleware writes, spelled as in
@@ -77,7 +76,7 @@ type renderer struct {
 
 // newRenderer returns a renderer for decisions of p.
 func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
-	name := sfString(policyname.Of(p))
+	name := sfString(p.Label())
 	return renderer{
 		style:      style,
 		resetUnix:  resetUnix,
@@ -135,10 +134,11 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 		// Retry-After, whatever an earlier writer left.
 		delete(h, keyRetryAfter)
 	}
-	if d.StateUnknown {
-		// Nothing guessed: what is known of the limit, never Remaining
-		// or Reset. A denial is about this limit: an outer limit's
-		// fields would describe another one.
+	if !d.Allowed && d.RetryAfter <= 0 {
+		// A cost above capacity: the key's state is beside the point
+		// (and unknown to a store that failed), so what is known of the
+		// limit, never Remaining or Reset. A denial is about this limit:
+		// an outer limit's fields would describe another one.
 		if deny {
 			delete(h, keyLimit)
 			delete(h, keyRemaining)
@@ -219,7 +219,7 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 }
 
 // writeKnown sets what is known of a limit whose decision is not (the
-// limiter failed, or its Decision is StateUnknown): X-RateLimit-Limit, unless an outer limit has set its
+// limiter failed, or the cost is above capacity): X-RateLimit-Limit, unless an outer limit has set its
 // own, complete fields, and this policy's member of RateLimit-Policy. Never
 // Remaining, Reset or the RateLimit field, which would be guesses.
 func (rd *renderer) writeKnown(h http.Header, limit int64) {

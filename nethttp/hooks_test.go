@@ -46,14 +46,14 @@ func TestHooksGetOneEventPerRequestInOrder(t *testing.T) {
 	if got, want := events[0], (nethttp.Event{
 		Request: events[0].Request, Key: "192.0.2.1", Cost: 1, Outcome: nethttp.OutcomeAllowed,
 		Decision: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: time.Minute, Policy: lim.Policy()},
-		Latency:  events[0].Latency,
+		Latency:  events[0].Latency, LimiterCalled: true,
 	}); got != want {
 		t.Errorf("events[0]: got %v, want %v", got, want)
 	}
 	if got, want := events[1], (nethttp.Event{
 		Request: events[1].Request, Key: "192.0.2.1", Cost: 1, Outcome: nethttp.OutcomeDenied,
 		Decision: core.Decision{Limit: 1, ResetAfter: time.Minute, RetryAfter: time.Minute, Policy: lim.Policy()},
-		Latency:  events[1].Latency,
+		Latency:  events[1].Latency, LimiterCalled: true,
 	}); got != want {
 		t.Errorf("events[1]: got %v, want %v", got, want)
 	}
@@ -335,14 +335,14 @@ func TestFailureHeadersCarryWhatIsKnown(t *testing.T) {
 }
 
 // TestUnknownStateIsNotWritten: a denial of a cost above capacity whose
-// state the store could not read (StateUnknown, as redisstore returns it
-// while Redis is down) is answered 429 with the limit and the policy, never
+// state the store could not read (as redisstore returns it while Redis is
+// down) is answered 429 with the limit and the policy, never
 // a Remaining, a Reset or a Retry-After, even where an outer limit wrote
 // its own.
 func TestUnknownStateIsNotWritten(t *testing.T) {
 	own := core.TokenBucket(100, time.Minute).WithName("per-ip")
 	err := fmt.Errorf("store: %w (key state unknown: redis: connection refused)", core.ErrCostExceedsCapacity)
-	lim := partial{coretest.Failing{Err: err, P: own}, core.Decision{Limit: 100, Policy: own, StateUnknown: true}}
+	lim := partial{coretest.Failing{Err: err, P: own}, core.Decision{Limit: 100, Policy: own}}
 	clk := newClock(t0)
 	outer := nethttp.Middleware(newLimiter(t, core.FixedWindow(10, time.Minute).WithName("outer"), clk),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth))
@@ -377,5 +377,35 @@ func TestOutcomeString(t *testing.T) {
 		"allowed", "denied", "dry-run", "failed-open", "failed-closed", "key-error", "cost-error", "canceled", "Outcome(8)",
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("outcome names: got %v, want %v", got, want)
+	}
+}
+
+func TestHookLimiterCalledIsSetWhenTheLimiterDecidedOrFailed(t *testing.T) {
+	p := core.FixedWindow(1, time.Minute)
+	broken := coretest.Failing{Err: errors.New("store: down"), P: p}
+	for _, tc := range []struct {
+		name string
+		lim  core.Limiter
+		opts []nethttp.Option
+		want bool
+	}{
+		{"a decision", newLimiter(t, p, newClock(t0)), nil, true},
+		{"a store failure", broken, nil, true},
+		{"a key error", broken, []nethttp.Option{nethttp.WithKeyFunc(func(*http.Request) (string, error) { return "", errors.New("no key") })}, false},
+		{"a cost error", broken, []nethttp.Option{nethttp.WithCostFunc(func(*http.Request) (int64, error) { return 0, nil })}, false},
+		{"a failed policy lookup", newLimiter(t, p, newClock(t0)), []nethttp.Option{nethttp.WithPolicyFunc(func(*http.Request, string) (core.Policy, error) {
+			return core.Policy{}, errors.New("plan lookup failed")
+		})}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var events []nethttp.Event
+			get(wrap(t, tc.lim, append(tc.opts, recorder(&events))...), "")
+			if got := len(events); got != 1 {
+				t.Fatalf("len(events): got %d, want %d", got, 1)
+			}
+			if got := events[0].LimiterCalled; got != tc.want {
+				t.Errorf("LimiterCalled (%v): got %v, want %v", events[0].Outcome, got, tc.want)
+			}
+		})
 	}
 }

@@ -207,7 +207,7 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 			if known.Limit == 0 {
 				known.Limit = known.Policy.Limit
 			}
-			return e.failure(w, Event{Request: r, Key: key, Cost: n, Decision: known, Err: err, Latency: latency})
+			return e.failure(w, Event{Request: r, Key: key, Cost: n, Decision: known, Err: err, Latency: latency, LimiterCalled: true})
 		}
 	}
 	// Without header fields a denial needs only Retry-After, which any
@@ -233,7 +233,7 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
 		}
 	}
 	if hooked {
-		e.emit(Event{Request: r, Key: key, Cost: n, Outcome: outcome, Decision: d, Err: err, Latency: latency})
+		e.emit(Event{Request: r, Key: key, Cost: n, Outcome: outcome, Decision: d, Err: err, Latency: latency, LimiterCalled: true})
 	}
 	return rej
 }

@@ -13,8 +13,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/internal/hookevent"
-	"github.com/go-ratelimit/ratelimit/internal/policyname"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -146,13 +144,13 @@ func (m *Metrics) Observe(ev nethttp.Event) {
 	if pa != nil && o < numOutcomes && s < numSources {
 		m.requests.Add(ctx, 1, pa.add[o][s]...)
 	} else {
-		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(policyname.Of(p), ev.Outcome, ev.Decision.Source)))
+		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(p.Label(), ev.Outcome, ev.Decision.Source)))
 	}
-	if hookevent.LimiterCalled(ev) {
+	if ev.LimiterCalled {
 		if pa != nil {
 			m.duration.Record(ctx, ev.Latency.Seconds(), pa.rec...)
 		} else {
-			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(policyKey.String(policyname.Of(p)))))
+			m.duration.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(attribute.NewSet(policyKey.String(p.Label()))))
 		}
 	}
 }
@@ -172,7 +170,7 @@ func (m *Metrics) policy(p core.Policy) *policyAttrs {
 	if len(old) >= maxCachedPolicies {
 		return nil
 	}
-	name := policyname.Of(p)
+	name := p.Label()
 	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(policyKey.String(name)))}}
 	for o := range numOutcomes {
 		for s := range numSources {

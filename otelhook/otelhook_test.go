@@ -115,10 +115,21 @@ func request(t *testing.T) *http.Request {
 	return httptest.NewRequest(http.MethodGet, "/", nil)
 }
 
+// called is LimiterCalled as the middleware sets it in these tests' events:
+// for every decision, and for a failure that took time (a failure with no
+// latency stands for a failed WithPolicyFunc lookup, before the call).
+func called(o nethttp.Outcome, latency time.Duration) bool {
+	switch o {
+	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
+		return true
+	}
+	return latency > 0
+}
+
 // event is an Event of a request decided under the token bucket named
 // policy, or without a policy (as for a key error) when policy is "".
 func event(policy string, o nethttp.Outcome, s core.Source, latency time.Duration) nethttp.Event {
-	ev := nethttp.Event{Key: "203.0.113.7", Cost: 1, Outcome: o, Latency: latency}
+	ev := nethttp.Event{Key: "203.0.113.7", Cost: 1, Outcome: o, Latency: latency, LimiterCalled: called(o, latency)}
 	ev.Decision.Source = s
 	if policy != "" {
 		ev.Decision.Allowed = o == nethttp.OutcomeAllowed

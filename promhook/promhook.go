@@ -11,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/internal/hookevent"
-	"github.com/go-ratelimit/ratelimit/internal/policyname"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -150,7 +148,7 @@ func New(opts ...Option) *Metrics {
 func (m *Metrics) Observe(e nethttp.Event) {
 	s := m.seriesFor(e.Decision.Policy)
 	m.counter(s, e.Outcome, e.Decision.Source).Inc()
-	if hookevent.LimiterCalled(e) {
+	if e.LimiterCalled {
 		m.observer(s).Observe(e.Latency.Seconds())
 	}
 }
@@ -166,7 +164,7 @@ func (m *Metrics) seriesFor(p core.Policy) *series {
 	if s, ok := old.get(p); ok {
 		return s
 	}
-	s := &series{policy: policyname.Of(p)}
+	s := &series{policy: p.Label()}
 	next := &index{named: old.named, unnamed: old.unnamed}
 	if p.Name != "" {
 		next.named = maps.Clone(old.named)

@@ -105,6 +105,9 @@ func event(p core.Policy, o nethttp.Outcome, src core.Source, latency time.Durat
 		Outcome:  o,
 		Decision: core.Decision{Allowed: o == nethttp.OutcomeAllowed, Limit: p.Limit, Policy: p, Source: src},
 		Latency:  latency,
+		// As the middleware sets it: for every decision, and for a
+		// failure that took time (none: a failed WithPolicyFunc lookup).
+		LimiterCalled: o == nethttp.OutcomeAllowed || o == nethttp.OutcomeDenied || o == nethttp.OutcomeDryRun || latency > 0,
 	}
 }
 

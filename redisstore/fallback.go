@@ -26,8 +26,8 @@ var ErrBreakerOpen = errors.New("redisstore: circuit breaker open, Redis not cal
 // WithoutFallback switches off the local fallback: a call that Redis fails,
 // or that the circuit breaker keeps from Redis, returns an error wrapping
 // ErrUnavailable, for the adapter's failure policy (see "Outages" in the
-// package docs); a cost above the policy's capacity stays a denial, its
-// Decision marked StateUnknown.
+// package docs); a cost above the policy's capacity stays a denial (its
+// error wrapping core.ErrCostExceedsCapacity and ErrUnavailable).
 func WithoutFallback() Option {
 	return func(c *config) error { c.noFallback = true; return nil }
 }

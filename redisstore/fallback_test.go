@@ -765,7 +765,7 @@ func TestFallbackCostAboveCapacity(t *testing.T) {
 			if open {
 				assert.ErrorIs(t, err, ErrBreakerOpen)
 			}
-			assert.Equal(t, core.Decision{Limit: 100, Policy: p, StateUnknown: true}, d)
+			assert.Equal(t, core.Decision{Limit: 100, Policy: p}, d)
 		})
 	}
 	t.Run("an invalid cost is an error, as always", func(t *testing.T) {

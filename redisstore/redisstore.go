@@ -279,7 +279,6 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	}
 	d := core.Decision{Limit: p.Limit, Policy: *p}
 	if over {
-		d.StateUnknown = true
 		return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(*p), err)
 	}
 	return d, err

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/internal/policyname"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 )
 
@@ -207,14 +206,14 @@ func (h *Hook) write(lines []line) {
 	if len(lines) > 1 {
 		slices.SortStableFunc(lines, func(a, b line) int {
 			return cmp.Or(cmp.Compare(a.g.outcome, b.g.outcome),
-				strings.Compare(policyname.Of(a.g.policy), policyname.Of(b.g.policy)),
+				strings.Compare(a.g.policy.Label(), b.g.policy.Label()),
 				cmp.Compare(a.g.source, b.g.source))
 		})
 	}
 	for _, l := range lines {
 		attrs := make([]slog.Attr, 0, 7)
 		attrs = append(attrs, slog.String("outcome", l.g.outcome.String()))
-		if name := policyname.Of(l.g.policy); name != "" {
+		if name := l.g.policy.Label(); name != "" {
 			attrs = append(attrs, slog.String("policy", name))
 		}
 		if failure(l.g.outcome) {

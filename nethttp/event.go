@@ -1,6 +1,8 @@
 package nethttp
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -112,4 +114,33 @@ func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Op
 		panic(nilFunc("WithPolicyFunc"))
 	}
 	return func(c *config) { c.policy = f }
+}
+
+// OutcomeOf is what the middleware does with a limiter's answer (d, err)
+// to a request whose context is ctx, under the failure policy of
+// [WithFailClosed] and [WithDryRun]: the one rule every adapter follows,
+// for HTTP and for other transports (grpcmw). A denial of a cost above
+// capacity ([core.ErrCostExceedsCapacity]) is a denial, not a failure; a
+// cost <= 0 is a cost error; an error of ctx ending is the request's own
+// cancellation; any other error is a failure, served unless failClosed,
+// and answered whatever the policy when the limiter was closed
+// ([core.ErrClosed]); dryRun serves every request. It does not look at
+// d.Delay, which the caller waits out before serving.
+func OutcomeOf(ctx context.Context, d core.Decision, err error, failClosed, dryRun bool) Outcome {
+	switch {
+	case err == nil && d.Allowed:
+		return OutcomeAllowed
+	case err == nil || errors.Is(err, core.ErrCostExceedsCapacity):
+		if dryRun {
+			return OutcomeDryRun
+		}
+		return OutcomeDenied
+	case errors.Is(err, core.ErrInvalidCost):
+		return OutcomeCostError
+	case canceled(ctx, err):
+		return OutcomeCanceled
+	case dryRun || !failClosed && !errors.Is(err, core.ErrClosed):
+		return OutcomeFailedOpen
+	}
+	return OutcomeFailedClosed
 }

@@ -409,3 +409,43 @@ func TestHookLimiterCalledIsSetWhenTheLimiterDecidedOrFailed(t *testing.T) {
 		})
 	}
 }
+
+func TestOutcomeOf(t *testing.T) {
+	live, ended := context.Background(), canceledContext()
+	down := errors.New("store: down")
+	over := fmt.Errorf("store: %w", core.ErrCostExceedsCapacity)
+	closed := fmt.Errorf("store: %w", core.ErrClosed)
+	allowed, denied := core.Decision{Allowed: true}, core.Decision{}
+	for _, tc := range []struct {
+		name               string
+		ctx                context.Context
+		d                  core.Decision
+		err                error
+		failClosed, dryRun bool
+		want               nethttp.Outcome
+	}{
+		{"an admission", live, allowed, nil, false, false, nethttp.OutcomeAllowed},
+		{"a denial", live, denied, nil, false, false, nethttp.OutcomeDenied},
+		{"a denial in dry run", live, denied, nil, false, true, nethttp.OutcomeDryRun},
+		{"a cost above capacity", live, denied, over, true, false, nethttp.OutcomeDenied},
+		{"a cost above capacity in dry run", live, denied, over, false, true, nethttp.OutcomeDryRun},
+		{"a cost <= 0", live, denied, fmt.Errorf("store: %w", core.ErrInvalidCost), true, false, nethttp.OutcomeCostError},
+		{"a failure", live, denied, down, false, false, nethttp.OutcomeFailedOpen},
+		{"a failure, failing closed", live, denied, down, true, false, nethttp.OutcomeFailedClosed},
+		{"a failure, failing closed in dry run", live, denied, down, true, true, nethttp.OutcomeFailedOpen},
+		{"a closed limiter", live, denied, closed, false, false, nethttp.OutcomeFailedClosed},
+		{"a closed limiter in dry run", live, denied, closed, false, true, nethttp.OutcomeFailedOpen},
+		{"the request's context ended", ended, denied, fmt.Errorf("store: %w", context.Canceled), true, false, nethttp.OutcomeCanceled},
+		{"a store's own timeout on a live context", live, denied, fmt.Errorf("store: %w", context.DeadlineExceeded), false, false, nethttp.OutcomeFailedOpen},
+	} {
+		if got := nethttp.OutcomeOf(tc.ctx, tc.d, tc.err, tc.failClosed, tc.dryRun); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func canceledContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}

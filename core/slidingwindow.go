@@ -283,8 +283,14 @@ func (s *slidingState) admitsAt(from, to *rule, now, n int64) int64 {
 		return min((b+from.ring)*from.interval, (floorDiv((b+1)*from.interval-1, to.interval)+k)*to.interval)
 	}
 	count := func(b int64) int64 { return int64(s.counts[b%from.ring]) }
+	held := func(b int64) int64 { // the first bucket from b on that holds requests
+		for b <= s.head && count(b) == 0 {
+			b++
+		}
+		return b
+	}
 	// Buckets i1 on are in the trailing sum, i2 on (to i1) in older.
-	i1 := max(s.head-from.buckets, 1)
+	i1 := held(max(s.head-from.buckets, 1))
 	i2 := i1
 	var trailing, older int64
 	for b := i1; b <= s.head; b++ {
@@ -301,11 +307,11 @@ func (s *slidingState) admitsAt(from, to *rule, now, n int64) int64 {
 		return t
 	}
 	step := func(t int64) { // the buckets that leave a sum at t
-		for ; i1 <= s.head && leaves(i1, to.buckets) == t; i1++ {
+		for ; i1 <= s.head && leaves(i1, to.buckets) == t; i1 = held(i1 + 1) {
 			trailing -= count(i1)
 			older += count(i1)
 		}
-		for ; i2 < i1 && leaves(i2, to.ring) == t; i2++ {
+		for ; i2 < i1 && leaves(i2, to.ring) == t; i2 = held(i2 + 1) {
 			older -= count(i2)
 		}
 	}

@@ -296,34 +296,29 @@ func (s *slidingState) admitsAt(from, to *rule, now, n int64) int64 {
 	for b := i1; b <= s.head; b++ {
 		trailing += count(b)
 	}
-	next := func() int64 {
-		t := int64(math.MaxInt64)
+	for t := at; ; {
+		e1, e2 := int64(math.MaxInt64), int64(math.MaxInt64)
 		if i1 <= s.head {
-			t = leaves(i1, to.buckets)
+			e1 = leaves(i1, to.buckets)
 		}
 		if i2 < i1 {
-			t = min(t, leaves(i2, to.ring))
+			e2 = leaves(i2, to.ring)
 		}
-		return t
-	}
-	step := func(t int64) { // the buckets that leave a sum at t
-		for ; i1 <= s.head && leaves(i1, to.buckets) == t; i1 = held(i1 + 1) {
-			trailing -= count(i1)
-			older += count(i1)
+		if e := min(e1, e2); e > t { // every bucket to leave by t has
+			if trailing+n <= to.limit && trailing+min(older, math.MaxUint32)+n <= to.cap2 {
+				if t == at {
+					return now
+				}
+				return t
+			}
+			t = e
 		}
-		for ; i2 < i1 && leaves(i2, to.ring) == t; i2 = held(i2 + 1) {
-			older -= count(i2)
+		if e1 <= e2 {
+			trailing, older, i1 = trailing-count(i1), older+count(i1), held(i1+1)
+		} else {
+			older, i2 = older-count(i2), held(i2+1)
 		}
 	}
-	for next() <= at {
-		step(next())
-	}
-	t := now
-	for trailing+n > to.limit || trailing+min(older, math.MaxUint32)+n > to.cap2 {
-		t = next()
-		step(t)
-	}
-	return t
 }
 
 // usage is what the trailing window counts.

@@ -261,7 +261,7 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 		}
 		return g.move(sh, h, s, e, r, now, n, consume)
 	}
-	e, room := g.newcomer(sh, h, r, now, consume)
+	e, victim, room := g.newcomer(sh, h, r, now, consume)
 	if !room {
 		// Every key looked at is limited: the newcomer shares the
 		// inherited state with the others that found no room.
@@ -270,12 +270,13 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 	// Decided before any reader can reach e; a denial moves nothing in
 	// (see move).
 	d, _ := P(&e.state).decide(r, now, n, consume)
-	if consume && d.allowed {
-		// Clone: the key may point into a larger buffer (a header line)
-		// that the table must not keep alive.
-		e.key = strings.Clone(key)
-		g.insert(sh, h, e)
+	if !consume || !d.allowed {
+		return g.inheritedWait(sh, r, victim, now, n, d)
 	}
+	// Clone: the key may point into a larger buffer (a header line) that
+	// the table must not keep alive.
+	e.key = strings.Clone(key)
+	g.insert(sh, h, e)
 	return d
 }
 
@@ -328,14 +329,13 @@ func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *
 // newcomer returns the entry a new key under r starts from, holding sh.mu:
 // a copy of the inherited state, after room was made in a full shard. With
 // apply false (Peek, Get) it changes nothing and the entry also holds what
-// the key makeRoom would evict had used, so that a look agrees with the
-// next AllowN at one instant. room is false when the shard is full of
-// limited keys.
-func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, apply bool) (e *entry[S], room bool) {
-	var victim *entry[S]
+// victim, the key makeRoom would evict, had used, so that a look agrees
+// with the next AllowN at one instant. room is false when the shard is
+// full of limited keys.
+func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, apply bool) (e, victim *entry[S], room bool) {
 	if sh.live >= g.perShard {
 		if room, victim = g.makeRoom(sh, h, now, apply, retireUnlimited); !room {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	e = &entry[S]{rule: r}
@@ -347,7 +347,52 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 		P(&v).convert(victim.rule, r, now, &victim.state)
 		P(&e.state).absorb(r, now, &v)
 	}
-	return e, true
+	return e, victim, true
+}
+
+// inheritedWait returns d, what a call of cost n under r at now got
+// without consuming on a state that startFrom built (and that absorbed
+// victim, for a look), holding sh.mu, with its durations measured on the
+// states it was built from: they stay under their own policies, each
+// recovering at its own rate, so it is back to full when each of them,
+// converted then, is, and admits n when each does (see look). A look sees
+// victim as the next AllowN will, absorbed into its policy's inherited
+// state. That is exact for one state and for the one-word states
+// (absorbing keeps the most used); a sliding window built from several
+// keeps each bucket's largest count, which the latest of their instants
+// may not admit, and is told when each is back to full instead.
+func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], now, n int64, d verdict) verdict {
+	srcs := sh.inherited
+	if victim != nil {
+		merged := heir[S]{rule: victim.rule, state: new(S)}
+		P(merged.state).init(victim.rule)
+		srcs = make([]heir[S], 0, len(sh.inherited)+1)
+		for _, h := range sh.inherited {
+			if sameRule(h.rule, victim.rule) {
+				P(merged.state).absorb(victim.rule, now, h.state)
+			} else {
+				srcs = append(srcs, h)
+			}
+		}
+		P(merged.state).absorb(victim.rule, now, &victim.state)
+		srcs = append(srcs, merged)
+	}
+	at := func(n int64) int64 {
+		t := now
+		for _, h := range srcs {
+			t = max(t, P(h.state).admitsAt(h.rule, r, now, n))
+		}
+		return t
+	}
+	full := at(r.capacity)
+	d.reset = durationNs(full - now)
+	if !d.allowed {
+		if t := at(n); r.ring == 0 || len(srcs) < 2 { // r.ring: a sliding window's
+			full = t
+		}
+		d.wait = durationNs(full - now)
+	}
+	return d
 }
 
 // decideInherited decides a key under r that found no room, holding
@@ -368,13 +413,14 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	P(&c).init(r)
 	g.startFrom(sh, &c, r, now)
 	d, _ := P(&c).decide(r, now, n, consume)
-	if consume && d.allowed {
-		in := g.heir(sh, r, now)
-		// The call moved the key to r (a key's state follows the policy
-		// of its last admission), and r's inherited state now holds what
-		// it had used, converted.
-		P(in).absorb(r, now, &c)
+	if !consume || !d.allowed {
+		return g.inheritedWait(sh, r, nil, now, n, d)
 	}
+	in := g.heir(sh, r, now)
+	// The call moved the key to r (a key's state follows the policy of
+	// its last admission), and r's inherited state now holds what it had
+	// used, converted.
+	P(in).absorb(r, now, &c)
 	return d
 }
 
@@ -619,23 +665,22 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
-	var st *S
-	if _, e := lookup(sh.table.Load(), h, key); e != nil && !sameRule(e.rule, r) {
+	switch _, e := lookup(sh.table.Load(), h, key); {
+	case e != nil && !sameRule(e.rule, r):
 		d, c := look[S, P](e.rule, r, now, 1, &e.state)
 		return d, P(c).usage(r, now)
-	} else if e != nil {
-		st = &e.state
-	} else if e, room := g.newcomer(sh, h, r, now, false); room {
-		st = &e.state
-	} else {
-		st = new(S)
-		P(st).init(r)
-		g.startFrom(sh, st, r, now)
-		d := g.decideInherited(sh, r, now, 1, false)
-		return d, P(st).usage(r, now)
+	case e != nil:
+		d, _ := P(&e.state).decide(r, now, 1, false)
+		return d, P(&e.state).usage(r, now)
 	}
-	d, _ := P(st).decide(r, now, 1, false)
-	return d, P(st).usage(r, now)
+	if e, victim, room := g.newcomer(sh, h, r, now, false); room {
+		d, _ := P(&e.state).decide(r, now, 1, false)
+		return g.inheritedWait(sh, r, victim, now, 1, d), P(&e.state).usage(r, now)
+	}
+	st := new(S)
+	P(st).init(r)
+	g.startFrom(sh, st, r, now)
+	return g.decideInherited(sh, r, now, 1, false), P(st).usage(r, now)
 }
 
 func (g *registry[S, P]) len() int {

@@ -184,6 +184,9 @@ func (s *fixedState) carry(from, to *rule, now int64) (k, n int64) {
 // on, and everything two windows after its start (it is no longer live);
 // so the earliest of these instants (or now) that leaves room is the one.
 func (s *fixedState) admitsAt(from, to *rule, now, n int64) int64 {
+	if n == fullQuota {
+		n = to.capacity
+	}
 	window, _, live := from.live(s.w.Load(), now)
 	if !live {
 		return now

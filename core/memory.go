@@ -23,6 +23,7 @@ type MemoryLimiter struct {
 	gcra    *registry[gcraState, *gcraState]
 	fixed   *registry[fixedState, *fixedState]
 	sliding *registry[slidingState, *slidingState]
+	all     decider // for a policy made with AllOf (composite.go)
 	keys    keys
 	rule    rule
 	// rules holds the rules of the policies given with calls
@@ -139,14 +140,17 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	}
 	l.base = time.Now()
 	l.baseNs = l.base.UnixNano()
-	switch p.Algorithm {
-	case AlgTokenBucket, AlgLeakyBucket:
+	switch {
+	case len(l.rule.parts) > 0:
+		l.all = newAllRegistry(&l.rule, l.resolve, c.maxKeys)
+		l.keys = l.all
+	case p.Algorithm == AlgTokenBucket || p.Algorithm == AlgLeakyBucket:
 		l.gcra = newRegistry[gcraState](&l.rule, l.resolve, c.maxKeys)
 		l.keys = l.gcra
-	case AlgFixedWindow:
+	case p.Algorithm == AlgFixedWindow:
 		l.fixed = newRegistry[fixedState](&l.rule, l.resolve, c.maxKeys)
 		l.keys = l.fixed
-	case AlgSlidingWindow:
+	default:
 		l.sliding = newRegistry[slidingState](&l.rule, l.resolve, c.maxKeys)
 		l.keys = l.sliding
 	}
@@ -255,8 +259,10 @@ func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, con
 		return l.gcra.decide(r, p, key, now, n, consume)
 	case l.fixed != nil:
 		return l.fixed.decide(r, p, key, now, n, consume)
+	case l.sliding != nil:
+		return l.sliding.decide(r, p, key, now, n, consume)
 	}
-	return l.sliding.decide(r, p, key, now, n, consume)
+	return l.all.decide(r, p, key, now, n, consume)
 }
 
 func (l *MemoryLimiter) sweep() { l.keys.sweep(l.clock()) }

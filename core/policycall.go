@@ -69,8 +69,14 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 		return nil, fmt.Errorf("%w: %v given to a %v limiter", ErrAlgorithmMismatch, p.Algorithm, l.rule.policy.Algorithm)
 	}
 	c, err := compile(p)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
+	case l.all != nil && len(c.parts) == 0:
+		// A policy of one part, decided as one of one part.
+		c, _ = compileParts(p, []Policy{p})
+	case l.all == nil && len(c.parts) > 0:
+		return nil, fmt.Errorf("%w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", ErrAlgorithmMismatch)
 	}
 	return l.rules.LoadOrStore(p, &c), nil
 }

@@ -65,8 +65,8 @@ type stateOf[S any] interface {
 	convert(from, to *rule, now int64, src *S)
 	// admitsAt returns the earliest instant, not before now, at which the
 	// state (decided under from, not retired), left alone, converted to
-	// `to` then admits a request of cost n (of to's capacity: is back to
-	// its full quota under to). Convert's count only falls as time passes.
+	// `to` then admits a request of cost n (n = fullQuota: is back to its
+	// full quota under to). Convert's count only falls as time passes.
 	admitsAt(from, to *rule, now, n int64) int64
 	// usage is Usage.Used at now; it may advance the state as a decision
 	// would, consuming nothing.
@@ -80,6 +80,10 @@ type stateOf[S any] interface {
 // retire between reading the word and swapping it, where a concurrent
 // decision can make the swap fail.
 var testBeforeRetire func()
+
+// fullQuota is the cost admitsAt takes for "back to the full quota": each
+// rule's capacity, that of each part of a policy made with AllOf.
+const fullQuota = -1
 
 type retireMode uint8
 
@@ -319,7 +323,7 @@ func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *
 	P(c).init(to)
 	P(c).convert(from, to, now, src)
 	d, _ := P(c).decide(to, now, n, false)
-	d.reset = durationNs(P(src).admitsAt(from, to, now, to.capacity) - now)
+	d.reset = durationNs(P(src).admitsAt(from, to, now, fullQuota) - now)
 	if !d.allowed {
 		d.wait = durationNs(P(src).admitsAt(from, to, now, n) - now)
 	}
@@ -384,10 +388,10 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 		}
 		return t
 	}
-	full := at(r.capacity)
+	full := at(fullQuota)
 	d.reset = durationNs(full - now)
 	if !d.allowed {
-		if t := at(n); r.ring == 0 || len(srcs) < 2 { // r.ring: a sliding window's
+		if t := at(n); !r.sliding() || len(srcs) < 2 {
 			full = t
 		}
 		d.wait = durationNs(full - now)

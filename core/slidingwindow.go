@@ -270,6 +270,9 @@ func (s *slidingState) convert(from, to *rule, now int64, src *slidingState) {
 // counts at most 2^32-1 (a counter of to's), as in convert; a trailing
 // bucket above that denies either way.
 func (s *slidingState) admitsAt(from, to *rule, now, n int64) int64 {
+	if n == fullQuota {
+		n = to.capacity
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.head == 0 {

@@ -160,6 +160,9 @@ func mulDiv(x, num, den int64) (int64, bool) {
 // to's tau, that is when x <= floor((tau - n·interval)·from/to), and for
 // a delaying leaky bucket also x <= tau - n·interval.
 func (s *gcraState) admitsAt(from, to *rule, now, n int64) int64 {
+	if n == fullQuota {
+		n = to.capacity
+	}
 	room := to.tau - n*to.interval
 	slack, _ := mulDiv(room, from.interval, to.interval)
 	if to.delay {

@@ -70,6 +70,35 @@ func encodeParts(parts []Policy) string {
 	return string(b)
 }
 
+// partsCapacity is the smallest capacity of the parts encoded in s,
+// without allocating: AllowPolicy checks it on every call.
+func partsCapacity(s string) int64 {
+	uvarint := func() (u uint64) { // consumed from s
+		for shift := 0; ; shift += 7 {
+			c := s[0]
+			s = s[1:]
+			if u |= uint64(c&0x7f) << shift; c < 0x80 {
+				return u
+			}
+		}
+	}
+	varint := func() int64 { u := uvarint(); return int64(u>>1) ^ -int64(u&1) }
+	c := int64(-1)
+	for range uvarint() {
+		alg := Algorithm(s[0])
+		s = s[2:]
+		limit, _, burst, _ := varint(), varint(), varint(), varint()
+		if alg == AlgTokenBucket || alg == AlgLeakyBucket {
+			limit = burst
+		}
+		if c < 0 || limit < c {
+			c = limit
+		}
+		s = s[uvarint():]
+	}
+	return c
+}
+
 func decodeParts(s string) []Policy {
 	b := []byte(s)
 	n, k := binary.Uvarint(b)

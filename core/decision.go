@@ -22,7 +22,11 @@ type Decision struct {
 	Delay      time.Duration // an admitted leaky-bucket request's wait before being served
 	Policy     Policy        // the policy that decided (IETF RateLimit-Policy)
 	Source     Source        // where the decision was made
-	parts      *partVerdicts // a policy made with AllOf: see Parts
+	// At is the instant of the decision on the store's clock (the Redis
+	// server's for redisstore): Settler.Settle finds by it the window a
+	// cost was charged in.
+	At    time.Time
+	parts *partVerdicts // a policy made with AllOf: see Parts
 }
 
 // Parts returns, for a decision under a policy made with AllOf, the
@@ -41,8 +45,8 @@ func (d Decision) Parts() []Decision {
 	r := d.parts.rule
 	out := make([]Decision, len(r.parts))
 	for i := range out {
-		r.parts[i].fill(&out[i], d.parts.v[i])
-		out[i].Source = d.Source
+		r.parts[i].fill(&out[i], d.parts.v[i], 0)
+		out[i].Source, out[i].At = d.Source, d.At
 	}
 	return out
 }

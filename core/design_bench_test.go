@@ -228,7 +228,7 @@ func (s *syncMapProto) allowN(_ context.Context, key string, n int64) (d Decisio
 		e := v.(*protoEntry)
 		if e.rule == &s.rule {
 			if vd, ok := e.state.decide(e.rule, now, n, true); ok {
-				s.rule.fill(&d, vd)
+				s.rule.fill(&d, vd, now)
 				return d, nil
 			}
 		}
@@ -270,7 +270,7 @@ func (s *shardsProto) allowN(_ context.Context, key string, n int64) (d Decision
 		}
 		if e.rule == &s.rule {
 			if vd, ok := e.state.decide(e.rule, now, n, true); ok {
-				s.rule.fill(&d, vd)
+				s.rule.fill(&d, vd, now)
 				return d, nil
 			}
 		}

@@ -220,8 +220,9 @@ func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (d Decisi
 	if n <= 0 || n > l.rule.capacity || l.closed.Load() {
 		return l.refuse(&l.rule, &l.rule.policy, key, n)
 	}
-	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, l.clock(), n, true)
-	l.rule.fill(&d, v)
+	now := l.clock()
+	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, now, n, true)
+	l.rule.fill(&d, v, now)
 	return d, nil
 }
 
@@ -230,8 +231,9 @@ func (l *MemoryLimiter) Peek(_ context.Context, key string) (d Decision, err err
 	if l.closed.Load() {
 		return Decision{}, ErrClosed
 	}
-	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, l.clock(), 1, false)
-	l.rule.fill(&d, v)
+	now := l.clock()
+	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, now, 1, false)
+	l.rule.fill(&d, v, now)
 	return d, nil
 }
 
@@ -335,11 +337,12 @@ func (l *MemoryLimiter) refuse(r *rule, p *Policy, key string, n int64) (d Decis
 	case n <= 0:
 		return Decision{}, fmt.Errorf("%w, got %d", ErrInvalidCost, n)
 	}
-	v, r, err := l.decide(r, p, key, l.clock(), 1, false)
+	now := l.clock()
+	v, r, err := l.decide(r, p, key, now, 1, false)
 	if err != nil {
 		return Decision{}, err
 	}
-	r.fill(&d, v)
+	r.fill(&d, v, now)
 	d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
 	return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(r.policy))
 }

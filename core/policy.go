@@ -138,13 +138,7 @@ func (p Policy) Interval() time.Duration {
 // part's for a policy made with AllOf.
 func (p Policy) Capacity() int64 {
 	if p.parts != "" {
-		c := int64(-1)
-		for _, q := range p.Parts() {
-			if c < 0 || q.Capacity() < c {
-				c = q.Capacity()
-			}
-		}
-		return c
+		return partsCapacity(p.parts)
 	}
 	if p.Algorithm == AlgTokenBucket || p.Algorithm == AlgLeakyBucket {
 		return p.Burst
@@ -433,7 +427,7 @@ func (r *rule) sliding() bool { return r.policy.Algorithm == AlgSlidingWindow }
 // rule shares. It is called once, at the top of a call, writing the
 // caller's result in place: the verdict, small enough to travel in
 // registers, is what passes between the layers below.
-func (r *rule) fill(d *Decision, v verdict) {
+func (r *rule) fill(d *Decision, v verdict, now int64) {
 	limit := r.limit
 	if v.parts != nil {
 		limit = r.parts[v.binding].limit
@@ -448,6 +442,9 @@ func (r *rule) fill(d *Decision, v verdict) {
 		d.RetryAfter = v.wait
 	}
 	d.Policy = r.policy
+	if now != 0 {
+		d.At = time.Unix(0, now).UTC()
+	}
 }
 
 // fixedWindowBits is how many bits of a fixed-window key's word hold its

@@ -16,11 +16,12 @@ func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n i
 	if n <= 0 || n > p.Capacity() || l.closed.Load() {
 		return l.refuse(nil, &p, key, n)
 	}
-	v, r, err := l.decide(nil, &p, key, l.clock(), n, true)
+	now := l.clock()
+	v, r, err := l.decide(nil, &p, key, now, n, true)
 	if err != nil {
 		return Decision{}, err
 	}
-	r.fill(&d, v)
+	r.fill(&d, v, now)
 	return d, nil
 }
 

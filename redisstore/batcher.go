@@ -463,16 +463,23 @@ var roundTrips atomic.Uint64
 // a goroutine woken to send them would first wait its turn in the run
 // queue, longer than a round trip on a saturated process. Then it hands
 // the flight on. own's deadline bounds every round trip (the calls
-// queued behind own were made after it); alone, ctx too.
+// queued behind own were made after it); alone, ctx too. A caller whose
+// context has an earlier deadline sends only its own call.
 func (b *batcher) fly(ctx context.Context, own *call) {
 	lone, cancel := context.WithDeadline(ctx, own.deadline)
 	defer cancel()
+	// A caller whose context ends before its call's deadline must return
+	// by then, and the calls of others by theirs: it sends its call alone.
+	d, ok := ctx.Deadline()
+	alone := ok && d.Before(own.deadline)
 	var shared context.Context // for round trips that carry others' calls
 	batch := []*call{own}
 	for {
-		b.mu.Lock()
-		batch = b.take(batch)
-		b.mu.Unlock()
+		if !alone {
+			b.mu.Lock()
+			batch = b.take(batch)
+			b.mu.Unlock()
+		}
 		rt := lone
 		if len(batch) > 1 || batch[0] != own {
 			if shared == nil {
@@ -494,7 +501,7 @@ func (b *batcher) fly(ctx context.Context, own *call) {
 		}
 		clear(batch)
 		b.mu.Lock()
-		if time.Until(own.deadline) < b.timeout/2 {
+		if alone || time.Until(own.deadline) < b.timeout/2 {
 			b.handOn()
 			b.mu.Unlock()
 			return

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
 // batcher sends a limiter's calls to Redis, many concurrent decisions in
@@ -44,7 +42,7 @@ type batcher struct {
 	rdb        redis.UniversalClient // the limiter's own client (ownClient)
 	cluster    *redis.ClusterClient  // the same client, when it is one
 	route      route
-	scripts    scripts
+	scripts    script.Script
 	timeout    time.Duration
 	maxBatch   int
 	maxFlights int
@@ -279,18 +277,12 @@ var ownHooks = func(redis.UniversalClient) []redis.Hook { return nil }
 // call is one decision or Reset on its way to Redis. The caller fills in
 // the request; the round trip that carries it fills in the answer.
 type call struct {
-	key    string // the Redis key
-	n      int64  // the cost; 0 for Peek and Get; -1-used for Set
-	ps     *pspec // the policy given with the call; nil: the limiter's own
-	del    bool   // Reset: DEL key
-	now    int64  // tests: the script's now in ns, when hasNow
-	hasNow bool
+	script.Call
+	del bool // Reset: DEL Key
 
 	deadline time.Time     // when the call was made, plus the timeout
 	rt       atomic.Uint64 // its round trip (roundTrips), once it starts; 0: not sent
 	state    atomic.Int32
-	res      core.Decision
-	used     int64 // Peek and Get: the key's usage; -1: a denial not to cache
 	err      error
 	done     chan struct{} // capacity 1: answered, or (callLead) sender
 	timer    *time.Timer   // the caller's, reused with the call
@@ -323,7 +315,7 @@ func putCall(c *call) {
 	callPool.Put(c)
 }
 
-func newBatcher(rdb redis.UniversalClient, s scripts, timeout time.Duration, maxBatch, maxFlights int, testClock bool, queueing *queueClock) *batcher {
+func newBatcher(rdb redis.UniversalClient, s script.Script, timeout time.Duration, maxBatch, maxFlights int, testClock bool, queueing *queueClock) *batcher {
 	b := &batcher{rdb: rdb, scripts: s, timeout: timeout, maxBatch: maxBatch, maxFlights: maxFlights, testClock: testClock, route: routePerKey, queueing: queueing}
 	switch c := rdb.(type) {
 	case *redis.Client:
@@ -358,7 +350,7 @@ func (b *batcher) node(n *redis.Client) *batcher {
 func (b *batcher) do(ctx context.Context, c *call) error {
 	if b.route == routeCluster && b.routed.Load() && !b.noCross.Load() {
 		// The slots are known, so this needs no round trip.
-		if n, err := b.cluster.MasterForKey(ctx, c.key); err == nil {
+		if n, err := b.cluster.MasterForKey(ctx, c.Key); err == nil {
 			return b.node(n).do(ctx, c)
 		}
 	}
@@ -553,7 +545,7 @@ func (b *batcher) take(batch []*call) []*call {
 	rest := b.pending[:0]
 	for _, c := range b.pending {
 		switch {
-		case len(batch) >= b.maxBatch || b.testClock && (c.hasNow != first.hasNow || c.now != first.now):
+		case len(batch) >= b.maxBatch || b.testClock && c.Now != first.Now:
 			rest = append(rest, c)
 		case c.state.CompareAndSwap(callPending, callSent):
 			batch = append(batch, c)
@@ -652,7 +644,7 @@ func (b *batcher) group(ctx context.Context, calls []*call) []*group {
 		byNode := make(map[*redis.Client]*group)
 		var order []*group
 		for _, c := range decisions {
-			node, err := b.cluster.MasterForKey(ctx, c.key)
+			node, err := b.cluster.MasterForKey(ctx, c.Key)
 			if err != nil {
 				node = nil // the cluster client reports the error on the call
 			} else {
@@ -680,10 +672,10 @@ func perKey(calls []*call) []*group {
 	byKey := make(map[string]*group)
 	var order []*group
 	for _, c := range calls {
-		g := byKey[c.key]
+		g := byKey[c.Key]
 		if g == nil {
 			g = &group{}
-			byKey[c.key] = g
+			byKey[c.Key] = g
 			order = append(order, g)
 		}
 		g.calls = append(g.calls, c)
@@ -692,9 +684,9 @@ func perKey(calls []*call) []*group {
 }
 
 func distinctKeys(calls []*call) int {
-	first := calls[0].key
+	first := calls[0].Key
 	for _, c := range calls[1:] {
-		if c.key != first {
+		if c.Key != first {
 			return 2
 		}
 	}
@@ -706,60 +698,15 @@ func distinctKeys(calls []*call) int {
 func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 	calls := g.calls
 	if calls[0].del {
-		cmd := redis.NewCmd(ctx, "del", calls[0].key)
+		cmd := redis.NewCmd(ctx, "del", calls[0].Key)
 		cmd.SetFirstKeyPos(1)
 		return cmd
 	}
-	s := b.scripts.keyed
+	f := &b.scripts.Keyed
 	if g.cross {
-		s = b.scripts.cross
+		f = &b.scripts.Cross
 	}
-	// The distinct policies given with the calls, usually none.
-	var given []*pspec
-	for _, c := range calls {
-		if c.ps != nil && !slices.Contains(given, c.ps) {
-			given = append(given, c.ps)
-		}
-	}
-	m := len(calls)
-	size := 6 + 2*m
-	if len(given) > 0 {
-		size += m + len(given)*len(given[0].args)
-	}
-	args := make([]any, 0, size)
-	if g.eval {
-		args = append(args, "eval", s.src)
-	} else {
-		args = append(args, "evalsha", s.sha)
-	}
-	if g.cross {
-		args = append(args, 0) // the keys are arguments
-	} else {
-		args = append(args, m)
-	}
-	for _, c := range calls {
-		args = append(args, c.key)
-	}
-	for _, c := range calls {
-		args = append(args, c.n)
-	}
-	if len(given) > 0 {
-		for _, c := range calls {
-			args = append(args, slices.Index(given, c.ps)+1) // 0: the limiter's own
-		}
-		for _, ps := range given {
-			args = append(args, ps.args...)
-		}
-	}
-	args = append(args, len(given))
-	if c := calls[0]; c.hasNow {
-		args = append(args, strconv.FormatInt(c.now/1000, 10), c.now%1000)
-	} else {
-		args = append(args, "", "")
-	}
-	cmd := redis.NewCmd(ctx, args...)
-	cmd.SetFirstKeyPos(3) // a cluster client routes by the first key
-	return cmd
+	return script.Command(ctx, f, calls, g.cross, g.eval)
 }
 
 // process sends the commands of groups: one alone, several as a pipeline
@@ -786,7 +733,7 @@ func (b *batcher) process(ctx context.Context, groups []*group) {
 func (b *batcher) answer(g *group) {
 	err := g.cmd.Err()
 	if err == nil && !g.calls[0].del {
-		err = parseReplies(g.cmd.Val(), g.calls)
+		err = script.Parse(g.cmd.Val(), g.calls)
 	}
 	unsent := isUnsent(err)
 	for _, c := range g.calls {
@@ -827,4 +774,10 @@ func isClusterRefusal(err error) bool {
 // form's flag (Redis before 7.0).
 func isCompileError(err error) bool {
 	return strings.Contains(err.Error(), "Error compiling script") || strings.Contains(err.Error(), "shebang")
+}
+
+// isNoScript reports whether err says the server does not have the
+// script cached (restart, failover, SCRIPT FLUSH).
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }

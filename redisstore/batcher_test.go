@@ -31,15 +31,15 @@ func sendBatch(t *testing.T, lim *Limiter, reqs []request) []core.Decision {
 	calls := make([]*call, len(reqs))
 	for i, r := range reqs {
 		c := getCall()
-		c.key, c.n = lim.keys.key(r.key), r.n
-		c.now, c.hasNow = lim.clock().UnixNano(), true
+		c.Key, c.N = lim.keys.key(r.key), r.n
+		c.Now = lim.clock().UnixNano()
 		calls[i] = c
 	}
 	lim.b.exec(context.Background(), calls)
 	out := make([]core.Decision, len(reqs))
 	for i, c := range calls {
 		require.NoError(t, c.err, "call %d", i)
-		out[i] = c.res
+		out[i] = c.Res
 		out[i].Limit, out[i].Policy = lim.policy.Limit, lim.policy
 	}
 	return out
@@ -97,14 +97,14 @@ func TestBatchCluster(t *testing.T) {
 		calls := make([]*call, len(reqs))
 		for i, r := range reqs {
 			c := getCall()
-			c.key, c.n = lim.keys.key(r.key), r.n
-			c.now, c.hasNow = clock.Now().UnixNano(), true
+			c.Key, c.N = lim.keys.key(r.key), r.n
+			c.Now = clock.Now().UnixNano()
 			c.state.Store(callSent)
 			calls[i] = c
 		}
 		nodes := map[string]bool{}
 		for _, c := range calls {
-			node, err := rdb.MasterForKey(context.Background(), c.key)
+			node, err := rdb.MasterForKey(context.Background(), c.Key)
 			require.NoError(t, err)
 			nodes[node.Options().Addr] = true
 		}
@@ -115,8 +115,8 @@ func TestBatchCluster(t *testing.T) {
 		want := sequential(t, ref, reqs)
 		for i, c := range calls {
 			require.NoError(t, c.err, "call %d", i)
-			c.res.Limit, c.res.Policy = p.Limit, p
-			assert.Equal(t, want[i], c.res, "call %d: %+v", i, reqs[i])
+			c.Res.Limit, c.Res.Policy = p.Limit, p
+			assert.Equal(t, want[i], c.Res, "call %d: %+v", i, reqs[i])
 		}
 	})
 }

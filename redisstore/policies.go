@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
 // pspec is a policy given with a call (AllowPolicy, Get, Set) that differs
@@ -14,9 +15,17 @@ import (
 // receives it. A nil *pspec is the limiter's own policy, whose numbers the
 // script has written in.
 type pspec struct {
-	policy core.Policy // without its Name
-	args   []any       // policyArgs, boxed once
-	id     uint64      // the deny cache's name for it, >= 1; 0 when not cached
+	policy core.Policy    // without its Name
+	args   *script.Policy // its numbers for the scripts
+	id     uint64         // the deny cache's name for it, >= 1; 0 when not cached
+}
+
+// script returns the policy for the scripts: nil for the limiter's own.
+func (ps *pspec) script() *script.Policy {
+	if ps == nil {
+		return nil
+	}
+	return ps.args
 }
 
 // pid is the deny cache's name of the policy: 0 for the limiter's own,
@@ -73,14 +82,11 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	if p.Algorithm != l.policy.Algorithm {
 		return nil, fmt.Errorf("redisstore: %s: %w: %v, the limiter's is %v", op, core.ErrAlgorithmMismatch, p.Algorithm, l.policy.Algorithm)
 	}
-	nums, err := policyArgs(p, p.Recovery()+l.ttlPlus)
+	args, err := script.NewPolicy(p, p.Recovery()+l.ttlPlus)
 	if err != nil {
 		return nil, err
 	}
-	ps := &pspec{policy: p, args: make([]any, len(nums))}
-	for i, x := range nums {
-		ps.args[i] = x
-	}
+	ps := &pspec{policy: p, args: args}
 	if l.specs.n.Add(1) > maxSpecs {
 		l.specs.n.Add(-1)
 		return ps, nil // not cached: id 0

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
 // Limiter enforces a policy for any number of keys, with the state in
@@ -144,7 +145,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		// Redis expires keys: keep the state long enough for any test.
 		ttlPlus = testKeyLife
 	}
-	s, err := newScripts(p, p.Recovery()+ttlPlus)
+	s, err := script.New(p, p.Recovery()+ttlPlus)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +339,7 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 		defer l.deny.forget(key)
 	}
 	c := getCall()
-	c.key, c.del = l.keys.key(key), true
+	c.Key, c.del = l.keys.key(key), true
 	if err := l.wait(ctx, "Reset", c); err != nil {
 		return err
 	}
@@ -374,14 +375,14 @@ func (l *Limiter) Close() error {
 // too; n < 0 sets the usage to -1-n.
 func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, int64, error) {
 	c := getCall()
-	c.key, c.n, c.ps = l.keys.key(key), n, ps
+	c.Key, c.N, c.Policy = l.keys.key(key), n, ps.script()
 	if l.clock != nil {
-		c.now, c.hasNow = l.clock().UnixNano(), true
+		c.Now = l.clock().UnixNano()
 	}
 	if err := l.wait(ctx, op, c); err != nil {
 		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
-	d, used := c.res, c.used
+	d, used := c.Res, c.Used
 	putCall(c)
 	d.Limit, d.Policy = p.Limit, *p
 	return d, used, nil

@@ -226,7 +226,7 @@ func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 		c := getCall()
 		c.deadline = time.Now()
 		c.state.Store(callSent)
-		c.res = core.Decision{Allowed: true, Remaining: 7}
+		c.Res = core.Decision{Allowed: true, Remaining: 7}
 		c.done <- struct{}{}
 		return c
 	}
@@ -234,7 +234,7 @@ func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
 		for range 100 {
 			c := answered()
 			require.NoError(t, b.do(ctx, c), "the answer is there: it wins")
-			assert.Equal(t, core.Decision{Allowed: true, Remaining: 7}, c.res)
+			assert.Equal(t, core.Decision{Allowed: true, Remaining: 7}, c.Res)
 			putCall(c)
 			b.pending = nil
 		}

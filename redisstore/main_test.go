@@ -132,3 +132,6 @@ func awaitDecision(t *testing.T, lim *Limiter) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// breakerState returns the state of l's circuit breaker.
+func breakerState(l *Limiter) BreakerState { return BreakerState(l.br.State()) }

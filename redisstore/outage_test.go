@@ -72,7 +72,7 @@ func TestOutageThroughMiddleware(t *testing.T) {
 
 	assert.Equal(t, map[int]int{http.StatusOK: 100, http.StatusTooManyRequests: 100}, codes)
 	assert.Equal(t, int64(200), fromFallback.Load())
-	assert.Equal(t, BreakerOpen, lim.br.state())
+	assert.Equal(t, BreakerOpen, breakerState(lim))
 	probes := int64(elapsed/defaultBreakerProbeInterval) + 1
 	assert.LessOrEqual(t, calls.n.Load(), defaultBreakerFailures+probes)
 }
@@ -136,7 +136,7 @@ func TestHungRedisOpensTheBreaker(t *testing.T) {
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.Equal(t, int64(99-i), d.Remaining)
 	}
-	assert.Equal(t, BreakerOpen, lim.br.state())
+	assert.Equal(t, BreakerOpen, breakerState(lim))
 	// A call given up before the batcher sent it is never handed over.
 	assert.LessOrEqual(t, calls.n.Load(), int64(defaultBreakerFailures), "only calls before the breaker opened")
 }
@@ -171,13 +171,13 @@ func TestUnsentCallsOpenNoBreaker(t *testing.T) {
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.Equal(t, int64(99-i), d.Remaining)
 	}
-	assert.Equal(t, BreakerClosed, lim.br.state())
+	assert.Equal(t, BreakerClosed, breakerState(lim))
 	assert.Empty(t, changes.path())
 	_, err := strict.Allow(ctx, "k")
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, "redisstore: AllowN: not sent to Redis within 5ms, this process too busy to send it: context deadline exceeded", err.Error())
-	assert.Equal(t, BreakerClosed, strict.br.state())
+	assert.Equal(t, BreakerClosed, breakerState(strict))
 	n, err := rdb.DBSize(ctx).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "Redis saw none of them")
@@ -296,12 +296,11 @@ func TestRoundTripCountsOnce(t *testing.T) {
 	require.Eventually(t, func() bool { return queued(3) }, 300*time.Millisecond, time.Millisecond, "three calls queued behind it")
 	wg.Wait()
 	assert.Equal(t, []core.Source{core.SourceFallback, core.SourceFallback, core.SourceFallback}, srcs)
-	assert.Equal(t, BreakerClosed, lim.br.state(), "one failure: the round trip")
-	assert.Equal(t, int32(1), lim.br.fails.Load())
+	assert.Equal(t, BreakerClosed, breakerState(lim), "one failure: the round trip")
 	d, err := lim.Allow(context.Background(), "k")
 	require.NoError(t, err)
 	assert.Equal(t, core.SourceFallback, d.Source)
-	assert.Equal(t, BreakerOpen, lim.br.state(), "a second round trip failed")
+	assert.Equal(t, BreakerOpen, breakerState(lim), "a second round trip failed")
 }
 
 // TestPeekAgreesWithAllowN: Peek tells what the next unit AllowN at the
@@ -315,7 +314,7 @@ func TestPeekAgreesWithAllowN(t *testing.T) {
 	s := newBreakerSetup(t, p)
 	agree := func(t *testing.T, state BreakerState, key string) {
 		t.Helper()
-		require.Equal(t, state, s.lim.br.state())
+		require.Equal(t, state, breakerState(s.lim))
 		peek, err := s.lim.Peek(ctx, key)
 		require.NoError(t, err)
 		d, err := s.lim.Allow(ctx, key)
@@ -359,12 +358,14 @@ func TestPeekAgreesWithAllowN(t *testing.T) {
 		// Checked from the hook, on the probe's goroutine, while the
 		// probe is out.
 		checked := false
-		s.lim.br.hook = func(c BreakerChange) {
+		s.changes.mu.Lock()
+		s.changes.then = func(c BreakerChange) {
 			if c.To == BreakerHalfOpen {
 				check(t, BreakerHalfOpen)
 				checked = true
 			}
 		}
+		s.changes.mu.Unlock()
 		s.clock.Advance(breakerTestInterval)
 		_, err := s.lim.Allow(ctx, "probe")
 		require.NoError(t, err)
@@ -413,7 +414,7 @@ func TestCostAboveCapacityWhileRedisIsDown(t *testing.T) {
 		for i := range 3 {
 			assert.Equal(t, known, fields(get(101)), "request %d", i)
 		}
-		assert.Equal(t, BreakerOpen, lim.br.state())
+		assert.Equal(t, BreakerOpen, breakerState(lim))
 		assert.Equal(t, known, fields(get(101)))
 	})
 	t.Run("with the fallback: the limit and the policy only, as for every cost above capacity", func(t *testing.T) {
@@ -421,7 +422,7 @@ func TestCostAboveCapacityWhileRedisIsDown(t *testing.T) {
 		for range 2 {
 			get(101)
 		}
-		require.Equal(t, BreakerOpen, lim.br.state())
+		require.Equal(t, BreakerOpen, breakerState(lim))
 		assert.Equal(t, known, fields(get(101)))
 	})
 }
@@ -442,13 +443,13 @@ func TestStartWhileRedisIsDown(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceFallback, d.Source, "call %d", i)
 	}
-	require.Equal(t, BreakerOpen, lim.br.state())
+	require.Equal(t, BreakerOpen, breakerState(lim))
 
 	srv.Restart()
 	// go-redis may still answer a probe right after the restart with the
 	// dial error it keeps for a moment; the next probe gets through.
 	deadline := time.Now().Add(15 * time.Second)
-	for lim.br.state() != BreakerClosed {
+	for breakerState(lim) != BreakerClosed {
 		require.True(t, time.Now().Before(deadline), "no probe got through within 15s of the restart")
 		clock.Advance(defaultBreakerProbeInterval)
 		_, err := lim.Allow(ctx, "k")
@@ -483,7 +484,7 @@ func TestFailClosedSaysWhenTheBreakerProbes(t *testing.T) {
 	resp := get() // refused: opens the breaker
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Empty(t, resp.Header.Values("Retry-After"))
-	assert.Equal(t, BreakerOpen, lim.br.state())
+	assert.Equal(t, BreakerOpen, breakerState(lim))
 
 	resp = get()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)

@@ -173,11 +173,11 @@ func (l *Limiter) admin(ctx context.Context, op string, f func() error) error {
 	if ctx.Err() != nil {
 		return f() // the error, without Redis
 	}
-	t, ok := l.br.admit()
+	t, ok := l.br.Admit()
 	if !ok {
-		return l.br.refused(op)
+		return l.refused(op)
 	}
 	err := f()
-	l.br.done(t, err)
+	l.done(t, err)
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/outage"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
@@ -32,8 +33,8 @@ type Limiter struct {
 	local   func() int64     // the deny cache's and breaker's clock, ns: sinceStart
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
 	b       *batcher
-	br      *breaker
-	fb      *core.MemoryLimiter // the local fallback; nil with WithoutFallback
+	br      *outage.Breaker
+	fb      *outage.Fallback // nil with WithoutFallback
 	closed  atomic.Bool
 	once    sync.Once
 	own     redis.UniversalClient // the client New made (ownClient), closed by Close
@@ -47,71 +48,6 @@ var _ core.PolicyLimiter = (*Limiter)(nil)
 // kept from Redis (see ErrBreakerOpen).
 // The error of a call whose own context ended first does not wrap it.
 var ErrUnavailable = errors.New("redisstore: Redis unavailable")
-
-// Defaults of the options (each option's doc says its default).
-const (
-	defaultPrefix        = "ratelimit"
-	defaultTimeout       = 50 * time.Millisecond
-	defaultDenyCacheSize = 65536
-)
-
-// Option configures New.
-type Option func(*config) error
-
-type config struct {
-	prefix     string
-	timeout    time.Duration
-	denySize   int // 0: no deny cache
-	maxBatch   int
-	maxFlights int
-	failures   int
-	interval   time.Duration
-	hook       func(BreakerChange)
-	noFallback bool
-	clock      func() time.Time // tests: fixes the scripts' now
-	localNow   func() time.Time // tests: the deny cache's and breaker's clock alone
-}
-
-// WithPrefix sets the first part of every Redis key the limiter writes
-// ("<prefix>:{<key>}:<algorithm>"). Use one prefix per application sharing a
-// Redis. It may not be empty or contain '{' or '}'. The default is
-// "ratelimit".
-func WithPrefix(prefix string) Option {
-	return func(c *config) error {
-		if err := validPrefix(prefix); err != nil {
-			return err
-		}
-		c.prefix = prefix
-		return nil
-	}
-}
-
-// WithTimeout bounds every call that goes to Redis by wall-clock time: a
-// call with no answer d after it was made, waiting for its turn included,
-// fails (see "Timeouts and errors" in the package docs). d must be > 0. The
-// default is 50ms.
-func WithTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("redisstore: WithTimeout must be > 0, got %v", d)
-		}
-		c.timeout = d
-		return nil
-	}
-}
-
-// WithDenyCacheSize bounds the local deny cache (see "Deny cache" in the
-// package docs) to about n keys; n = 0 switches it off, and every call then
-// asks Redis. n must be >= 0. The default is 65536 keys, a few MB.
-func WithDenyCacheSize(n int) Option {
-	return func(c *config) error {
-		if n < 0 {
-			return fmt.Errorf("redisstore: WithDenyCacheSize must be >= 0 (0 switches the deny cache off), got %d", n)
-		}
-		c.denySize = n
-		return nil
-	}
-}
 
 // New returns a limiter enforcing p for every key, with its state in the
 // Redis that rdb talks to (a single node, Sentinel or Cluster). It does not
@@ -159,9 +95,15 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	default:
 		l.local = sinceStart
 	}
-	l.br = &breaker{threshold: int32(min(c.failures, 1<<30)), interval: int64(c.interval), hook: c.hook, now: l.local}
+	var hook func(outage.Change)
+	if c.hook != nil {
+		hook = func(ch outage.Change) {
+			c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
+		}
+	}
+	l.br = outage.NewBreaker(c.failures, c.interval, l.local, hook)
 	if !c.noFallback {
-		if l.fb, err = newFallback(p, c.clock); err != nil {
+		if l.fb, err = outage.NewFallback(p, c.clock); err != nil {
 			return nil, fmt.Errorf("redisstore: fallback: %w", err)
 		}
 	}
@@ -238,7 +180,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	case cache:
 		sent = l.local()
 		e, g, ok := l.deny.get(key, ps.pid(), sent)
-		if ok && (n == 1 || l.br.state() != BreakerClosed) {
+		if ok && (n == 1 || l.br.State() != outage.Closed) {
 			// A Peek asks Redis while it can: the cached denial is
 			// Redis's answer, and a cache answers no Peek of a store.
 			return cachedDenial(e, sent, p), nil
@@ -248,11 +190,11 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 		l.deny.other(key, ps.pid()) // see denyCache
 	}
 	var err error
-	if t, ok := l.br.admit(); ok {
+	if t, ok := l.br.Admit(); ok {
 		var d core.Decision
 		var used int64
 		d, used, err = l.decide(ctx, op, ps, p, key, cost)
-		if !l.br.done(t, err) {
+		if !l.done(t, err) {
 			switch {
 			case err != nil:
 			case over:
@@ -273,10 +215,10 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 			return d, err
 		}
 	} else {
-		err = l.br.refused(op)
+		err = l.refused(op)
 	}
 	if l.fb != nil {
-		return l.fallback(ctx, op, ps, p, key, n)
+		return l.fb.Decide(ctx, op, p, ps != nil, key, n)
 	}
 	d := core.Decision{Limit: p.Limit, Policy: *p}
 	if over {
@@ -318,12 +260,12 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 			return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
 		}
 	}
-	t, ok := l.br.admit()
+	t, ok := l.br.Admit()
 	if !ok {
-		return l.br.refused("Reset")
+		return l.refused("Reset")
 	}
 	err := l.reset(ctx, key)
-	l.br.done(t, err)
+	l.done(t, err)
 	return err
 }
 

@@ -13,6 +13,18 @@ const (
 	defaultDenyCacheSize = 65536
 )
 
+// Defaults of the batcher, measured in benchmarks/README.md.
+const (
+	// defaultMaxBatch bounds the calls one script call decides: about a
+	// millisecond of Redis time, for which the server serves nobody else.
+	defaultMaxBatch = 512
+	// defaultMaxFlights is how many round trips may be in flight at once:
+	// with one, two callers take turns; with more than two, 64 callers'
+	// batches get smaller and their decisions slower (BenchmarkRedis,
+	// benchmarks/README.md).
+	defaultMaxFlights = 2
+)
+
 // Option configures New.
 type Option func(*config) error
 

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/transport"
 )
 
 // refusingAddr returns the address of a stopped redis-server: its port
@@ -189,77 +189,6 @@ func TestUnsentCallsOpenNoBreaker(t *testing.T) {
 	assert.Equal(t, int64(99), d.Remaining, "Redis's count: the fallback's is its own")
 }
 
-// TestQueuedCallsEscapeStalledFlights: a call that has waited half its
-// timeout for a round trip in flight (here every flight's sender stalled
-// for good) sends its own, and Redis decides it in time; the extra flight
-// ends with it.
-func TestQueuedCallsEscapeStalledFlights(t *testing.T) {
-	srv := redistest.Start(t)
-	lim := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(100, time.Hour), WithTimeout(200*time.Millisecond))
-	flying := func(n int) {
-		lim.b.mu.Lock()
-		defer lim.b.mu.Unlock()
-		lim.b.flying = n
-	}
-	flying(lim.b.maxFlights)
-	defer flying(0)
-	for i := range 3 {
-		start := time.Now()
-		d, err := lim.Allow(context.Background(), "k")
-		took := time.Since(start)
-		require.NoError(t, err)
-		assert.Equal(t, core.SourceStore, d.Source)
-		assert.Equal(t, int64(99-i), d.Remaining)
-		assert.GreaterOrEqual(t, took, 100*time.Millisecond, "sent half its timeout in")
-		lim.b.mu.Lock()
-		assert.Equal(t, lim.b.maxFlights, lim.b.flying, "the escaped flight ended")
-		lim.b.mu.Unlock()
-	}
-}
-
-// TestReadyConnRefusesLateWrites: once its write deadline has passed, a
-// readyConn writes nothing and says so, and the batcher counts such a
-// command as never sent, unlike a socket's own timeout.
-func TestReadyConnRefusesLateWrites(t *testing.T) {
-	srv := redistest.Start(t)
-	raw, err := net.Dial("tcp", srv.Addr)
-	require.NoError(t, err)
-	defer raw.Close()
-	conn := &readyConn{TCPConn: raw.(*net.TCPConn), queueing: new(queueClock)}
-	require.NoError(t, conn.SetWriteDeadline(time.Now().Add(-time.Millisecond)))
-	n, err := conn.Write([]byte("PING\r\n"))
-	assert.Zero(t, n)
-	require.ErrorIs(t, err, errNotSent)
-	var ne net.Error
-	require.ErrorAs(t, err, &ne)
-	assert.True(t, ne.Timeout())
-
-	require.NoError(t, conn.SetDeadline(time.Now().Add(time.Second)))
-	_, err = conn.Write([]byte("PING\r\n"))
-	require.NoError(t, err)
-	buf := make([]byte, 16)
-	n, err = conn.Read(buf)
-	require.NoError(t, err)
-	assert.Equal(t, "+PONG\r\n", string(buf[:n]))
-
-	assert.True(t, isUnsent(errNotSent))
-	assert.True(t, isUnsent(fmt.Errorf("go-redis: %w", context.DeadlineExceeded)), "the client's check before it takes a connection")
-	assert.False(t, isUnsent(&net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}), "a read that timed out: sent")
-	assert.False(t, isUnsent(&net.OpError{Op: "write", Err: os.ErrDeadlineExceeded}), "a write that timed out: perhaps partly sent")
-	assert.False(t, isUnsent(nil))
-}
-
-// TestQueueClock: a readyConn polls only within a second of a call
-// queueing for a round trip.
-func TestQueueClock(t *testing.T) {
-	var q queueClock
-	assert.False(t, q.busy(), "no call has queued")
-	q.queued()
-	assert.True(t, q.busy())
-	q.at.Store(time.Now().Add(-1001 * time.Millisecond).UnixNano())
-	assert.False(t, q.busy(), "the last one queued over a second ago")
-}
-
 // TestRoundTripCountsOnce: the calls that one round trip carries, and
 // that fail with it, are one failure of Redis's, whatever their number;
 // the next round trip that fails is another. Against a listener that
@@ -269,7 +198,15 @@ func TestQueueClock(t *testing.T) {
 // out (one failure, the breaker stays closed); one more call, one more
 // round trip that times out: open.
 func TestRoundTripCountsOnce(t *testing.T) {
-	lim := newLimiter(t, newClient(t, silentListener(t)), core.TokenBucket(100, time.Hour), WithTimeout(time.Second),
+	rdb := newClient(t, silentListener(t))
+	var sent atomic.Int64
+	addHook(rdb, hookFunc(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if isScriptCall(cmd) {
+			sent.Add(1)
+		}
+		return next(ctx, cmd)
+	}))
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), WithTimeout(time.Second),
 		WithBreakerFailures(2), withMaxFlights(1))
 	first, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -279,12 +216,8 @@ func TestRoundTripCountsOnce(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.NotErrorIs(t, err, ErrUnavailable)
 	})
-	queued := func(n int) bool {
-		lim.b.mu.Lock()
-		defer lim.b.mu.Unlock()
-		return lim.b.flying == 1 && len(lim.b.pending) == n
-	}
-	require.Eventually(t, func() bool { return queued(0) }, 5*time.Second, time.Millisecond, "the first call in flight")
+	queued := func(n int) bool { return transport.Waiting(lim.tr) == n }
+	require.Eventually(t, func() bool { return sent.Load() == 1 }, 5*time.Second, time.Millisecond, "the first call in flight")
 	srcs := make([]core.Source, 3)
 	for i := range srcs {
 		wg.Go(func() {

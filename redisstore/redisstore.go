@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -15,6 +15,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/outage"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/transport"
 )
 
 // Limiter enforces a policy for any number of keys, with the state in
@@ -32,12 +33,11 @@ type Limiter struct {
 	deny    *denyCache       // nil when switched off
 	local   func() int64     // the deny cache's and breaker's clock, ns: sinceStart
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
-	b       *batcher
+	tr      transport.Sender
 	br      *outage.Breaker
 	fb      *outage.Fallback // nil with WithoutFallback
 	closed  atomic.Bool
 	once    sync.Once
-	own     redis.UniversalClient // the client New made (ownClient), closed by Close
 }
 
 var _ core.PolicyLimiter = (*Limiter)(nil)
@@ -110,12 +110,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	queueing := new(queueClock)
-	own, ok := ownClient(rdb, queueing)
-	if ok {
-		l.own = own
-	}
-	l.b = newBatcher(own, s, c.timeout, c.maxBatch, c.maxFlights, c.clock != nil, queueing)
+	l.tr = transport.New(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: c.maxBatch, MaxFlights: c.maxFlights, TestClock: c.clock != nil})
 	return l, nil
 }
 
@@ -280,12 +275,12 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 		// A call sent after this is decided by Redis after the DEL.
 		defer l.deny.forget(key)
 	}
-	c := getCall()
-	c.Key, c.del = l.keys.key(key), true
+	c := transport.NewCall()
+	c.Key, c.Del = l.keys.key(key), true
 	if err := l.wait(ctx, "Reset", c); err != nil {
 		return err
 	}
-	putCall(c)
+	c.Release()
 	return nil
 }
 
@@ -300,10 +295,7 @@ func (l *Limiter) Policy() core.Policy { return l.policy }
 func (l *Limiter) Close() error {
 	l.once.Do(func() {
 		l.closed.Store(true)
-		l.b.close()
-		if l.own != nil {
-			_ = l.own.Close()
-		}
+		l.tr.Close()
 		if l.fb != nil {
 			_ = l.fb.Close()
 		}
@@ -316,7 +308,7 @@ func (l *Limiter) Close() error {
 // or, for n = 0, a unit cost without consuming, and then the key's usage
 // too; n < 0 sets the usage to -1-n.
 func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, int64, error) {
-	c := getCall()
+	c := transport.NewCall()
 	c.Key, c.N, c.Policy = l.keys.key(key), n, ps.script()
 	if l.clock != nil {
 		c.Now = l.clock().UnixNano()
@@ -325,7 +317,7 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
 	d, used := c.Res, c.Used
-	putCall(c)
+	c.Release()
 	d.Limit, d.Policy = p.Limit, *p
 	return d, used, nil
 }
@@ -334,49 +326,42 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 // returns an error when c has no answer by then, ctx ended first or Redis
 // failed it; then c is not recycled. A call whose context has ended
 // already is never sent.
-func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
+func (l *Limiter) wait(ctx context.Context, op string, c *transport.Call) error {
 	if err := ctx.Err(); err != nil {
 		return l.gaveUp(op, c, err)
 	}
-	c.deadline = time.Now().Add(l.timeout)
-	switch err := l.b.do(ctx, c); {
-	case err == errClosed:
+	c.Deadline = time.Now().Add(l.timeout)
+	switch err := l.tr.Send(ctx, c); {
+	case err == transport.ErrClosed:
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
 	case err != nil:
 		return l.gaveUp(op, c, err)
-	case c.err != nil && (isTimeout(c.err) || ctx.Err() != nil):
+	case c.Err != nil && (transport.IsTimeout(c.Err) || ctx.Err() != nil):
 		// The round trip ran out of time (the limiter's timeout), or the
 		// caller's context ended first: its deadline, if earlier, was the
 		// round trip's.
 		err := ctx.Err()
-		if d, ok := ctx.Deadline(); ok && err == nil && d.Before(c.deadline) {
+		if d, ok := ctx.Deadline(); ok && err == nil && d.Before(c.Deadline) {
 			err = context.DeadlineExceeded
 		}
 		return l.gaveUp(op, c, err)
-	case c.err != nil:
-		return &storeError{op: op, err: c.err, rt: c.rt.Load()}
+	case c.Err != nil:
+		return &storeError{op: op, err: c.Err, rt: c.RoundTrip()}
 	}
 	return nil
 }
 
-// isTimeout reports whether err is a round trip running out of time:
-// a socket deadline, or a context's while go-redis waited for a connection.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
-}
-
 // gaveUp returns the error for a call that Redis did not answer in time
 // (ctxErr nil or errDeadline) or whose context ended (ctxErr).
-func (l *Limiter) gaveUp(op string, c *call, ctxErr error) error {
-	if ctxErr != nil && ctxErr != errDeadline {
+func (l *Limiter) gaveUp(op string, c *transport.Call, ctxErr error) error {
+	if ctxErr != nil && ctxErr != transport.ErrDeadline {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
 	}
-	rt := c.rt.Load()
+	rt := c.RoundTrip()
 	if rt == 0 {
 		return &storeError{op: op, err: fmt.Errorf("not sent to Redis within %v, this process too busy to send it: %w", l.timeout, context.DeadlineExceeded)}
 	}
-	if ctxErr == errDeadline {
+	if ctxErr == transport.ErrDeadline {
 		// The caller stopped waiting before its round trip ended, which
 		// may not even have been written yet: the round trip's sender
 		// counts what became of it.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/transport"
 )
 
 // ops are the limiter's calls that go to Redis, each returning its error.
@@ -268,45 +269,23 @@ func testQueuedCallKeepsItsContextDeadline(t *testing.T, rdb redis.UniversalClie
 	}
 	begin := sent.Load()
 	flights(t, int64(defaultMaxFlights))
-	require.Eventually(t, func() bool { return queuedCalls(lim) == 0 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return transport.Waiting(lim.tr) == 0 }, time.Second, time.Millisecond)
 
 	t.Run("sending its own round trip half its timeout in", func(t *testing.T) {
 		call(t, "the call with a context deadline", 1500*time.Millisecond)
-		require.Eventually(t, func() bool { return queuedCalls(lim) == 1 }, time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return transport.Waiting(lim.tr) == 1 }, time.Second, time.Millisecond)
 		call(t, "a call queued after it", 0)
 		call(t, "another call queued after it", 0)
-		require.Eventually(t, func() bool { return queuedCalls(lim) == 3 }, time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return transport.Waiting(lim.tr) == 3 }, time.Second, time.Millisecond)
 		wg.Wait()
 	})
 	t.Run("handed the flight by a round trip that timed out", func(t *testing.T) {
 		flights(t, int64(defaultMaxFlights))
 		time.Sleep(timeout * 6 / 10) // queue in the flights' second half
 		call(t, "the call with a context deadline", timeout*6/10)
-		require.Eventually(t, func() bool { return queuedCalls(lim) == 1 }, time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return transport.Waiting(lim.tr) == 1 }, time.Second, time.Millisecond)
 		call(t, "a call queued after it", 0)
 		wg.Wait()
 	})
 	assert.Greater(t, sent.Load(), begin+2*int64(defaultMaxFlights), "calls queued and sent")
-}
-
-// queuedCalls returns how many calls wait for a round trip in lim's
-// batchers.
-func queuedCalls(lim *Limiter) int {
-	n := 0
-	bs := []*batcher{lim.b}
-	lim.b.nodesMu.Lock()
-	for _, nb := range lim.b.nodes {
-		bs = append(bs, nb)
-	}
-	lim.b.nodesMu.Unlock()
-	for _, b := range bs {
-		b.mu.Lock()
-		for _, c := range b.pending {
-			if c.state.Load() == callPending {
-				n++
-			}
-		}
-		b.mu.Unlock()
-	}
-	return n
 }

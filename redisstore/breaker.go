@@ -72,29 +72,3 @@ func (e openError) Error() string {
 	return "circuit breaker open, Redis not called (last failure: " + e.cause.Error() + ")"
 }
 func (e openError) Unwrap() []error { return []error{ErrBreakerOpen, e.cause} }
-
-// refused is the error of a call op that the breaker kept from Redis.
-func (l *Limiter) refused(op string) error {
-	cause, retry := l.br.Refused()
-	var se *storeError
-	switch {
-	case errors.As(cause, &se):
-		cause = se.err // without the call's name
-	case cause == nil:
-		cause = errors.New("none recorded")
-	}
-	return &storeError{op: op, err: openError{cause: cause, retry: retry}}
-}
-
-// done tells the breaker the outcome of a call it admitted with t, and
-// reports whether Redis failed the call (err wraps ErrUnavailable).
-func (l *Limiter) done(t outage.Ticket, err error) (failed bool) {
-	var se *storeError
-	failed = errors.As(err, &se)
-	var rt uint64
-	if failed {
-		rt = se.rt
-	}
-	l.br.Done(t, rt, err)
-	return failed
-}

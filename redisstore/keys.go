@@ -97,13 +97,3 @@ func algorithmTag(a core.Algorithm) string {
 		return "fw"
 	}
 }
-
-func validPrefix(prefix string) error {
-	switch {
-	case prefix == "":
-		return fmt.Errorf("redisstore: WithPrefix needs a non-empty prefix")
-	case strings.ContainsAny(prefix, "{}"):
-		return fmt.Errorf("redisstore: WithPrefix(%q): a prefix may not contain '{' or '}' (the key's hash tag is the library's)", prefix)
-	}
-	return nil
-}

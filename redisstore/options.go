@@ -3,6 +3,7 @@ package redisstore
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -138,4 +139,14 @@ func WithBreakerHook(f func(BreakerChange)) Option {
 		c.hook = f
 		return nil
 	}
+}
+
+func validPrefix(prefix string) error {
+	switch {
+	case prefix == "":
+		return fmt.Errorf("redisstore: WithPrefix needs a non-empty prefix")
+	case strings.ContainsAny(prefix, "{}"):
+		return fmt.Errorf("redisstore: WithPrefix(%q): a prefix may not contain '{' or '}' (the key's hash tag is the library's)", prefix)
+	}
+	return nil
 }

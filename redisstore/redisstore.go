@@ -110,7 +110,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	l.tr = transport.New(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: c.maxBatch, MaxFlights: c.maxFlights, TestClock: c.clock != nil})
+	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: c.maxBatch, MaxFlights: c.maxFlights, TestClock: c.clock != nil})
 	return l, nil
 }
 
@@ -387,4 +387,30 @@ func capacityText(p core.Policy) string {
 		return fmt.Sprintf("%v burst is %d", p.Algorithm, p.Burst)
 	}
 	return fmt.Sprintf("%v limit is %d per %v", p.Algorithm, p.Limit, p.Window)
+}
+
+// refused is the error of a call op that the breaker kept from Redis.
+func (l *Limiter) refused(op string) error {
+	cause, retry := l.br.Refused()
+	var se *storeError
+	switch {
+	case errors.As(cause, &se):
+		cause = se.err // without the call's name
+	case cause == nil:
+		cause = errors.New("none recorded")
+	}
+	return &storeError{op: op, err: openError{cause: cause, retry: retry}}
+}
+
+// done tells the breaker the outcome of a call it admitted with t, and
+// reports whether Redis failed the call (err wraps ErrUnavailable).
+func (l *Limiter) done(t outage.Ticket, err error) (failed bool) {
+	var se *storeError
+	failed = errors.As(err, &se)
+	var rt uint64
+	if failed {
+		rt = se.rt
+	}
+	l.br.Done(t, rt, err)
+	return failed
 }

@@ -123,16 +123,6 @@ func (b *batcher) escape(c *Call) bool {
 	return true
 }
 
-// answered reports whether c's answer is there (and takes the signal).
-func (c *Call) answered() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // fly sends the round trip of own, the call of the flight's holder, with
 // the calls queued behind it; then, while calls are queued and at least
 // half of own's timeout is left, theirs too: the holder is running, where
@@ -164,7 +154,7 @@ func (b *batcher) fly(ctx context.Context, own *Call) {
 			}
 			rt = shared
 		}
-		b.exec(rt, batch)
+		b.exec(rt, b.route, batch)
 		for _, c := range batch {
 			if c != own {
 				c.done <- struct{}{}
@@ -251,32 +241,4 @@ func (b *batcher) stop() {
 	b.closed = true
 	b.mu.Unlock()
 	b.flights.Wait()
-}
-
-// Waiting returns how many calls wait in s's queues for a round trip, for
-// tests.
-func Waiting(s Sender) int {
-	bs := []*batcher{}
-	switch s := s.(type) {
-	case *batcher:
-		bs = append(bs, s)
-	case *cluster:
-		bs = append(bs, s.batcher)
-		s.mu.Lock()
-		for _, nb := range s.nodes {
-			bs = append(bs, nb)
-		}
-		s.mu.Unlock()
-	}
-	n := 0
-	for _, b := range bs {
-		b.mu.Lock()
-		for _, c := range b.pending {
-			if c.state.Load() == callPending {
-				n++
-			}
-		}
-		b.mu.Unlock()
-	}
-	return n
 }

@@ -7,12 +7,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// cluster is the Sender of a Cluster client: once the client knows the
+// router is the Sender of a Cluster client: once the client knows the
 // slots, a call goes to its node's batcher (routeNode), so that each
 // node's calls go together and wait for that node alone; until then, and
 // after a server rejected the cross-slot form, to its batcher of
 // routeCluster.
-type cluster struct {
+type router struct {
 	*batcher
 	mu    sync.Mutex
 	nodes map[*redis.Client]*batcher
@@ -20,7 +20,7 @@ type cluster struct {
 
 // Send runs c on its node's batcher when the slots are known (which needs
 // no round trip).
-func (cl *cluster) Send(ctx context.Context, c *Call) error {
+func (cl *router) Send(ctx context.Context, c *Call) error {
 	if cl.routed.Load() && !cl.noCross.Load() {
 		if n, err := cl.cluster.MasterForKey(ctx, c.Key); err == nil {
 			return cl.node(n).Send(ctx, c)
@@ -30,7 +30,7 @@ func (cl *cluster) Send(ctx context.Context, c *Call) error {
 }
 
 // node returns the batcher of a Cluster node, made on first use.
-func (cl *cluster) node(n *redis.Client) *batcher {
+func (cl *router) node(n *redis.Client) *batcher {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	nb := cl.nodes[n]
@@ -45,7 +45,7 @@ func (cl *cluster) node(n *redis.Client) *batcher {
 }
 
 // Close closes every node's batcher, then the client.
-func (cl *cluster) Close() {
+func (cl *router) Close() {
 	cl.batcher.stop()
 	cl.mu.Lock()
 	nodes := cl.nodes

@@ -3,12 +3,37 @@ package transport
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
+
+// Options are what NewSender needs besides the client.
+type Options struct {
+	Script     script.Script
+	Timeout    time.Duration
+	MaxBatch   int  // calls one script call decides at most
+	MaxFlights int  // round trips in flight at once
+	TestClock  bool // calls carry their own now: batch only equal ones
+}
+
+// conf is what the batchers of one limiter share.
+type conf struct {
+	Options
+	rdb     redis.UniversalClient // the limiter's own client
+	own     redis.UniversalClient // the same, when New made it: closed by Close
+	cluster *redis.ClusterClient  // the same client, when it is one
+	route   route
+	noCross atomic.Bool // the server rejected the cross-slot form: per key
+	routed  atomic.Bool // a Cluster client knows the slots: per node
+
+	queueing *queueClock // when a call last queued, for the readyConns
+}
 
 // route says how the calls of one round trip are grouped into script calls.
 type route uint8
@@ -39,22 +64,22 @@ type group struct {
 }
 
 // exec runs the calls of one round trip and fills in their answers.
-func (b *batcher) exec(ctx context.Context, calls []*Call) {
+func (b *conf) exec(ctx context.Context, r route, calls []*Call) {
 	id := roundTrips.Add(1)
 	for _, c := range calls {
 		c.rt.Store(id)
 	}
-	b.run(ctx, b.group(ctx, calls))
+	b.run(ctx, r, b.group(ctx, r, calls))
 }
 
 // run sends groups, then again those the server could not run as sent,
 // and fills in their calls' answers.
-func (b *batcher) run(ctx context.Context, groups []*group) {
+func (b *conf) run(ctx context.Context, r route, groups []*group) {
 	for round := 0; len(groups) > 0; round++ {
 		for _, g := range groups {
 			g.cmd = b.command(ctx, g)
 		}
-		b.process(ctx, groups)
+		b.process(ctx, r, groups)
 		var again []*group
 		for _, g := range groups {
 			err := g.cmd.Err()
@@ -84,7 +109,7 @@ func (b *batcher) run(ctx context.Context, groups []*group) {
 
 // group splits the calls of a round trip into commands, each call's
 // order kept among the calls of its key.
-func (b *batcher) group(ctx context.Context, calls []*Call) []*group {
+func (b *conf) group(ctx context.Context, r route, calls []*Call) []*group {
 	var groups []*group
 	var decisions []*Call
 	for _, c := range calls {
@@ -97,11 +122,11 @@ func (b *batcher) group(ctx context.Context, calls []*Call) []*group {
 	switch {
 	case len(decisions) == 0:
 		return groups
-	case b.route == routeOne:
+	case r == routeOne:
 		return append(groups, &group{calls: decisions})
-	case b.route == routeNode && !b.noCross.Load():
+	case r == routeNode && !b.noCross.Load():
 		return append(groups, &group{calls: decisions, cross: distinctKeys(decisions) > 1})
-	case b.route == routeCluster && !b.noCross.Load():
+	case r == routeCluster && !b.noCross.Load():
 		return append(groups, b.byNode(ctx, decisions)...)
 	default:
 		return append(groups, perKey(decisions)...)
@@ -109,7 +134,7 @@ func (b *batcher) group(ctx context.Context, calls []*Call) []*group {
 }
 
 // byNode returns one group per Cluster node of calls, in order.
-func (b *batcher) byNode(ctx context.Context, calls []*Call) []*group {
+func (b *conf) byNode(ctx context.Context, calls []*Call) []*group {
 	byNode := make(map[*redis.Client]*group)
 	var order []*group
 	for _, c := range calls {
@@ -159,7 +184,7 @@ func distinctKeys(calls []*Call) int {
 }
 
 // command builds the Redis command of g.
-func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
+func (b *conf) command(ctx context.Context, g *group) *redis.Cmd {
 	if g.calls[0].Del {
 		cmd := redis.NewCmd(ctx, "del", g.calls[0].Key)
 		cmd.SetFirstKeyPos(1)
@@ -174,8 +199,8 @@ func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 
 // process sends the commands of groups: one alone, several as a pipeline
 // (which a cluster client splits by node and sends to each at once).
-func (b *batcher) process(ctx context.Context, groups []*group) {
-	if len(groups) == 1 || b.route == routeNode {
+func (b *conf) process(ctx context.Context, r route, groups []*group) {
+	if len(groups) == 1 || r == routeNode {
 		// One node: rather than a cluster pipeline, which sends from a
 		// goroutine per node that a busy process runs late, one command
 		// after the other (there is one but for a Reset, or after a
@@ -193,7 +218,7 @@ func (b *batcher) process(ctx context.Context, groups []*group) {
 }
 
 // answer fills in the answers of g's calls from its command.
-func (b *batcher) answer(g *group) {
+func (b *conf) answer(g *group) {
 	err := g.cmd.Err()
 	if err == nil && !g.calls[0].Del {
 		err = script.Parse(g.cmd.Val(), g.calls)
@@ -233,4 +258,13 @@ func isClusterRefusal(err error) bool {
 // form's flag (Redis before 7.0).
 func isCompileError(err error) bool {
 	return strings.Contains(err.Error(), "Error compiling script") || strings.Contains(err.Error(), "shebang")
+}
+
+// isUnsent reports whether err says a command was never written because
+// its deadline had passed: go-redis checks the context before it takes a
+// connection (a deadline passing after that is the socket's,
+// os.ErrDeadlineExceeded), and a readyConn refuses to write (errNotSent).
+// Redis never saw it.
+func isUnsent(err error) bool {
+	return errors.Is(err, errNotSent) || errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, os.ErrDeadlineExceeded)
 }

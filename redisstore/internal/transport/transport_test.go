@@ -28,7 +28,7 @@ func newSender(t *testing.T, rdb redis.UniversalClient, p core.Policy, timeout t
 	t.Helper()
 	s, err := script.New(p, p.Recovery())
 	require.NoError(t, err)
-	tr := New(rdb, Options{Script: s, Timeout: timeout, MaxBatch: 512, MaxFlights: 2})
+	tr := NewSender(rdb, Options{Script: s, Timeout: timeout, MaxBatch: 512, MaxFlights: 2})
 	t.Cleanup(tr.Close)
 	return tr
 }
@@ -163,7 +163,7 @@ func TestRefusedBatchIsDecidedKeyByKey(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	p := core.FixedWindow(3, time.Minute)
 	now := coretest.Epoch
-	b := newSender(t, rdb, p, 10*time.Second).(*cluster).batcher
+	b := newSender(t, rdb, p, 10*time.Second).(*router).batcher
 	ref := core.MustNew(p, core.WithClock(func() time.Time { return now }))
 	t.Cleanup(func() { _ = ref.Close() })
 	ctx := context.Background()
@@ -185,7 +185,7 @@ func TestRefusedBatchIsDecidedKeyByKey(t *testing.T) {
 			refused++
 		}
 	}))
-	b.run(ctx, []*group{{calls: calls, cross: true}})
+	b.run(ctx, b.route, []*group{{calls: calls, cross: true}})
 	assert.Positive(t, refused, "the node refused the batch")
 	for i, c := range calls {
 		require.NoError(t, c.Err, "call %d", i)
@@ -267,7 +267,7 @@ func TestRoute(t *testing.T) {
 		switch s := newSender(t, tc.rdb, core.TokenBucket(1, time.Second), time.Second).(type) {
 		case *batcher:
 			got = s.route
-		case *cluster:
+		case *router:
 			got = s.route
 		}
 		assert.Equal(t, tc.route, got, "%T", tc.rdb)

@@ -284,6 +284,31 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 	return nil
 }
 
+// Ping checks that Redis answers a PING, through the limiter's own client:
+// a refused connection fails at once, a Redis that does not answer by
+// ctx's deadline (the limiter's timeout if ctx has none) fails then, with
+// an error wrapping ErrUnavailable and the cause. New does not contact
+// Redis: ping it at startup to find a mistyped address or a dead server.
+// (rdb.Ping on a client with go-redis's defaults is not bounded by its
+// context: its retries and socket timeouts took 5 s against a hung Redis.)
+func (l *Limiter) Ping(ctx context.Context) error {
+	if l.closed.Load() {
+		return fmt.Errorf("redisstore: Ping: %w", core.ErrClosed)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.timeout)
+		defer cancel()
+	}
+	if err := l.tr.Ping(ctx); err != nil {
+		if transport.IsTimeout(err) {
+			err = fmt.Errorf("no answer from Redis by the deadline: %w", context.DeadlineExceeded)
+		}
+		return &storeError{op: "Ping", err: err}
+	}
+	return nil
+}
+
 // Policy returns the policy the limiter enforces.
 func (l *Limiter) Policy() core.Policy { return l.policy }
 

@@ -289,3 +289,41 @@ func testQueuedCallKeepsItsContextDeadline(t *testing.T, rdb redis.UniversalClie
 	})
 	assert.Greater(t, sent.Load(), begin+2*int64(defaultMaxFlights), "calls queued and sent")
 }
+
+// TestPingKeepsItsBound: the startup check returns by its context's
+// deadline against a Redis that accepts and never answers (SIGSTOP), and
+// at once against a refused port, with an error that says Redis failed;
+// a live Redis answers.
+func TestPingKeepsItsBound(t *testing.T) {
+	t.Parallel()
+	const bound, slack = 300 * time.Millisecond, 250 * time.Millisecond
+	ping := func(t *testing.T, addr string) (time.Duration, error) {
+		lim := newLimiter(t, newClient(t, addr), core.TokenBucket(10, time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		start := time.Now()
+		err := lim.Ping(ctx)
+		return time.Since(start), err
+	}
+	t.Run("a live Redis answers", func(t *testing.T) {
+		_, err := ping(t, redistest.Addr(t))
+		require.NoError(t, err)
+	})
+	t.Run("a hung Redis fails by the context's deadline", func(t *testing.T) {
+		srv := redistest.Start(t)
+		srv.Pause()
+		took, err := ping(t, srv.Addr)
+		require.ErrorIs(t, err, ErrUnavailable)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.GreaterOrEqual(t, took, bound-10*time.Millisecond, "it waited for the answer")
+		assert.Less(t, took, bound+slack)
+	})
+	t.Run("a refused port fails at once", func(t *testing.T) {
+		srv := redistest.Start(t)
+		srv.Stop()
+		took, err := ping(t, srv.Addr)
+		require.ErrorIs(t, err, ErrUnavailable)
+		assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+		assert.Less(t, took, slack)
+	})
+}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/redisstore/internal/outage"
 )
 
 // ErrBreakerOpen is wrapped, with ErrUnavailable and the error of the
@@ -21,12 +20,12 @@ type BreakerState uint8
 // The states of the breaker.
 const (
 	// BreakerClosed: calls go to Redis.
-	BreakerClosed = BreakerState(outage.Closed)
+	BreakerClosed BreakerState = iota
 	// BreakerOpen: Redis is not called.
-	BreakerOpen = BreakerState(outage.Open)
+	BreakerOpen
 	// BreakerHalfOpen: one call, the probe, is on its way to Redis; the
 	// others are not sent.
-	BreakerHalfOpen = BreakerState(outage.HalfOpen)
+	BreakerHalfOpen
 )
 
 // String returns "closed", "open" or "half-open".

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/outage"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
 )
 
@@ -851,4 +852,11 @@ func TestBreakerChangeNamesItsLimiter(t *testing.T) {
 	}
 	assert.Equal(t, []string{"per-ip: closed->open", "fixedwindow-10-per-60s: closed->open"}, got)
 	assert.Equal(t, perIP, changes.changes[0].Policy)
+}
+
+// TestBreakerStatesAgree: the breaker's states are BreakerState's, in its
+// order (the hook converts one to the other).
+func TestBreakerStatesAgree(t *testing.T) {
+	assert.Equal(t, []BreakerState{BreakerClosed, BreakerOpen, BreakerHalfOpen},
+		[]BreakerState{BreakerState(outage.Closed), BreakerState(outage.Open), BreakerState(outage.HalfOpen)})
 }

@@ -20,7 +20,7 @@ import (
 // (stacked limits on one client: per second and per day) from reading
 // each other's state; the policies given with one limiter's calls share
 // its keys, the value recording the policy it was last written under (see
-// "Policies per call" in the package docs). v3 is the value format, which
+// "Policies per call" in package core). v3 is the value format, which
 // records that policy (and, for a fixed window, its Limit): keys written
 // before it are never read.
 type keyLayout struct {

@@ -50,12 +50,16 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	return ps, nil
 }
 
-// AllowPolicy is AllowN under p instead of the limiter's own policy: see
-// core.PolicyLimiter and "Policies per call" in the package docs. p must be
+// AllowPolicy is AllowN under p instead of the limiter's own policy, with
+// the semantics of "Policies per call" in package core: a key has one
+// state whatever policy it is decided under, converted atomically in the
+// script when the policy changes, and keeps what it has used. p must be
 // valid (else the error names the field) and use the limiter's algorithm
 // (else the error wraps core.ErrAlgorithmMismatch). The Decision's Limit
 // and Policy are p's. Its other errors are AllowN's; the local fallback
-// decides under p too.
+// decides under p too. The limiter keeps the numbers of up to 1024
+// distinct policies; beyond them policies still work, converted on every
+// call, without the deny cache.
 func (l *Limiter) AllowPolicy(ctx context.Context, p core.Policy, key string, n int64) (core.Decision, error) {
 	ps, err := l.spec("AllowPolicy", p)
 	if err != nil {

@@ -42,19 +42,37 @@ type Limiter struct {
 
 var _ core.PolicyLimiter = (*Limiter)(nil)
 
-// ErrUnavailable is wrapped by the errors of calls that Redis failed: it
-// returned an error, refused or broke the connection, or did not answer
-// within the timeout (see WithTimeout); and of calls the circuit breaker
-// kept from Redis (see ErrBreakerOpen).
-// The error of a call whose own context ended first does not wrap it.
+// ErrUnavailable is wrapped, with the cause, by the errors of calls that
+// Redis failed: it returned an error, refused or broke the connection, or
+// did not answer within the timeout (see WithTimeout); and of calls the
+// circuit breaker kept from Redis (see ErrBreakerOpen). With the local
+// fallback (the default) only Reset, Get, Set and Ping return them.
+//
+// The error of a call whose own context ended first wraps ctx.Err() and
+// never ErrUnavailable: it is not a store failure. Either way the
+// Decision carries only the policy's Limit and Policy.
 var ErrUnavailable = errors.New("redisstore: Redis unavailable")
 
 // New returns a limiter enforcing p for every key, with its state in the
-// Redis that rdb talks to (a single node, Sentinel or Cluster). It does not
-// contact Redis (see "Outages" in the package docs). It returns an error
-// naming the field when p is invalid (core.Policy.Validate) or an option
-// is. It makes a client of its own from rdb's options (see "Timeouts and
-// errors"), which Close closes; closing the limiter does not close rdb.
+// Redis that rdb talks to: a single node, Sentinel, Cluster or Ring client.
+// It does not contact Redis (see Ping). It returns an error naming the
+// field when p is invalid (core.Policy.Validate) or an option is.
+//
+// It makes a client of its own from rdb's options, which Close closes
+// (closing the limiter does not close rdb): one that applies a call's
+// deadline to its sockets, retries nothing (Redis runs a call's script at
+// most once; a Cluster client still follows MOVED and ASK) and dials once
+// (a refused connection is an error at once), so no option of rdb that
+// concerns timeouts or retries matters, and hooks added to rdb do not see
+// the limiter's commands. go-redis logs each failed dial through its
+// process-wide logger (redis.SetLogger; v9 has no per-client one): during
+// an outage the limiter's client adds at most its pool size of such lines
+// (10 per CPU by default), after which go-redis stops dialing until its
+// own background probe gets through.
+//
+// Redis 5.0 or newer is needed; on a Cluster, deciding keys of several
+// slots in one script call needs Redis 7.0 (older clusters get one call
+// per key).
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: New needs a Redis client, got nil")
@@ -137,7 +155,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // ctx.Err() when ctx ends first. A call that Redis fails, or that the
 // circuit breaker keeps from Redis, is decided by the local fallback
 // (Source core.SourceFallback, no error), or, WithoutFallback, returns an
-// error: see "Outages" and "Timeouts and errors" in the package docs.
+// error wrapping ErrUnavailable.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	return l.allow(ctx, "AllowN", nil, &l.policy, key, n)
 }
@@ -184,42 +202,49 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	case l.deny != nil && !over:
 		l.deny.other(key, ps.pid()) // see denyCache
 	}
-	var err error
-	if t, ok := l.br.Admit(); ok {
-		var d core.Decision
-		var used int64
-		d, used, err = l.decide(ctx, op, ps, p, key, cost)
-		if !l.done(t, err) {
-			switch {
-			case err != nil:
-			case over:
-				d.Allowed, d.RetryAfter = false, 0
-				err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
-			case cache && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
-				d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan && used >= 0:
-				// Only durations the scripts compute exactly (not those
-				// of a clock that stepped back by decades): the cache
-				// repeats them. Not a Peek's: it leaves a key written
-				// under another policy there, which a unit AllowN would
-				// move (see denyCache). Nor a delaying leaky bucket's
-				// denial that leaves a key under a faster rate (used -1;
-				// see "Policies per call" in package core): its debt,
-				// rescaled, shrinks faster than time.
-				l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: ps.pid()}, sent, gen)
-			}
-			return d, err
-		}
-	} else {
-		err = l.refused(op)
+	t, ok := l.br.Admit()
+	if !ok {
+		return l.unanswered(ctx, op, ps, p, key, n, l.refused(op))
 	}
+	d, used, err := l.decide(ctx, op, ps, p, key, cost)
+	switch {
+	case l.done(t, err):
+		return l.unanswered(ctx, op, ps, p, key, n, err)
+	case err != nil:
+	case over:
+		d.Allowed, d.RetryAfter = false, 0
+		err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
+	case cache && n == 1:
+		l.remember(key, ps.pid(), d, used, sent, gen)
+	}
+	return d, err
+}
+
+// unanswered decides a call that Redis did not, for err: in the local
+// fallback, or with err.
+func (l *Limiter) unanswered(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64, err error) (core.Decision, error) {
 	if l.fb != nil {
 		return l.fb.Decide(ctx, op, p, ps != nil, key, n)
 	}
 	d := core.Decision{Limit: p.Limit, Policy: *p}
-	if over {
+	if n > p.Capacity() {
 		return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(*p), err)
 	}
 	return d, err
+}
+
+// remember caches d, Redis's answer to a unit-cost AllowN for key under
+// policy pid sent at sent, if it is a denial the cache may repeat: only
+// durations the scripts compute exactly (not those of a clock that stepped
+// back by decades). Not a Peek's: it leaves a key written under another
+// policy there, which a unit AllowN would move (see denyCache). Nor a
+// denial decided on a state converted from another policy and not written
+// (used -1; see "Policies per call" in package core): that state drains at
+// its own policy's rate.
+func (l *Limiter) remember(key string, pid uint64, d core.Decision, used, sent int64, gen uint64) {
+	if !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 && d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan && used >= 0 {
+		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: pid}, sent, gen)
+	}
 }
 
 // cachedDenial is the Decision of a cached unit-cost denial at now under

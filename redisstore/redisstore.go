@@ -455,6 +455,10 @@ func (l *Limiter) refused(op string) error {
 // done tells the breaker the outcome of a call it admitted with t, and
 // reports whether Redis failed the call (err wraps ErrUnavailable).
 func (l *Limiter) done(t outage.Ticket, err error) (failed bool) {
+	if err == nil { // the request path: errors.As would allocate
+		l.br.Done(t, 0, nil)
+		return false
+	}
 	var se *storeError
 	failed = errors.As(err, &se)
 	var rt uint64

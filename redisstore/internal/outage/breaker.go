@@ -138,7 +138,8 @@ func (b *Breaker) Done(t Ticket, rt uint64, err error) {
 			b.fails.Add(1)
 			break
 		}
-		b.cause.Store(&err)
+		cause := err // a copy: taking err's address would move it to the heap on every call
+		b.cause.Store(&cause)
 		b.probeAt.Store(b.now() + b.interval)
 		b.change(w, Open, err)
 		changed = true

@@ -339,9 +339,8 @@ func (l *Limiter) Policy() core.Policy { return l.policy }
 
 // Close closes the limiter's own client and stops the fallback's
 // goroutine, once the calls already made have their answers (or their
-// round trips failed). Calls after the first do nothing; afterwards
-// AllowN, Peek and
-// Reset return core.ErrClosed. It does not close the Redis client.
+// round trips failed). Calls after the first do nothing; afterwards every
+// call returns core.ErrClosed. It does not close the Redis client.
 func (l *Limiter) Close() error {
 	l.once.Do(func() {
 		l.closed.Store(true)
@@ -372,7 +371,7 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 	return d, used, nil
 }
 
-// wait runs c (see batcher.do), with the limiter's timeout from now. It
+// wait sends c (transport.Sender), with the limiter's timeout from now. It
 // returns an error when c has no answer by then, ctx ended first or Redis
 // failed it; then c is not recycled. A call whose context has ended
 // already is never sent.

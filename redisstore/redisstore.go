@@ -440,7 +440,7 @@ func capacityText(p core.Policy) string {
 
 // refused is the error of a call op that the breaker kept from Redis.
 func (l *Limiter) refused(op string) error {
-	cause, retry := l.br.Refused()
+	retry, cause := l.br.Refused()
 	var se *storeError
 	switch {
 	case errors.As(cause, &se):

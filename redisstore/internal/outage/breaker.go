@@ -150,16 +150,16 @@ func (b *Breaker) Done(t Ticket, rt uint64, err error) {
 	}
 }
 
-// Refused returns the failure that last opened the breaker (nil if none)
-// and, while it is open, how long until it lets a probe through.
-func (b *Breaker) Refused() (cause error, retry time.Duration) {
+// Refused returns, while the breaker is open, how long until it lets a
+// probe through, and the failure that last opened it (nil if none).
+func (b *Breaker) Refused() (retry time.Duration, cause error) {
 	if c := b.cause.Load(); c != nil {
 		cause = *c
 	}
 	if b.State() == Open {
 		retry = time.Duration(max(b.probeAt.Load()-b.now(), 0))
 	}
-	return cause, retry
+	return retry, cause
 }
 
 // change moves the breaker from the state in w to to, under mu, and

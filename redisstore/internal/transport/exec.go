@@ -26,11 +26,10 @@ type Options struct {
 type conf struct {
 	Options
 	rdb     redis.UniversalClient // the limiter's own client
-	own     redis.UniversalClient // the same, when New made it: closed by Close
+	own     redis.UniversalClient // the same, when NewSender made it: closed by Close
 	cluster *redis.ClusterClient  // the same client, when it is one
-	route   route
-	noCross atomic.Bool // the server rejected the cross-slot form: per key
-	routed  atomic.Bool // a Cluster client knows the slots: per node
+	noCross atomic.Bool           // the server rejected the cross-slot form: per key
+	routed  atomic.Bool           // a Cluster client knows the slots: per node
 
 	queueing *queueClock // when a call last queued, for the readyConns
 }

@@ -30,18 +30,18 @@ type Sender interface {
 func NewSender(rdb redis.UniversalClient, o Options) Sender {
 	q := new(queueClock)
 	own, ok := ownClient(rdb, q)
-	c := &conf{Options: o, rdb: own, route: routePerKey, queueing: q}
+	c := &conf{Options: o, rdb: own, queueing: q}
 	if ok {
 		c.own = own
 	}
 	switch rc := own.(type) {
 	case *redis.Client:
-		c.route = routeOne
+		return &batcher{conf: c, route: routeOne}
 	case *redis.ClusterClient:
-		c.route, c.cluster = routeCluster, rc
+		c.cluster = rc
 		return &router{batcher: &batcher{conf: c, route: routeCluster}}
 	}
-	return &batcher{conf: c, route: c.route}
+	return &batcher{conf: c, route: routePerKey}
 }
 
 // Waiting returns how many calls wait in s's queues for a round trip, for

@@ -12,19 +12,15 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-ratelimit/ratelimit/chimw"
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/echomw"
-	"github.com/go-ratelimit/ratelimit/ginmw"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"github.com/go-ratelimit/ratelimit/nethttp/sloghook"
 	"github.com/go-ratelimit/ratelimit/otelhook"
 	"github.com/go-ratelimit/ratelimit/promhook"
 	"github.com/go-ratelimit/ratelimit/redisstore"
-	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
@@ -41,45 +37,22 @@ var _ = []func(){
 	snippet7,
 	snippet8,
 	snippet9,
-	snippet10,
 }
 
 func snippet1() {
-//line README.md:27
-	lim := core.MustNew(core.TokenBucket(100, time.Minute)) // 100 per minute per client address
-
-	mux := http.NewServeMux() // net/http
-	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
-	handler := nethttp.Middleware(lim)(mux) // http.ListenAndServe("127.0.0.1:8080", handler)
-	r := chi.NewRouter()                    // chi: r.Use for the whole router, r.With for a route
-	r.Use(chimw.Limit(lim))
-	g := gin.New() // gin: keyed on the peer; c.ClientIP() with nethttp.WithKeyFunc(ginmw.ClientIP())
-	g.Use(ginmw.Limit(lim))
-	e := echo.New() // echo: denials go through echo's HTTPErrorHandler
-	e.Use(echomw.Limit(lim))
-//line snippets.go:61
-	_ = lim
-	_ = mux
-	_ = handler
-	_ = r
-	_ = g
-	_ = e
-}
-
-func snippet2() {
-//line README.md:43
+//line README.md:93
 	logins := core.MustNew(core.FixedWindow(5, time.Minute))
 	perRouteIP := nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP()))
 	r := chi.NewRouter()
 	r.With(chimw.Limit(logins, perRouteIP)).Post("/login", func(w http.ResponseWriter, r *http.Request) {})
-//line snippets.go:76
+//line snippets.go:49
 	_ = logins
 	_ = perRouteIP
 	_ = r
 }
 
-func snippet3() {
-//line README.md:53
+func snippet2() {
+//line README.md:103
 	perKey := core.MustNew(core.TokenBucket(1000, time.Hour))
 	r := chi.NewRouter()
 	r.Use(chimw.Limit(perKey,
@@ -88,26 +61,26 @@ func snippet3() {
 			w.Header().Set("WWW-Authenticate", `ApiKey header="X-API-Key"`)
 			http.Error(w, "an X-API-Key header is required", http.StatusUnauthorized)
 		})))
-//line snippets.go:92
+//line snippets.go:65
 	_ = perKey
 	_ = r
 }
 
-func snippet4() {
-//line README.md:96
+func snippet3() {
+//line README.md:151
 	lim := core.MustNew(core.TokenBucket(100, time.Minute))
 	logs := sloghook.New(slog.Default()) // sloghook.WithInterval(10*time.Second) to summarise more often
 	mux := http.NewServeMux()
 	http.ListenAndServe("127.0.0.1:8080", nethttp.Middleware(lim, nethttp.WithHook(logs.Handle))(mux))
 	logs.Flush() // at shutdown: the counts not yet logged
-//line snippets.go:104
+//line snippets.go:77
 	_ = lim
 	_ = logs
 	_ = mux
 }
 
-func snippet5() {
-//line README.md:109
+func snippet4() {
+//line README.md:164
 	lim := core.MustNew(core.TokenBucket(100, time.Minute).WithName("per-ip"))
 	m := promhook.New()
 	prometheus.MustRegister(m) // or reg.MustRegister(m) on a registry of your own
@@ -116,15 +89,15 @@ func snippet5() {
 	mux := http.NewServeMux()
 	mux.Handle("/", nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(app))
 	mux.Handle("GET /metrics", promhttp.Handler()) // not limited
-//line snippets.go:120
+//line snippets.go:93
 	_ = lim
 	_ = m
 	_ = app
 	_ = mux
 }
 
-func snippet6() {
-//line README.md:120
+func snippet5() {
+//line README.md:175
 	lim := core.MustNew(core.TokenBucket(100, time.Minute).WithName("per-ip"))
 	m, err := otelhook.New(nil) // nil: otel.GetMeterProvider(); or the SDK's MeterProvider you export from
 	if err != nil {
@@ -132,24 +105,24 @@ func snippet6() {
 	}
 	m.WatchKeys("per-ip", lim) // ratelimit.keys{ratelimit.limiter="per-ip"}
 	mw := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))
-//line snippets.go:136
+//line snippets.go:109
 	_ = lim
 	_ = m
 	_ = err
 	_ = mw
 }
 
-func snippet7() {
-//line README.md:145
+func snippet6() {
+//line README.md:200
 	core.FixedWindow(100, time.Minute)                   // ≤ 100 in each minute on the clock
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
 	core.LeakyBucket(10, time.Second).WithBurst(50)      // served at a steady 10/s, 50 may queue
-//line snippets.go:149
+//line snippets.go:122
 }
 
-func snippet8() {
-//line README.md:165
+func snippet7() {
+//line README.md:220
 	lim, err := core.New(core.TokenBucket(100, time.Minute), core.WithMaxKeys(1_000_000))
 	if err != nil {
 		log.Fatal(err) // an invalid policy is an error that names the field (core.MustNew panics with it)
@@ -162,7 +135,7 @@ func snippet8() {
 	d, err = lim.Peek(ctx, key)      // look without consuming
 	err = lim.Reset(ctx, key)        // forget a key
 	err = lim.Wait(ctx, key, 1)      // block until admitted (clients of other APIs)
-//line snippets.go:166
+//line snippets.go:139
 	_ = lim
 	_ = err
 	_ = ctx
@@ -170,8 +143,8 @@ func snippet8() {
 	_ = d
 }
 
-func snippet9() {
-//line README.md:191
+func snippet8() {
+//line README.md:246
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -179,30 +152,27 @@ func snippet9() {
 	}
 	defer lim.Close()
 	perIP := nethttp.Middleware(lim) // limits locally while Redis is down: see "When Redis fails"
-//line snippets.go:183
+//line snippets.go:156
 	_ = rdb
 	_ = lim
 	_ = err
 	_ = perIP
 }
 
-func snippet10() {
-//line README.md:226
+func snippet9() {
+//line README.md:282
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		log.Printf("redis: %v (limiting locally until it answers)", err)
 	}
 	cancel()
-	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute),
-		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
-			log.Printf("redis breaker %v -> %v: %v", c.From, c.To, c.Err)
-		}))
+	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer lim.Close()
-//line snippets.go:206
+//line snippets.go:176
 	_ = rdb
 	_ = ctx
 	_ = cancel

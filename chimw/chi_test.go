@@ -108,7 +108,9 @@ func send(h http.Handler, method, path string) *httptest.ResponseRecorder {
 	return w
 }
 
-func get(h http.Handler, path string) *httptest.ResponseRecorder { return send(h, http.MethodGet, path) }
+func get(h http.Handler, path string) *httptest.ResponseRecorder {
+	return send(h, http.MethodGet, path)
+}
 
 func wantCode(t *testing.T, w *httptest.ResponseRecorder, want int) {
 	t.Helper()
@@ -150,11 +152,19 @@ func TestRouteKeys(t *testing.T) {
 	// r.With, where the route is matched before the middleware runs.
 	var want []string
 	r := chi.NewRouter()
-	r.Get("/", func(_ http.ResponseWriter, r *http.Request) { want = append(want, chi.RouteContext(r.Context()).RoutePattern()) })
-	r.Get("/items/{id}", func(_ http.ResponseWriter, r *http.Request) { want = append(want, chi.RouteContext(r.Context()).RoutePattern()) })
-	r.Get("/static/*", func(_ http.ResponseWriter, r *http.Request) { want = append(want, chi.RouteContext(r.Context()).RoutePattern()) })
+	r.Get("/", func(_ http.ResponseWriter, r *http.Request) {
+		want = append(want, chi.RouteContext(r.Context()).RoutePattern())
+	})
+	r.Get("/items/{id}", func(_ http.ResponseWriter, r *http.Request) {
+		want = append(want, chi.RouteContext(r.Context()).RoutePattern())
+	})
+	r.Get("/static/*", func(_ http.ResponseWriter, r *http.Request) {
+		want = append(want, chi.RouteContext(r.Context()).RoutePattern())
+	})
 	r.Route("/api", func(r chi.Router) {
-		h := func(_ http.ResponseWriter, r *http.Request) { want = append(want, chi.RouteContext(r.Context()).RoutePattern()) }
+		h := func(_ http.ResponseWriter, r *http.Request) {
+			want = append(want, chi.RouteContext(r.Context()).RoutePattern())
+		}
 		r.Get("/", h)
 		r.Get("/users/{id}", h)
 		r.Route("/v2", func(r chi.Router) { r.Get("/users/{id}/posts/{post}", h) })

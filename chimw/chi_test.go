@@ -133,15 +133,16 @@ func recordKeys(keys *[]string) nethttp.Option {
 	})
 }
 
-// routes registers the same routes on r, at the top and under /api.
-func routes(r chi.Router) {
-	r.Get("/", ok)
-	r.Get("/items/{id}", ok)
-	r.Get("/static/*", ok)
+// routes registers the same routes on r, at the top and under /api, each
+// served by h.
+func routes(r chi.Router, h http.HandlerFunc) {
+	r.Get("/", h)
+	r.Get("/items/{id}", h)
+	r.Get("/static/*", h)
 	r.Route("/api", func(r chi.Router) {
-		r.Get("/", ok)
-		r.Get("/users/{id}", ok)
-		r.Route("/v2", func(r chi.Router) { r.Get("/users/{id}/posts/{post}", ok) })
+		r.Get("/", h)
+		r.Get("/users/{id}", h)
+		r.Route("/v2", func(r chi.Router) { r.Get("/users/{id}/posts/{post}", h) })
 	})
 }
 
@@ -152,22 +153,8 @@ func TestRouteKeys(t *testing.T) {
 	// r.With, where the route is matched before the middleware runs.
 	var want []string
 	r := chi.NewRouter()
-	r.Get("/", func(_ http.ResponseWriter, r *http.Request) {
+	routes(r, func(_ http.ResponseWriter, r *http.Request) {
 		want = append(want, chi.RouteContext(r.Context()).RoutePattern())
-	})
-	r.Get("/items/{id}", func(_ http.ResponseWriter, r *http.Request) {
-		want = append(want, chi.RouteContext(r.Context()).RoutePattern())
-	})
-	r.Get("/static/*", func(_ http.ResponseWriter, r *http.Request) {
-		want = append(want, chi.RouteContext(r.Context()).RoutePattern())
-	})
-	r.Route("/api", func(r chi.Router) {
-		h := func(_ http.ResponseWriter, r *http.Request) {
-			want = append(want, chi.RouteContext(r.Context()).RoutePattern())
-		}
-		r.Get("/", h)
-		r.Get("/users/{id}", h)
-		r.Route("/v2", func(r chi.Router) { r.Get("/users/{id}/posts/{post}", h) })
 	})
 	for _, p := range routedPaths {
 		get(r, p)
@@ -180,7 +167,7 @@ func TestRouteKeys(t *testing.T) {
 		var keys []string
 		r := chi.NewRouter()
 		r.Use(limit(t, newLim(t, 100), recordKeys(&keys)))
-		routes(r)
+		routes(r, ok)
 		for _, p := range routedPaths {
 			wantCode(t, get(r, p), http.StatusOK)
 		}
@@ -219,7 +206,7 @@ func TestRouteKeys(t *testing.T) {
 	t.Run("gives each route its own quota per client in r.Use", func(t *testing.T) {
 		r := chi.NewRouter()
 		r.Use(limit(t, newLim(t, 1), nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP()))))
-		routes(r)
+		routes(r, ok)
 		wantCode(t, get(r, "/items/1"), http.StatusOK)
 		wantCode(t, get(r, "/api/users/1"), http.StatusOK)
 		wantCode(t, get(r, "/items/2"), http.StatusTooManyRequests)
@@ -242,7 +229,7 @@ func TestUnmatchedRoutes(t *testing.T) {
 		var keys []string
 		r := chi.NewRouter()
 		r.Use(limit(t, newLim(t, 100), recordKeys(&keys)))
-		routes(r)
+		routes(r, ok)
 		wantCode(t, get(r, "/nowhere"), http.StatusBadRequest)
 		wantCode(t, send(r, http.MethodPost, "/items/1"), http.StatusBadRequest)
 		if want := []string{"-", "-"}; !reflect.DeepEqual(keys, want) {
@@ -252,7 +239,7 @@ func TestUnmatchedRoutes(t *testing.T) {
 	t.Run("limits unmatched paths per client with a fallback key, and chi answers them", func(t *testing.T) {
 		r := chi.NewRouter()
 		r.Use(limit(t, newLim(t, 2), nethttp.WithKeyFunc(keyfunc.Route()), nethttp.WithKeyFallback(keyfunc.IP())))
-		routes(r)
+		routes(r, ok)
 		wantCode(t, get(r, "/nowhere"), http.StatusNotFound)
 		wantCode(t, send(r, http.MethodPost, "/items/1"), http.StatusMethodNotAllowed)
 		wantCode(t, get(r, "/elsewhere"), http.StatusTooManyRequests)
@@ -261,7 +248,7 @@ func TestUnmatchedRoutes(t *testing.T) {
 	t.Run("limits unmatched paths with the default key", func(t *testing.T) {
 		r := chi.NewRouter()
 		r.Use(limit(t, newLim(t, 1)))
-		routes(r)
+		routes(r, ok)
 		wantCode(t, get(r, "/nowhere"), http.StatusNotFound)
 		wantCode(t, get(r, "/items/1"), http.StatusTooManyRequests)
 	})

@@ -37,6 +37,7 @@ var _ = []func(){
 	snippet7,
 	snippet8,
 	snippet9,
+	snippet10,
 }
 
 func snippet1() {
@@ -45,7 +46,7 @@ func snippet1() {
 	perRouteIP := nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP()))
 	r := chi.NewRouter()
 	r.With(chimw.Limit(logins, perRouteIP)).Post("/login", func(w http.ResponseWriter, r *http.Request) {})
-//line snippets.go:49
+//line snippets.go:50
 	_ = logins
 	_ = perRouteIP
 	_ = r
@@ -61,7 +62,7 @@ func snippet2() {
 			w.Header().Set("WWW-Authenticate", `ApiKey header="X-API-Key"`)
 			http.Error(w, "an X-API-Key header is required", http.StatusUnauthorized)
 		})))
-//line snippets.go:65
+//line snippets.go:66
 	_ = perKey
 	_ = r
 }
@@ -73,7 +74,7 @@ func snippet3() {
 	mux := http.NewServeMux()
 	http.ListenAndServe("127.0.0.1:8080", nethttp.Middleware(lim, nethttp.WithHook(logs.Handle))(mux))
 	logs.Flush() // at shutdown: the counts not yet logged
-//line snippets.go:77
+//line snippets.go:78
 	_ = lim
 	_ = logs
 	_ = mux
@@ -89,7 +90,7 @@ func snippet4() {
 	mux := http.NewServeMux()
 	mux.Handle("/", nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(app))
 	mux.Handle("GET /metrics", promhttp.Handler()) // not limited
-//line snippets.go:93
+//line snippets.go:94
 	_ = lim
 	_ = m
 	_ = app
@@ -105,7 +106,7 @@ func snippet5() {
 	}
 	m.WatchKeys("per-ip", lim) // ratelimit.keys{ratelimit.limiter="per-ip"}
 	mw := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))
-//line snippets.go:109
+//line snippets.go:110
 	_ = lim
 	_ = m
 	_ = err
@@ -118,7 +119,7 @@ func snippet6() {
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
 	core.LeakyBucket(10, time.Second).WithBurst(50)      // served at a steady 10/s, 50 may queue
-//line snippets.go:122
+//line snippets.go:123
 }
 
 func snippet7() {
@@ -135,7 +136,7 @@ func snippet7() {
 	d, err = lim.Peek(ctx, key)      // look without consuming
 	err = lim.Reset(ctx, key)        // forget a key
 	err = lim.Wait(ctx, key, 1)      // block until admitted (clients of other APIs)
-//line snippets.go:139
+//line snippets.go:140
 	_ = lim
 	_ = err
 	_ = ctx
@@ -152,7 +153,7 @@ func snippet8() {
 	}
 	defer lim.Close()
 	perIP := nethttp.Middleware(lim) // limits locally while Redis is down: see "When Redis fails"
-//line snippets.go:156
+//line snippets.go:157
 	_ = rdb
 	_ = lim
 	_ = err
@@ -160,22 +161,40 @@ func snippet8() {
 }
 
 func snippet9() {
-//line README.md:282
+//line README.md:283
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		log.Printf("redis: %v (limiting locally until it answers)", err)
-	}
-	cancel()
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer lim.Close()
-//line snippets.go:176
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if err := lim.Ping(ctx); err != nil {
+		log.Printf("redis: %v (limiting locally until it answers)", err)
+	}
+	cancel()
+//line snippets.go:177
 	_ = rdb
+	_ = lim
+	_ = err
 	_ = ctx
 	_ = cancel
+}
+
+func snippet10() {
+//line README.md:301
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute).WithName("per-ip"),
+		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
+			switch {
+			case c.From == redisstore.BreakerClosed && c.To == redisstore.BreakerOpen:
+				log.Printf("ratelimit %s: Redis unavailable, limiting locally: %v", c.Policy.Label(), c.Err)
+			case c.From != redisstore.BreakerClosed && c.To == redisstore.BreakerClosed:
+				log.Printf("ratelimit %s: back on Redis", c.Policy.Label())
+			}
+		}))
+//line snippets.go:197
+	_ = rdb
 	_ = lim
 	_ = err
 }

@@ -43,9 +43,11 @@ import (
 // true, so a failure reaches a program only through nethttp.WithHook (such
 // as nethttp/sloghook).
 //
-// opts are nethttp's options. The identifier is the key: a key function
-// given with nethttp.WithKeyFunc is not used, and nethttp.WithKeyFallback
-// gives the key of a request whose identifier is empty. Echo's DenyHandler
+// opts are nethttp's options. The identifier is the key, as given: with
+// echo's default IdentifierExtractor, c.RealIP(), an IPv6 client is counted
+// per address, not per /64 as [keyfunc.IP] counts it. A key function given
+// with nethttp.WithKeyFunc is not used, and nethttp.WithKeyFallback gives
+// the key of a request whose identifier is empty. Echo's DenyHandler
 // answers in place of nethttp.WithDenyHandler and WithKeyErrorHandler, which
 // are not called. A Store is safe for concurrent use.
 type Store struct{ e *nethttp.Engine }

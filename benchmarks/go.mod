@@ -17,11 +17,13 @@ require (
 	github.com/go-chi/httprate v0.16.1
 	github.com/go-ratelimit/ratelimit v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/chimw v0.0.0-00010101000000-000000000000
+	github.com/go-ratelimit/ratelimit/echo5mw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/echomw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/ginmw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/redisstore v0.0.0-00010101000000-000000000000
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/labstack/echo/v5 v5.4.6
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/stretchr/testify v1.11.1
@@ -80,6 +82,8 @@ require (
 replace github.com/go-ratelimit/ratelimit/chimw => ../chimw
 
 replace github.com/go-ratelimit/ratelimit/core/coretest => ../core/coretest
+
+replace github.com/go-ratelimit/ratelimit/echo5mw => ../echo5mw
 
 replace github.com/go-ratelimit/ratelimit/echomw => ../echomw
 

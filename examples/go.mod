@@ -3,7 +3,7 @@
 // is simpler than six, and `go run ./examples/demo` works from the
 // repository root through go.work.
 //
-// go 1.25.0: gin v1.12.0 and echo v4.16.0 declare it.
+// go 1.25.0: gin v1.12.0, echo v4.16.0 and echo v5.4.6 declare it.
 //
 // Published go.mod: no replace here. It requires this repository's other
 // modules at the placeholder v0.0.0-00010101000000-000000000000, which the
@@ -19,12 +19,14 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-ratelimit/ratelimit v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/chimw v0.0.0-00010101000000-000000000000
+	github.com/go-ratelimit/ratelimit/echo5mw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/echomw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/ginmw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/otelhook v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/promhook v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/redisstore v0.0.0-00010101000000-000000000000
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/labstack/echo/v5 v5.4.6
 	github.com/prometheus/client_golang v1.24.1
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/stretchr/testify v1.12.1
@@ -78,5 +80,6 @@ require (
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )

@@ -14,7 +14,7 @@
 // mistake in the program; proxy prefixes read from configuration are parsed
 // with [ParseTrustedProxies], which returns the error instead.
 //
-// [PeerIP] and [JoinKeys] are the same keys for transports other than HTTP
+// [PeerIP], [JoinKeys] and [BoundKey] are the same keys for transports other than HTTP
 // (package grpcmw keys gRPC calls with them).
 //
 // # Client IP: the peer, unless you say otherwise

@@ -152,3 +152,15 @@ func TestJoinKeysIsJoinsEncoding(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestBoundKeyIsHeadersBound(t *testing.T) {
+	apiKey := keyfunc.Header("X-API-Key")
+	for _, v := range []string{"k-1", strings.Repeat("k", 256), strings.Repeat("k", 257), keyfunc.HashedKeyPrefix + "x"} {
+		if got, want := keyfunc.BoundKey(v), mustKey(t, apiKey, request("192.0.2.1:1", "X-API-Key", v)); got != want {
+			t.Errorf("BoundKey(%.20q...) = %q, want Header's %q", v, got, want)
+		}
+	}
+	if got := keyfunc.BoundKey(strings.Repeat("k", 257)); len(got) != 50 {
+		t.Errorf("a 257-byte key gives %q, want a hash", got)
+	}
+}

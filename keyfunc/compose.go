@@ -16,6 +16,12 @@ func JoinKeys(parts ...string) string {
 	return boundKeyBytes(key)
 }
 
+// BoundKey is the key a Func of this package makes of the value key (an
+// API key, a method name) for keys taken outside a Func (grpcmw takes
+// them from gRPC metadata): key itself, unless it is longer than 256 bytes
+// or starts with "sha256:", when it is replaced by its hash.
+func BoundKey(key string) string { return boundKey(key) }
+
 // appendPart appends one part of a joined key to key.
 func appendPart(key []byte, part string) []byte {
 	key = strconv.AppendInt(key, int64(len(part)), 10)

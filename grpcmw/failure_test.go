@@ -23,7 +23,7 @@ func failing(err error) coretest.Failing { return coretest.Failing{Err: err, P: 
 // store's are while its circuit breaker is open.
 type breakerOpen struct{}
 
-func (breakerOpen) Error() string               { return "store: circuit breaker open" }
+func (breakerOpen) Error() string             { return "store: circuit breaker open" }
 func (breakerOpen) RetryAfter() time.Duration { return 1500 * time.Millisecond }
 
 func TestLimiterFailures(t *testing.T) {
@@ -89,7 +89,7 @@ func TestCost(t *testing.T) {
 		outcome nethttp.Outcome
 	}{
 		{3, codes.OK, false, nethttp.OutcomeAllowed},
-		{3, codes.ResourceExhausted, true, nethttp.OutcomeDenied}, // 2 left
+		{3, codes.ResourceExhausted, true, nethttp.OutcomeDenied},  // 2 left
 		{6, codes.ResourceExhausted, false, nethttp.OutcomeDenied}, // above capacity: waiting cannot help
 		{0, codes.Internal, false, nethttp.OutcomeCostError},
 		{-1, codes.Internal, false, nethttp.OutcomeCostError},

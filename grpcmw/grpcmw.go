@@ -256,4 +256,3 @@ func wait(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
-

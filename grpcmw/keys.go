@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 
 	"github.com/go-ratelimit/ratelimit/keyfunc"
@@ -34,13 +36,33 @@ const metadataXForwardedFor = "x-forwarded-for"
 // [keyfunc.FromHeaders]: only x-forwarded-for is read.
 func Peer(opts ...keyfunc.IPOption) KeyFunc {
 	ip := keyfunc.PeerIP(opts...)
+	// Without options no peer is trusted, and the metadata is never read:
+	// looking for a missing name costs a walk of all the call's metadata.
+	trusting := len(opts) > 0
 	return func(ctx context.Context, _ string) (string, error) {
 		p, ok := peer.FromContext(ctx)
 		if !ok || p.Addr == nil {
 			return "", errNoPeer
 		}
-		return ip(p.Addr.String(), metadata.ValueFromIncomingContext(ctx, metadataXForwardedFor))
+		var xff []string
+		if trusting {
+			xff = metadata.ValueFromIncomingContext(ctx, metadataXForwardedFor)
+		}
+		return ip(addrString(p.Addr), xff)
 	}
+}
+
+// addrString is a.String(), in one allocation for a TCP peer (String takes
+// two), with an IPv4 address written as IPv4, so that keyfunc.PeerIP keys
+// it without another.
+func addrString(a net.Addr) string {
+	t, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	ip, _ := netip.AddrFromSlice(t.IP)
+	var buf [len("[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff%") + 16 + len("]:65535")]byte
+	return string(netip.AddrPortFrom(ip.Unmap().WithZone(t.Zone), uint16(t.Port)).AppendTo(buf[:0]))
 }
 
 var errNoPeer = fmt.Errorf("%w: the call has no peer address", keyfunc.ErrNoKey)

@@ -16,6 +16,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/echomw"
 	"github.com/go-ratelimit/ratelimit/ginmw"
+	"github.com/go-ratelimit/ratelimit/grpcmw"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"github.com/go-ratelimit/ratelimit/nethttp/sloghook"
@@ -26,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
 )
 
 // The snippets of README.md, in order.
@@ -40,6 +42,7 @@ var _ = []func(){
 	snippet8,
 	snippet9,
 	snippet10,
+	snippet11,
 }
 
 func snippet1() {
@@ -55,7 +58,7 @@ func snippet1() {
 	g.Use(ginmw.Limit(lim))
 	e := echo.New() // echo: denials go through echo's HTTPErrorHandler
 	e.Use(echomw.Limit(lim))
-//line snippets.go:59
+//line snippets.go:62
 	_ = lim
 	_ = mux
 	_ = handler
@@ -70,7 +73,7 @@ func snippet2() {
 	perRouteIP := nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP()))
 	r := chi.NewRouter()
 	r.With(chimw.Limit(logins, perRouteIP)).Post("/login", func(w http.ResponseWriter, r *http.Request) {})
-//line snippets.go:74
+//line snippets.go:77
 	_ = logins
 	_ = perRouteIP
 	_ = r
@@ -86,7 +89,7 @@ func snippet3() {
 			w.Header().Set("WWW-Authenticate", `ApiKey header="X-API-Key"`)
 			http.Error(w, "an X-API-Key header is required", http.StatusUnauthorized)
 		})))
-//line snippets.go:90
+//line snippets.go:93
 	_ = perKey
 	_ = r
 }
@@ -98,7 +101,7 @@ func snippet4() {
 	mux := http.NewServeMux()
 	http.ListenAndServe("127.0.0.1:8080", nethttp.Middleware(lim, nethttp.WithHook(logs.Handle))(mux))
 	logs.Flush() // at shutdown: the counts not yet logged
-//line snippets.go:102
+//line snippets.go:105
 	_ = lim
 	_ = logs
 	_ = mux
@@ -114,7 +117,7 @@ func snippet5() {
 	mux := http.NewServeMux()
 	mux.Handle("/", nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(app))
 	mux.Handle("GET /metrics", promhttp.Handler()) // not limited
-//line snippets.go:118
+//line snippets.go:121
 	_ = lim
 	_ = m
 	_ = app
@@ -130,7 +133,7 @@ func snippet6() {
 	}
 	m.WatchKeys("per-ip", lim) // ratelimit.keys{ratelimit.limiter="per-ip"}
 	mw := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))
-//line snippets.go:134
+//line snippets.go:137
 	_ = lim
 	_ = m
 	_ = err
@@ -138,16 +141,29 @@ func snippet6() {
 }
 
 func snippet7() {
-//line README.md:145
+//line README.md:144
+	lim := core.MustNew(core.TokenBucket(100, time.Minute)) // 100 per minute per caller address
+	srv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(lim,
+			grpcmw.WithMethodPolicy("/auth.Auth/Login", core.TokenBucket(5, time.Minute).WithName("login")))),
+		grpc.ChainStreamInterceptor(grpcmw.StreamServerInterceptor(lim)),
+	)
+//line snippets.go:152
+	_ = lim
+	_ = srv
+}
+
+func snippet8() {
+//line README.md:170
 	core.FixedWindow(100, time.Minute)                   // ≤ 100 in each minute on the clock
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
 	core.LeakyBucket(10, time.Second).WithBurst(50)      // served at a steady 10/s, 50 may queue
-//line snippets.go:147
+//line snippets.go:163
 }
 
-func snippet8() {
-//line README.md:165
+func snippet9() {
+//line README.md:190
 	lim, err := core.New(core.TokenBucket(100, time.Minute), core.WithMaxKeys(1_000_000))
 	if err != nil {
 		log.Fatal(err) // an invalid policy is an error that names the field (core.MustNew panics with it)
@@ -160,7 +176,7 @@ func snippet8() {
 	d, err = lim.Peek(ctx, key)      // look without consuming
 	err = lim.Reset(ctx, key)        // forget a key
 	err = lim.Wait(ctx, key, 1)      // block until admitted (clients of other APIs)
-//line snippets.go:164
+//line snippets.go:180
 	_ = lim
 	_ = err
 	_ = ctx
@@ -168,8 +184,8 @@ func snippet8() {
 	_ = d
 }
 
-func snippet9() {
-//line README.md:191
+func snippet10() {
+//line README.md:216
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -177,15 +193,15 @@ func snippet9() {
 	}
 	defer lim.Close()
 	perIP := nethttp.Middleware(lim) // limits locally while Redis is down: see "When Redis fails"
-//line snippets.go:181
+//line snippets.go:197
 	_ = rdb
 	_ = lim
 	_ = err
 	_ = perIP
 }
 
-func snippet10() {
-//line README.md:226
+func snippet11() {
+//line README.md:251
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -200,7 +216,7 @@ func snippet10() {
 		log.Fatal(err)
 	}
 	defer lim.Close()
-//line snippets.go:204
+//line snippets.go:220
 	_ = rdb
 	_ = ctx
 	_ = cancel

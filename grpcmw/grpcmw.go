@@ -191,7 +191,7 @@ func (l *limiter) answer(ctx context.Context, r *rule, ev *nethttp.Event, fields
 	d := ev.Decision
 	switch ev.Outcome {
 	case nethttp.OutcomeAllowed, nethttp.OutcomeDryRun:
-		if fields {
+		if fields && l.cfg.style != nethttp.HeadersNone { // HeadersNone writes only a denial's retry-after
 			setHeader(ctx, r.render, d, false)
 		}
 		if d.Delay > 0 && !l.cfg.dryRun {
@@ -202,6 +202,13 @@ func (l *limiter) answer(ctx context.Context, r *rule, ev *nethttp.Event, fields
 		}
 		return nil
 	case nethttp.OutcomeDenied:
+		if ev.Err != nil { // a cost above capacity: waiting cannot help
+			d.Allowed, d.RetryAfter = false, 0
+			if d.Policy == (core.Policy{}) { // from a store that failed too
+				d = known(r, d)
+			}
+			ev.Decision = d
+		}
 		if fields {
 			setHeader(ctx, r.render, d, true)
 		}
@@ -215,7 +222,7 @@ func (l *limiter) answer(ctx context.Context, r *rule, ev *nethttp.Event, fields
 	}
 	// A failure: what is known of the limit, never Remaining or Reset.
 	ev.Decision = known(r, d)
-	if fields {
+	if fields && l.cfg.style != nethttp.HeadersNone {
 		setKnown(ctx, r.render, ev.Decision.Limit)
 	}
 	if ev.Outcome == nethttp.OutcomeFailedOpen {

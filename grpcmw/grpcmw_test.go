@@ -208,3 +208,39 @@ func TestDryRunServesEveryCall(t *testing.T) {
 }
 
 func statusCode(err error) codes.Code { return replyOf(err, nil).code }
+
+func TestHeaderStyles(t *testing.T) {
+	p := core.FixedWindow(2, time.Minute).WithName("per-peer")
+	t.Run("IETF fields, as the HTTP adapters write them", func(t *testing.T) {
+		srv := serveUnary(t, newLimiter(t, p), grpcmw.WithHeaderStyle(nethttp.HeadersIETF))
+		r := unaryCallFrom(t, dial(t, srv, "127.0.0.1"))
+		if got := r.field(t, "ratelimit-policy"); got != `"per-peer";q=2;w=60` {
+			t.Errorf("ratelimit-policy = %q", got)
+		}
+		if got := r.field(t, "ratelimit"); got != `"per-peer";r=1;t=6` {
+			t.Errorf("ratelimit = %q", got)
+		}
+		if got := r.field(t, "x-ratelimit-limit"); got != "" {
+			t.Errorf("x-ratelimit-limit = %q, want none", got)
+		}
+	})
+	t.Run("no fields but a denial's retry-after", func(t *testing.T) {
+		srv := serveUnary(t, newLimiter(t, p), grpcmw.WithHeaderStyle(nethttp.HeadersNone))
+		c := dial(t, srv, "127.0.0.1")
+		for i := range 3 {
+			r := unaryCallFrom(t, c)
+			want := ""
+			if i == 2 {
+				want = "6"
+			}
+			if got := r.field(t, "retry-after"); got != want || r.field(t, "x-ratelimit-limit") != "" {
+				t.Errorf("call %d: metadata %v, want retry-after %q alone", i+1, r.header, want)
+			}
+		}
+	})
+	t.Run("panics for an unknown style", func(t *testing.T) {
+		if got := panicText(func() { grpcmw.WithHeaderStyle(9) }); got != "grpcmw: WithHeaderStyle: unknown header style HeaderStyle(9)" {
+			t.Errorf("got %q", got)
+		}
+	})
+}

@@ -19,8 +19,10 @@ import (
 //
 //	grpc.NewServer(grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(lim)))
 //
-// It panics for a nil limiter, a nil Option, or a [WithMethodPolicy] the
-// limiter cannot apply.
+// One interceptor per server is the intended use ([WithMethodPolicy] gives
+// methods limits of their own): gRPC joins header metadata, so a second
+// one adds its values to the same fields. It panics for a nil limiter, a
+// nil Option, or a WithMethodPolicy the limiter cannot apply.
 func UnaryServerInterceptor(lim core.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
 	l := newLimiter("UnaryServerInterceptor", lim, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

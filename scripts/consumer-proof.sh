@@ -34,6 +34,7 @@ adapters=(
 	"ginmw github.com/gin-gonic/gin"
 	"echomw github.com/labstack/echo/v4"
 	"echo5mw github.com/labstack/echo/v5"
+	"grpcmw google.golang.org/grpc"
 )
 
 tmp=$(mktemp -d)

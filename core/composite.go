@@ -358,3 +358,34 @@ func newAllRegistry(r *rule, resolve func(Policy) (*rule, error), maxKeys int) d
 	}
 	return newRegistry[allState[gcraState, *gcraState]](r, resolve, maxKeys)
 }
+
+// Combine returns the decision under p, a policy made with AllOf, of a
+// request whose parts a store decided one by one: parts[i] is what part i
+// of p.Parts() answers (for a denial, what it would answer without
+// consuming). The decision is as the in-memory limiter's ([Decision.Parts]);
+// its Source and At are parts[0]'s. It is for stores that decide the parts
+// themselves (redisstore); it returns an error when p is not made of
+// len(parts) parts.
+func Combine(p Policy, parts []Decision) (Decision, error) {
+	r, err := compile(p)
+	switch {
+	case err != nil:
+		return Decision{}, err
+	case p.parts == "" || len(r.parts) != len(parts):
+		return Decision{}, fmt.Errorf("core: Combine: %v has %d parts, got %d decisions", p, len(r.parts), len(parts))
+	}
+	pv := &partVerdicts{rule: &r}
+	admitted := true
+	for i, d := range parts {
+		wait := d.RetryAfter
+		if d.Allowed {
+			wait = d.Delay
+		}
+		pv.v[i] = verdict{allowed: d.Allowed, remaining: d.Remaining, reset: d.ResetAfter, wait: wait}
+		admitted = admitted && d.Allowed
+	}
+	var d Decision
+	r.fill(&d, pv.combine(admitted), 0)
+	d.Source, d.At = parts[0].Source, parts[0].At
+	return d, nil
+}

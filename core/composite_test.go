@@ -245,3 +245,28 @@ func TestAllOfNeedsALimiterOfSuchPolicies(t *testing.T) {
 		t.Errorf("a policy of one part to a limiter of parts: got %+v, %v; want admitted, 9 left, no parts", d, err)
 	}
 }
+
+// TestCombineIsTheMemoryDecision: a store that decides the parts itself
+// and combines them answers what the in-memory limiter answers.
+func TestCombineIsTheMemoryDecision(t *testing.T) {
+	ctx := context.Background()
+	p := core.AllOf(
+		core.TokenBucket(1, time.Second).WithName("fast"),
+		core.TokenBucket(2, time.Minute).WithName("slow"))
+	lim, clock := frozen(t, p)
+	for range 4 {
+		d, _ := lim.Allow(ctx, "k")
+		got, err := core.Combine(p, d.Parts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Allowed != d.Allowed || got.Limit != d.Limit || got.Remaining != d.Remaining || got.ResetAfter != d.ResetAfter ||
+			got.RetryAfter != d.RetryAfter || got.Delay != d.Delay || got.Policy != d.Policy || got.At != d.At || len(got.Parts()) != 2 {
+			t.Errorf("Combine(Parts()): got %+v, want %+v", got, d)
+		}
+		clock.Set(clock.Now().Add(time.Second))
+	}
+	if _, err := core.Combine(core.TokenBucket(1, time.Second), nil); err == nil {
+		t.Errorf("Combine of a policy of one part: no error")
+	}
+}

@@ -243,12 +243,13 @@ func (l *Limiter) unanswered(ctx context.Context, op string, ps *pspec, p *core.
 // its own policy's rate.
 func (l *Limiter) remember(key string, pid uint64, d core.Decision, used, sent int64, gen uint64) {
 	if !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 && d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan && used >= 0 {
-		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: pid}, sent, gen)
+		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), at: d.At.UnixNano() - sent, pid: pid}, sent, gen)
 	}
 }
 
 // cachedDenial is the Decision of a cached unit-cost denial at now under
-// p: the same denial, its durations shortened by the time elapsed.
+// p: the same denial, its durations shortened and its At moved on by the
+// time elapsed.
 func cachedDenial(e denyEntry, now int64, p *core.Policy) core.Decision {
 	return core.Decision{
 		Limit:      p.Limit,
@@ -256,6 +257,7 @@ func cachedDenial(e denyEntry, now int64, p *core.Policy) core.Decision {
 		RetryAfter: time.Duration(e.until - now),
 		Policy:     *p,
 		Source:     core.SourceDenyCache,
+		At:         time.Unix(0, now+e.at).UTC(),
 	}
 }
 

@@ -53,4 +53,6 @@
 // a Set replies zeros. A denial decided on a state converted from another
 // policy, which is not written, replies -1 in the fifth: its RetryAfter
 // would go stale at another rate, so the deny cache must not keep it.
+// Then two more: the script's now, in µs and the ns remainder, the At of
+// every call's Decision.
 package script

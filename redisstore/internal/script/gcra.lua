@@ -175,4 +175,5 @@ for k, px in pairs(dirty) do
     redis.call('SET', k, struct.pack('<dHddH', tus[k], tr[k], tiv[k], cu, cr), 'PX', px)
   end
 end
+out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
 return table.concat(out)

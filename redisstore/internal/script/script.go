@@ -190,16 +190,19 @@ func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool
 // Parse reads a script's reply into its calls' answers.
 func Parse[C Caller](v any, calls []C) error {
 	f, ok := v.(string)
-	if !ok || len(f) != 40*len(calls) {
+	if !ok || len(f) != 40*len(calls)+16 {
 		return fmt.Errorf("redisstore: unexpected script reply %T of %d bytes for %d calls", v, len(f), len(calls))
 	}
+	word := func(i int) int64 { return int64(binary.LittleEndian.Uint64([]byte(f[8*i : 8*i+8]))) }
+	at := time.Unix(0, word(5*len(calls))*1000+word(5*len(calls)+1)).UTC()
 	for i, cc := range calls {
 		c := cc.ScriptCall()
 		var x [5]int64
 		for j := range x {
-			x[j] = int64(binary.LittleEndian.Uint64([]byte(f[40*i+8*j : 40*i+8*j+8])))
+			x[j] = word(5*i + j)
 		}
 		d := &c.Res
+		d.At = at
 		d.Allowed = x[0] == 1
 		d.Remaining = x[1]
 		d.ResetAfter = time.Duration(max(x[2], 0))

@@ -148,9 +148,10 @@ func TestScriptsRunWithRedisCli(t *testing.T) {
 		out, err := exec.Command("redis-cli", "-h", host, "-p", port, "--eval", f, key, ",", "1", "0", "", "").CombinedOutput()
 		require.NoError(t, err, "%s: %s", f, out)
 		reply := strings.TrimSuffix(string(out), "\n") // raw: redis-cli writes to no terminal
-		require.Len(t, reply, 40, "%s: one call's reply: %q", f, out)
+		require.Len(t, reply, 40+16, "%s: one call's reply and the script's now: %q", f, out)
 		var one script.Call
 		require.NoError(t, script.Parse(reply, []*script.Call{&one}))
 		assert.True(t, one.Res.Allowed, "%s admits a fresh key", f)
+		assert.WithinDuration(t, time.Now(), one.Res.At, time.Minute, "%s: At is the server's TIME (on this host)", f)
 	}
 }

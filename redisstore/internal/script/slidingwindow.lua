@@ -235,4 +235,5 @@ for k, p in pairs(px) do
     redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', p)
   end
 end
+out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
 return table.concat(out)

@@ -127,20 +127,61 @@ func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Op
 // ([core.ErrClosed]); dryRun serves every request. It does not look at
 // d.Delay, which the caller waits out before serving.
 func OutcomeOf(ctx context.Context, d core.Decision, err error, failClosed, dryRun bool) Outcome {
+	// Small enough to be inlined: a call reads d.Allowed, not a copy of d.
 	switch {
-	case err == nil && d.Allowed:
+	case err != nil:
+		return errorOutcome(ctx, err, failClosed, dryRun)
+	case d.Allowed:
 		return OutcomeAllowed
-	case err == nil || errors.Is(err, core.ErrCostExceedsCapacity):
-		if dryRun {
-			return OutcomeDryRun
-		}
-		return OutcomeDenied
+	case dryRun:
+		return OutcomeDryRun
+	}
+	return OutcomeDenied
+}
+
+// denied is the outcome of a denial: served under WithDryRun.
+func denied(dryRun bool) Outcome {
+	if dryRun {
+		return OutcomeDryRun
+	}
+	return OutcomeDenied
+}
+
+// errorOutcome is OutcomeOf for a limiter's error.
+func errorOutcome(ctx context.Context, err error, failClosed, dryRun bool) Outcome {
+	switch {
+	case errors.Is(err, core.ErrCostExceedsCapacity):
+		return denied(dryRun)
 	case errors.Is(err, core.ErrInvalidCost):
 		return OutcomeCostError
+	}
+	return failureOutcome(ctx, err, failClosed, dryRun)
+}
+
+// failureOutcome is OutcomeOf for err, a failure to decide: of the limiter,
+// or of the WithPolicyFunc function.
+func failureOutcome(ctx context.Context, err error, failClosed, dryRun bool) Outcome {
+	switch {
 	case canceled(ctx, err):
 		return OutcomeCanceled
 	case dryRun || !failClosed && !errors.Is(err, core.ErrClosed):
 		return OutcomeFailedOpen
 	}
 	return OutcomeFailedClosed
+}
+
+// status is the status of the answer to a request rejected with outcome o,
+// and 0 for the outcomes that serve the request.
+func (o Outcome) status() int {
+	switch o {
+	case OutcomeDenied:
+		return http.StatusTooManyRequests
+	case OutcomeKeyError:
+		return http.StatusBadRequest
+	case OutcomeCostError:
+		return http.StatusInternalServerError
+	case OutcomeFailedClosed, OutcomeCanceled:
+		return http.StatusServiceUnavailable
+	}
+	return 0
 }

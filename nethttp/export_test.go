@@ -11,7 +11,7 @@ import (
 // renderer alone, for the tests of package nethttp_test.
 func WriteHeaders(h http.Header, d core.Decision, style HeaderStyle, resetUnix bool) {
 	rd := newRenderer(d.Policy, style, resetUnix)
-	rd.write(h, d, !d.Allowed)
+	rd.write(h, &d, !d.Allowed)
 }
 
 // CachedRenderers is how many renderers e keeps for policies other than its

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
@@ -106,122 +105,76 @@ func (e *Engine) rendererFor(p core.Policy) *renderer {
 	return e.renders.LoadOrStore(p, &rd)
 }
 
-// value is one header value being rendered: a ready string, or the span
-// [i, j) of the buffer that is turned into one string once every value has
-// been appended to it.
-type value struct {
-	s    string
-	i, j int
-}
-
-// number appends n to b.
-func number(b []byte, n int64) ([]byte, value) {
-	i := len(b)
-	b = strconv.AppendInt(b, n, 10)
-	return b, value{i: i, j: len(b)}
-}
-
 // write sets the header fields for d, a decision of rd.policy (see
 // Engine.rendererFor; with HeadersNone, any renderer writes Retry-After).
 // deny says whether d is the denial the request is answered with: the
 // caller passes false for an admission and for a dry-run denial, which is
 // served, and so must neither tell the client to come back later nor take
 // the X-RateLimit-* fields from a tighter limit.
-func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
-	retry := deny && d.RetryAfter > 0
-	if deny && !retry {
-		// Waiting cannot end this denial (a cost above capacity): no
-		// Retry-After, whatever an earlier writer left.
-		delete(h, keyRetryAfter)
-	}
+func (rd *renderer) write(h http.Header, d *core.Decision, deny bool) {
 	if !d.Allowed && d.RetryAfter <= 0 {
-		// A cost above capacity: the key's state is beside the point
-		// (and unknown to a store that failed), so what is known of the
-		// limit, never Remaining or Reset. A denial is about this limit:
-		// an outer limit's fields would describe another one.
-		if deny {
-			delete(h, keyLimit)
-			delete(h, keyRemaining)
-			delete(h, keyReset)
-		}
-		rd.writeKnown(h, d.Limit)
+		rd.writeBeyondCapacity(h, d.Limit, deny)
 		return
 	}
-	x, ietf := rd.style.x(), rd.style.ietf()
-	if !x && !ietf && !retry {
-		return
-	}
-	var reset int64
-	if x {
-		reset = rd.resetValue(d.ResetAfter)
+	// Every value that is not cached goes into one buffer, which becomes
+	// one string whose substrings are the values (see fields.set).
+	var buf [96]byte
+	b := buf[:0]
+	var f fields
+	if rd.style.x() {
+		reset := rd.resetValue(d.ResetAfter)
 		// The limit that denies is the one the 429 is about, even if an
 		// outer limit that admitted shows fewer requests remaining (its
 		// Remaining counts unit requests; this denial may be for a cost
 		// above its own Remaining) or the same number with a later reset.
-		x = deny || moreRestrictive(h, d.Remaining, reset)
-	}
-
-	// First every value that is not cached goes into one buffer, which
-	// becomes one string whose substrings are those values; then one slice
-	// backs all the values, each header a one-element window of it.
-	var buf [96]byte
-	b := buf[:0]
-	var limit, remaining, resetV, retryV, rateLimit value
-	n := 0
-	if x {
-		n += 3
-		if d.Limit == rd.policy.Limit {
-			limit = value{s: rd.limit}
-		} else {
-			b, limit = number(b, d.Limit)
+		if deny || moreRestrictive(h, d.Remaining, reset) {
+			if d.Limit == rd.policy.Limit {
+				f.add(keyLimit, value{s: rd.limit})
+			} else {
+				b = f.number(b, keyLimit, d.Limit)
+			}
+			b = f.number(b, keyRemaining, d.Remaining)
+			b = f.number(b, keyReset, reset)
 		}
-		b, remaining = number(b, d.Remaining)
-		b, resetV = number(b, reset)
 	}
-	if retry {
-		n++
-		b, retryV = number(b, max(ceilSeconds(d.RetryAfter), 1))
+	if deny {
+		b = f.number(b, keyRetryAfter, max(ceilSeconds(d.RetryAfter), 1))
 	}
-	if ietf {
-		n += 2
+	if rd.style.ietf() {
+		b = rd.addPolicy(&f, b, h)
 		i := len(b)
+		b = appendMembers(b, h[keyRateLimit])
 		b = append(b, rd.name...)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, d.Remaining, 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
-		rateLimit = value{i: i, j: len(b)}
+		f.add(keyRateLimit, value{i: i, j: len(b)})
 	}
-	var s string
-	if len(b) > 0 {
-		s = string(b)
-	}
+	f.set(h, b)
+}
 
-	all := make([]string, n)
-	n = 0
-	put := func(key, v string) {
-		all[n] = v
-		h[key] = all[n : n+1 : n+1]
-		n++
+// writeBeyondCapacity writes the fields of a denial of a cost above
+// capacity: the key's state is beside the point (and unknown to a store
+// that failed), so what is known of the limit, never Remaining or Reset.
+// When it is the answer (deny), Retry-After goes (waiting cannot end this
+// denial, whatever an earlier writer left), and so do an outer limit's
+// X-RateLimit-* fields, which describe another limit.
+func (rd *renderer) writeBeyondCapacity(h http.Header, limit int64, deny bool) {
+	if deny {
+		delete(h, keyRetryAfter)
+		delete(h, keyLimit)
+		delete(h, keyRemaining)
+		delete(h, keyReset)
 	}
-	if x {
-		put(keyLimit, limit.in(s))
-		put(keyRemaining, remaining.in(s))
-		put(keyReset, resetV.in(s))
-	}
-	if retry {
-		put(keyRetryAfter, retryV.in(s))
-	}
-	if ietf {
-		put(keyPolicy, appendMember(h[keyPolicy], rd.policyItem))
-		put(keyRateLimit, appendMember(h[keyRateLimit], rateLimit.in(s)))
-	}
+	rd.writeKnown(h, limit)
 }
 
 // writeKnown sets what is known of a limit whose decision is not (the
-// limiter failed, or the cost is above capacity): X-RateLimit-Limit, unless an outer limit has set its
-// own, complete fields, and this policy's member of RateLimit-Policy. Never
-// Remaining, Reset or the RateLimit field, which would be guesses.
+// limiter failed, or the cost is above capacity): X-RateLimit-Limit, unless
+// an outer limit has set its own, complete fields, and this policy's member
+// of RateLimit-Policy. Never Remaining, Reset or the RateLimit field, which
+// would be guesses.
 func (rd *renderer) writeKnown(h http.Header, limit int64) {
 	if rd.style.x() && len(h[keyLimit]) == 0 {
 		v := rd.limit
@@ -231,16 +184,84 @@ func (rd *renderer) writeKnown(h http.Header, limit int64) {
 		h[keyLimit] = []string{v}
 	}
 	if rd.style.ietf() {
-		h[keyPolicy] = []string{appendMember(h[keyPolicy], rd.policyItem)}
+		var f fields
+		f.set(h, rd.addPolicy(&f, nil, h))
 	}
 }
 
-// in returns the value, taking it from the rendered buffer s if it is there.
-func (v value) in(s string) string {
-	if v.s != "" {
-		return v.s
+// addPolicy adds the RateLimit-Policy field to f: this policy's member,
+// after those of outer limits already in h, if any. Several policies on
+// one request are listed together, none overwritten.
+func (rd *renderer) addPolicy(f *fields, b []byte, h http.Header) []byte {
+	old := h[keyPolicy]
+	if len(old) == 0 {
+		f.add(keyPolicy, value{s: rd.policyItem})
+		return b
 	}
-	return s[v.i:v.j]
+	i := len(b)
+	b = append(appendMembers(b, old), rd.policyItem...)
+	f.add(keyPolicy, value{i: i, j: len(b)})
+	return b
+}
+
+// appendMembers appends to b the lines of a structured-field list already
+// in the response, each followed by ", ", for one more member to follow.
+func appendMembers(b []byte, lines []string) []byte {
+	for _, l := range lines {
+		b = append(b, l...)
+		b = append(b, ", "...)
+	}
+	return b
+}
+
+// fields are the header fields of one decision being rendered, set
+// together by set: two allocations, whatever the style.
+type fields struct {
+	n    int
+	keys [6]string
+	vals [6]value
+}
+
+// value is one header value: a ready string, or the span [i, j) of the
+// buffer rendered for the fields.
+type value struct {
+	s    string
+	i, j int
+}
+
+func (f *fields) add(key string, v value) {
+	f.keys[f.n], f.vals[f.n] = key, v
+	f.n++
+}
+
+// number appends n to b as the value of key.
+func (f *fields) number(b []byte, key string, n int64) []byte {
+	i := len(b)
+	b = strconv.AppendInt(b, n, 10)
+	f.add(key, value{i: i, j: len(b)})
+	return b
+}
+
+// set sets the fields in h, their values taken from b: b becomes one
+// string whose substrings are the values, and one slice backs them all,
+// each header a one-element window of it.
+func (f *fields) set(h http.Header, b []byte) {
+	if f.n == 0 {
+		return
+	}
+	var s string
+	if len(b) > 0 {
+		s = string(b)
+	}
+	all := make([]string, f.n)
+	for k := range f.n {
+		v := f.vals[k]
+		if v.s == "" {
+			v.s = s[v.i:v.j]
+		}
+		all[k] = v.s
+		h[f.keys[k]] = all[k : k+1 : k+1]
+	}
 }
 
 // moreRestrictive reports whether an admission (or dry-run denial) with
@@ -267,16 +288,6 @@ func headerInt(h http.Header, key string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(v[0], 10, 64)
 	return n, err == nil
-}
-
-// appendMember adds one member to a structured-field list held in old (the
-// lines of the field already in the response): several policies on one
-// request are listed together, none overwritten.
-func appendMember(old []string, member string) string {
-	if len(old) == 0 {
-		return member
-	}
-	return strings.Join(old, ", ") + ", " + member
 }
 
 func (rd *renderer) resetValue(d time.Duration) int64 {

@@ -42,7 +42,7 @@ type Engine struct {
 	renders  cow.Map[core.Policy, *renderer] // for other policies: see rendererFor
 	deny     func(http.ResponseWriter, *http.Request, core.Decision)
 	keyError func(http.ResponseWriter, *http.Request, error)
-	passes   bool // see PassesRequest
+	passes   bool // a function of the options gets the request: see Check
 }
 
 // NewEngine returns the engine of Middleware(lim, opts...). It panics as
@@ -99,8 +99,8 @@ func (e *Engine) wrap(next http.Handler) http.Handler {
 		next = http.NotFoundHandler()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rej := e.Check(w, r); rej != nil {
-			e.Respond(w, r, rej)
+		if rej := e.Check(w, r, nil); rej != nil {
+			e.Respond(w, rej)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -111,139 +111,40 @@ func (e *Engine) wrap(next http.Handler) http.Handler {
 // leaky-bucket delay and calls the hooks, but writes no status and no body.
 // It returns nil when the request goes on to the next handler, and otherwise
 // the [Rejection] to answer, with Respond or the router's own error
-// rendering. r is the request the key functions see: for [keyfunc.Route], a
-// shallow copy with the router's route pattern in Request.Pattern (see the
-// Engine example), never the caller's request modified.
-func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
-	for _, skip := range e.cfg.skip {
-		if skip(r) {
-			return nil
-		}
+// rendering.
+//
+// r is the request as it came. view, when not nil, returns the request that
+// the functions of the options (key, skip, cost and policy functions,
+// hooks) and Respond's handlers see instead: for an adapter, a shallow copy
+// of r carrying the router's route pattern in Request.Pattern (for
+// [keyfunc.Route]) and the router's own context, never r modified (see the
+// Engine example). Check calls view at most once, and only when such a
+// function is to see the request, so that a request no function reads
+// costs no copy.
+func (e *Engine) Check(w http.ResponseWriter, r *http.Request, view func() *http.Request) *Rejection {
+	if view != nil && e.passes {
+		r, view = view(), nil
 	}
-	key, err := e.cfg.key(r)
-	if err != nil && e.cfg.fallback != nil {
-		key, err = e.cfg.fallback(r)
+	if e.skipped(r) {
+		return nil
 	}
-	if err != nil {
-		return e.reject(Event{Request: r, Outcome: OutcomeKeyError, Decision: e.knownBeforeCall(), Err: err},
-			&Rejection{Status: http.StatusBadRequest, Err: err, kind: kindKey})
-	}
-	n := int64(1)
-	if e.cfg.cost != nil {
-		if n, err = e.cfg.cost(r); err != nil {
-			err = fmt.Errorf("cost function: %w", err)
-		} else if n <= 0 {
-			err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
-		}
-		if err != nil {
-			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Decision: e.knownBeforeCall(), Err: err},
-				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
-		}
-	}
-
-	var p core.Policy // the request's own policy, with WithPolicyFunc
-	if e.cfg.policy != nil {
-		var perr error
-		p, perr = e.cfg.policy(r, key)
-		if perr == nil {
-			perr = checkPolicyName(p.Name)
-		}
-		if perr != nil {
-			// No policy, so nothing known to write: a zero Decision.
-			return e.failure(w, Event{Request: r, Key: key, Cost: n, Err: fmt.Errorf("policy func: %w", perr)})
-		}
-	}
-	// The clock is read for the hooks' Latency only.
-	hooked := len(e.cfg.hooks) > 0
-	var (
-		d       core.Decision
-		start   time.Time
-		latency time.Duration
-	)
-	if hooked {
-		start = time.Now()
-	}
-	if e.plim == nil {
-		d, err = e.lim.AllowN(r.Context(), key, n)
-	} else {
-		d, err = e.plim.AllowPolicy(r.Context(), p, key, n)
-	}
-	if hooked {
-		latency = time.Since(start)
-	}
-	if err != nil {
-		switch {
-		case errors.Is(err, core.ErrCostExceedsCapacity):
-			// A decision, not a failure: deny, and the zero RetryAfter
-			// keeps Retry-After out, as waiting cannot help. err stays,
-			// for the hooks and the Rejection.
-			d.Allowed, d.RetryAfter = false, 0
-		case errors.Is(err, core.ErrInvalidCost):
-			applied := e.render.policy
-			if e.plim != nil {
-				applied = p
-			}
-			known := core.Decision{Limit: applied.Limit, Policy: applied}
-			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Decision: known, Err: err, Latency: latency},
-				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
-		default:
-			if e.plim != nil {
-				if verr := p.Validate(); verr != nil {
-					// An invalid policy from the policy func: no limit is
-					// known, so nothing is advertised (checked here, off
-					// the path of every request, as the limiter rejects it).
-					return e.failure(w, Event{Request: r, Key: key, Cost: n, Err: fmt.Errorf("policy func: %w", verr), Latency: latency})
-				}
-			}
-			// What is known of the limit: the store's Limit and Policy,
-			// or else those of the policy the call was to apply.
-			known := core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
-			if known.Policy == (core.Policy{}) {
-				known.Policy = e.render.policy
-				if e.plim != nil {
-					known.Policy = p
-				}
-			}
-			if known.Limit == 0 {
-				known.Limit = known.Policy.Limit
-			}
-			return e.failure(w, Event{Request: r, Key: key, Cost: n, Decision: known, Err: err, Latency: latency, LimiterCalled: true})
-		}
-	}
-	// Without header fields a denial needs only Retry-After, which any
-	// renderer writes.
-	rd := &e.render
-	if rd.style != HeadersNone {
-		rd = e.rendererFor(d.Policy)
-	}
-	rd.write(w.Header(), d, !d.Allowed && !e.cfg.dryRun)
-	var rej *Rejection
-	outcome := OutcomeAllowed
-	switch {
-	case e.cfg.dryRun:
-		if !d.Allowed {
-			outcome = OutcomeDryRun
-		}
-	case !d.Allowed:
-		outcome = OutcomeDenied
-		rej = &Rejection{Status: http.StatusTooManyRequests, Decision: d, Err: err, kind: kindDenied}
-	case d.Delay > 0:
-		if rej = e.delay(r, d); rej != nil {
-			outcome, err = OutcomeCanceled, rej.Err
-		}
-	}
-	if hooked {
-		e.emit(Event{Request: r, Key: key, Cost: n, Outcome: outcome, Decision: d, Err: err, Latency: latency, LimiterCalled: true})
-	}
-	return rej
+	ev := Event{Request: r}
+	e.decide(&ev)
+	e.setHeaders(w.Header(), &ev)
+	e.delay(&ev)
+	e.emit(&ev)
+	return e.rejection(&ev, view)
 }
 
-// PassesRequest reports whether Check hands its request to a function of
-// the options (a key, skip, cost or policy function, or a hook). When it
-// does not, Check reads only the request's RemoteAddr and context, so an
-// adapter may pass the request as it came and build its copy only for
-// Respond.
-func (e *Engine) PassesRequest() bool { return e.passes }
+// skipped reports whether a WithSkip function exempts r.
+func (e *Engine) skipped(r *http.Request) bool {
+	for _, skip := range e.cfg.skip {
+		if skip(r) {
+			return true
+		}
+	}
+	return false
+}
 
 // knownBeforeCall is what an Event can say of the limit before the policy
 // is looked up: the limiter's own Limit and Policy, or nothing with
@@ -255,50 +156,214 @@ func (e *Engine) knownBeforeCall() core.Decision {
 	return core.Decision{Limit: e.render.policy.Limit, Policy: e.render.policy}
 }
 
-// emit calls the hooks with ev.
-func (e *Engine) emit(ev Event) {
-	for _, h := range e.cfg.hooks {
-		h(ev)
+// decide fills in ev up to the limiter's classified answer: the request's
+// key, its cost and its policy, then the limiter's call. A step that fails
+// records its outcome and error, and the steps after it do not run.
+func (e *Engine) decide(ev *Event) {
+	if !e.keyOf(ev) || !e.costOf(ev) {
+		ev.Decision = e.knownBeforeCall()
+		return
+	}
+	p := e.render.policy
+	if !e.policyOf(ev, &p) {
+		return
+	}
+	err := e.call(ev, &p)
+	e.classify(ev, &p, err)
+}
+
+// keyOf sets ev.Key, from the key function or else its fallback.
+func (e *Engine) keyOf(ev *Event) bool {
+	key, err := e.cfg.key(ev.Request)
+	if err != nil && e.cfg.fallback != nil {
+		key, err = e.cfg.fallback(ev.Request)
+	}
+	if err != nil {
+		ev.Outcome, ev.Err = OutcomeKeyError, err
+		return false
+	}
+	ev.Key = key
+	return true
+}
+
+// costOf sets ev.Cost: 1, or the cost function's, which must be > 0.
+func (e *Engine) costOf(ev *Event) bool {
+	if e.cfg.cost == nil {
+		ev.Cost = 1
+		return true
+	}
+	n, err := e.cfg.cost(ev.Request)
+	if err != nil {
+		err = fmt.Errorf("cost function: %w", err)
+	} else if n <= 0 {
+		err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
+	}
+	if err != nil {
+		ev.Outcome, ev.Err = OutcomeCostError, err
+		return false
+	}
+	ev.Cost = n
+	return true
+}
+
+// policyOf chooses the policy the request is decided under, the one place
+// it is chosen: *p, the limiter's own, or else the WithPolicyFunc
+// function's.
+func (e *Engine) policyOf(ev *Event, p *core.Policy) bool {
+	if e.cfg.policy == nil {
+		return true
+	}
+	var err error
+	if *p, err = e.cfg.policy(ev.Request, ev.Key); err == nil {
+		err = checkPolicyName(p.Name)
+	}
+	if err != nil {
+		e.policyFailed(ev, err)
+		return false
+	}
+	return true
+}
+
+// policyFailed records a policy the WithPolicyFunc function could not give:
+// a failure, with no policy known, so nothing to advertise.
+func (e *Engine) policyFailed(ev *Event, err error) {
+	ev.Err = fmt.Errorf("policy func: %w", err)
+	ev.Outcome = failureOutcome(ev.Request.Context(), ev.Err, e.cfg.failClosed, e.cfg.dryRun)
+	ev.Decision, ev.LimiterCalled = core.Decision{}, false
+}
+
+// call asks the limiter to decide ev's request under p, into ev.Decision,
+// and returns its error. The clock is read for the hooks' Latency only.
+func (e *Engine) call(ev *Event, p *core.Policy) (err error) {
+	ctx := ev.Request.Context()
+	var start time.Time
+	if len(e.cfg.hooks) > 0 {
+		start = time.Now()
+	}
+	if e.plim == nil {
+		ev.Decision, err = e.lim.AllowN(ctx, ev.Key, ev.Cost)
+	} else {
+		ev.Decision, err = e.plim.AllowPolicy(ctx, *p, ev.Key, ev.Cost)
+	}
+	if !start.IsZero() {
+		ev.Latency = time.Since(start)
+	}
+	ev.LimiterCalled = true
+	return err
+}
+
+// classify records the outcome of the limiter's answer (ev.Decision, err)
+// to a call under p, by OutcomeOf, and keeps of the decision what is known.
+func (e *Engine) classify(ev *Event, p *core.Policy, err error) {
+	ev.Outcome, ev.Err = OutcomeOf(ev.Request.Context(), ev.Decision, err, e.cfg.failClosed, e.cfg.dryRun), err
+	d := &ev.Decision
+	switch ev.Outcome {
+	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
+		if err != nil {
+			// A cost above capacity: the zero RetryAfter keeps
+			// Retry-After out, as waiting cannot help.
+			d.Allowed, d.RetryAfter = false, 0
+		}
+	case OutcomeCostError: // the limiter refused the cost: not a call that decided
+		*d, ev.LimiterCalled = core.Decision{Limit: p.Limit, Policy: *p}, false
+	default: // a failure, or the request's context ended while the limiter decided
+		if e.plim != nil {
+			if verr := p.Validate(); verr != nil {
+				// An invalid policy from the policy func, checked here,
+				// off the path of every request, as the limiter rejects it.
+				e.policyFailed(ev, verr)
+				return
+			}
+		}
+		// What is known of the limit: the store's Limit and Policy, or
+		// else those of the policy the call was to apply.
+		*d = core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
+		if d.Policy == (core.Policy{}) {
+			d.Policy = *p
+		}
+		if d.Limit == 0 {
+			d.Limit = d.Policy.Limit
+		}
 	}
 }
 
-// reject reports a key or cost error to the hooks and applies the policy for
-// it: rej, or nil (serve) in dry-run mode.
-func (e *Engine) reject(ev Event, rej *Rejection) *Rejection {
-	e.emit(ev)
-	if e.cfg.dryRun {
-		return nil
+// setHeaders writes the rate-limit fields of ev's outcome: those of the
+// decision; for a limiter failure, what is known of the limit, never
+// Remaining or Reset, which are not (and on a 503, Retry-After when the
+// error knows it); nothing for a key or cost error or a request whose
+// context ended while the limiter decided.
+func (e *Engine) setHeaders(h http.Header, ev *Event) {
+	d := &ev.Decision
+	switch ev.Outcome {
+	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
+		// Without header fields a denial needs only Retry-After, which
+		// any renderer writes.
+		rd := &e.render
+		if rd.style != HeadersNone {
+			rd = e.rendererFor(d.Policy)
+		}
+		rd.write(h, d, ev.Outcome == OutcomeDenied)
+	case OutcomeFailedOpen, OutcomeFailedClosed:
+		if d.Policy != (core.Policy{}) {
+			e.rendererFor(d.Policy).writeKnown(h, d.Limit)
+		}
+		if ev.Outcome == OutcomeFailedClosed {
+			if after := retryAfter(ev.Err); after > 0 {
+				h.Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(after), 1), 10))
+			}
+		}
 	}
-	return rej
 }
 
-// failure handles a limiter or policy-function failure, ev.Err: a request
-// whose own context has ended is canceled (503, no headers: the client is
-// gone); otherwise the request is served (fail open, or dry run) or answered
-// 503 (WithFailClosed), either way with the limit and policy known from
-// ev.Decision, never Remaining or Reset, which are not.
-func (e *Engine) failure(w http.ResponseWriter, ev Event) *Rejection {
-	if canceled(ev.Request.Context(), ev.Err) {
-		ev.Outcome = OutcomeCanceled
-		return e.reject(ev, &Rejection{Status: http.StatusServiceUnavailable, Decision: ev.Decision, Err: ev.Err, kind: kindCanceled})
-	}
-	if ev.Decision.Policy != (core.Policy{}) {
-		e.rendererFor(ev.Decision.Policy).writeKnown(w.Header(), ev.Decision.Limit)
-	}
-	// A limiter used after its Close is a mistake of the program, not an
-	// outage: answered 503 whatever the failure policy, never unlimited.
-	if e.cfg.dryRun || !e.cfg.failClosed && !errors.Is(ev.Err, core.ErrClosed) {
-		ev.Outcome = OutcomeFailedOpen
-		e.emit(ev)
-		return nil
-	}
-	ev.Outcome = OutcomeFailedClosed
-	e.emit(ev)
+// retryAfter is the time err says to wait before retrying (the Redis
+// store's errors while its circuit breaker is open), or 0.
+func retryAfter(err error) time.Duration {
 	var known interface{ RetryAfter() time.Duration }
-	if errors.As(ev.Err, &known) && known.RetryAfter() > 0 {
-		w.Header().Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(known.RetryAfter()), 1), 10))
+	if errors.As(err, &known) {
+		return known.RetryAfter()
 	}
-	return &Rejection{Status: http.StatusServiceUnavailable, Decision: ev.Decision, Err: ev.Err, kind: kindStore}
+	return 0
+}
+
+// delay holds an admitted leaky-bucket request for its Delay (not under
+// WithDryRun). A timer, not time.Sleep, so that a request whose context
+// ends (client gone, server timeout) is let go at once, with a 503 rather
+// than the empty 200 the server would send if the handler returned without
+// writing.
+func (e *Engine) delay(ev *Event) {
+	if ev.Outcome != OutcomeAllowed || ev.Decision.Delay <= 0 || e.cfg.dryRun {
+		return
+	}
+	t := time.NewTimer(ev.Decision.Delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ev.Request.Context().Done():
+		ev.Outcome, ev.Err = OutcomeCanceled, ev.Request.Context().Err()
+	}
+}
+
+// emit calls the hooks with ev.
+func (e *Engine) emit(ev *Event) {
+	for _, h := range e.cfg.hooks {
+		h(*ev)
+	}
+}
+
+// rejection is the answer to ev: nil when the request is served (its
+// outcome serves it, or WithDryRun serves them all), else a Rejection with
+// the status of its outcome, and the request Respond's handlers get (view's,
+// if Check has not called it yet).
+func (e *Engine) rejection(ev *Event, view func() *http.Request) *Rejection {
+	status := ev.Outcome.status()
+	if status == 0 || e.cfg.dryRun {
+		return nil
+	}
+	r := ev.Request
+	if view != nil && (ev.Outcome == OutcomeDenied || ev.Outcome == OutcomeKeyError) {
+		r = view()
+	}
+	return &Rejection{Outcome: ev.Outcome, Status: status, Decision: ev.Decision, Err: ev.Err, request: r}
 }
 
 // canceled reports whether err comes from ctx having ended: the caller's
@@ -312,30 +377,16 @@ func canceled(ctx context.Context, err error) bool {
 		errors.Is(err, context.Cause(ctx))
 }
 
-// delay holds an admitted leaky-bucket request for d.Delay. A timer, not
-// time.Sleep, so that a request whose context ends (client gone, server
-// timeout) is let go at once, with a 503 rather than the empty 200 the
-// server would send if the handler returned without writing.
-func (e *Engine) delay(r *http.Request, d core.Decision) *Rejection {
-	t := time.NewTimer(d.Delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-r.Context().Done():
-		return &Rejection{Status: http.StatusServiceUnavailable, Decision: d, Err: r.Context().Err(), kind: kindCanceled}
-	}
-}
-
-// Respond writes the answer to a rejection from Check, as Middleware does
-// ([WithDenyHandler], [WithKeyErrorHandler], or a plain-text status). Nothing
-// from the request or from rej.Err is written.
-func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection) {
-	switch rej.kind {
-	case kindDenied:
-		e.deny(w, r, rej.Decision)
-	case kindKey:
-		e.keyError(w, r, rej.Err)
+// Respond writes the answer to a rejection from Check, as Middleware does:
+// [WithDenyHandler]'s or [WithKeyErrorHandler]'s (they get the request the
+// options' functions see: see Check), or a plain-text status. Nothing from
+// the request or from rej.Err is written.
+func (e *Engine) Respond(w http.ResponseWriter, rej *Rejection) {
+	switch rej.Outcome {
+	case OutcomeDenied:
+		e.deny(w, rej.request, rej.Decision)
+	case OutcomeKeyError:
+		e.keyError(w, rej.request, rej.Err)
 	default:
 		http.Error(w, http.StatusText(rej.Status), rej.Status)
 	}
@@ -347,6 +398,10 @@ func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection)
 // can get the decision with errors.As. Hooks get the same facts, and more,
 // in an [Event].
 type Rejection struct {
+	// Outcome is what the middleware did with the request: OutcomeDenied,
+	// OutcomeKeyError, OutcomeCostError, OutcomeFailedClosed or
+	// OutcomeCanceled, as in its Event.
+	Outcome Outcome
 	// Status is the answer's status, by Outcome: 429 OutcomeDenied, 400
 	// OutcomeKeyError, 500 OutcomeCostError (Err wraps core.ErrInvalidCost
 	// for a cost <= 0), 503 OutcomeFailedClosed and OutcomeCanceled (Err is,
@@ -354,36 +409,28 @@ type Rejection struct {
 	Status int
 	// Decision is as in the request's Event: the limiter's decision for 429
 	// and for a delayed request whose context ended, what is known of the
-	// limit for a failure, zero otherwise.
+	// limit otherwise.
 	Decision core.Decision
 	Err      error // the cause, as in Event.Err, for logs: never send it to the client
 
-	kind rejectionKind
+	request *http.Request // for Respond's handlers
 }
-
-type rejectionKind uint8
-
-const (
-	kindDenied rejectionKind = iota
-	kindKey
-	kindCost
-	kindStore
-	kindCanceled
-)
 
 func (r *Rejection) Error() string {
 	var what string
-	switch r.kind {
-	case kindDenied:
+	switch r.Outcome {
+	case OutcomeDenied:
 		what = "rate limit exceeded"
-	case kindKey:
+	case OutcomeKeyError:
 		what = "no rate-limit key"
-	case kindCost:
+	case OutcomeCostError:
 		what = "invalid request cost"
-	case kindStore:
+	case OutcomeFailedClosed:
 		what = "limiter failed"
-	case kindCanceled:
+	case OutcomeCanceled:
 		what = "request ended before it was served"
+	default:
+		what = r.Outcome.String()
 	}
 	if r.Err != nil {
 		return "nethttp: " + what + ": " + r.Err.Error()

@@ -7,10 +7,11 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/internal/cow"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
@@ -38,8 +39,9 @@ type Engine struct {
 	lim      core.Limiter
 	plim     core.PolicyLimiter // lim, with WithPolicyFunc
 	cfg      config
-	render   renderer                        // for lim.Policy()
-	renders  cow.Map[core.Policy, *renderer] // for other policies: see rendererFor
+	render   renderer     // for lim.Policy()
+	renders  sync.Map     // core.Policy to *renderer, for other policies: see rendererFor
+	nrenders atomic.Int64 // in renders, at most maxRenderers
 	deny     func(http.ResponseWriter, *http.Request, core.Decision)
 	keyError func(http.ResponseWriter, *http.Request, error)
 	passes   bool // a function of the options gets the request: see Check
@@ -59,7 +61,7 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 		// Typically the limiter of a constructor whose error was ignored.
 		panic(fmt.Errorf("nethttp: %s: nil limiter (a nil %T)", fn, lim))
 	}
-	e := &Engine{lim: lim, deny: denyText, keyError: keyErrorText, renders: cow.Map[core.Policy, *renderer]{Max: maxRenderers}}
+	e := &Engine{lim: lim, deny: denyText, keyError: keyErrorText}
 	for _, o := range opts {
 		if o == nil {
 			panic(fmt.Errorf("nethttp: %s: nil Option", fn))

@@ -47,22 +47,36 @@ type Event struct {
 // Outcome is what the middleware did with a request.
 type Outcome uint8
 
-// The outcomes of a request.
-const (
-	OutcomeAllowed      Outcome = iota // admitted, served by the next handler
-	OutcomeDenied                      // answered 429
-	OutcomeDryRun                      // denied, but served under WithDryRun
-	OutcomeFailedOpen                  // limiter or policy lookup failed; served (the default, and under WithDryRun)
-	OutcomeFailedClosed                // limiter or policy lookup failed; answered 503 (WithFailClosed)
-	OutcomeKeyError                    // no key: answered 400 (served under WithDryRun)
-	OutcomeCostError                   // cost function failed or gave <= 0: answered 500 (served under WithDryRun)
-	// OutcomeCanceled: the request's own context ended (the client hung
-	// up, a server timeout) while the limiter or the policy function was
-	// deciding, or during a leaky-bucket delay. Not a limiter failure: the
-	// answer is 503 (served under WithDryRun), without rate-limit headers
-	// after a failed decision, with them after a delay.
-	OutcomeCanceled
-)
+// OutcomeAllowed: admitted, served by the next handler.
+const OutcomeAllowed Outcome = 0
+
+// OutcomeDenied: answered 429.
+const OutcomeDenied Outcome = 1
+
+// OutcomeDryRun: denied, but served under WithDryRun.
+const OutcomeDryRun Outcome = 2
+
+// OutcomeFailedOpen: the limiter or the policy lookup failed; served (the
+// default, and under WithDryRun).
+const OutcomeFailedOpen Outcome = 3
+
+// OutcomeFailedClosed: the limiter or the policy lookup failed; answered
+// 503 (WithFailClosed).
+const OutcomeFailedClosed Outcome = 4
+
+// OutcomeKeyError: no key; answered 400 (served under WithDryRun).
+const OutcomeKeyError Outcome = 5
+
+// OutcomeCostError: the cost function failed or gave <= 0; answered 500
+// (served under WithDryRun).
+const OutcomeCostError Outcome = 6
+
+// OutcomeCanceled: the request's own context ended (the client hung up, a
+// server timeout) while the limiter or the policy function was deciding,
+// or during a leaky-bucket delay. Not a limiter failure: the answer is 503
+// (served under WithDryRun), without rate-limit headers after a failed
+// decision, with them after a delay.
+const OutcomeCanceled Outcome = 7
 
 // String returns the outcome as metrics label it: "allowed", "denied",
 // "dry-run", "failed-open", "failed-closed", "key-error", "cost-error" or

@@ -36,12 +36,20 @@ const (
 // 503 when the retry time is known (see WithFailClosed).
 type HeaderStyle uint8
 
-const (
-	HeadersXRateLimit HeaderStyle = iota // X-RateLimit-*, the fields most clients read: the default
-	HeadersIETF                          // RateLimit-Policy and RateLimit
-	HeadersBoth                          // both sets
-	HeadersNone                          // no rate-limit fields
-)
+// HeadersXRateLimit writes X-RateLimit-Limit, -Remaining and -Reset, the
+// fields most clients read: the default.
+const HeadersXRateLimit HeaderStyle = 0
+
+// HeadersIETF writes RateLimit-Policy and RateLimit
+// (draft-ietf-httpapi-ratelimit-headers-11).
+const HeadersIETF HeaderStyle = 1
+
+// HeadersBoth writes the fields of HeadersXRateLimit and of HeadersIETF.
+const HeadersBoth HeaderStyle = 2
+
+// HeadersNone writes no rate-limit field (Retry-After still goes on a
+// denial).
+const HeadersNone HeaderStyle = 3
 
 func (s HeaderStyle) String() string {
 	switch s {

@@ -78,27 +78,29 @@ const OutcomeCostError Outcome = 6
 // decision, with them after a delay.
 const OutcomeCanceled Outcome = 7
 
+// outcomes is what follows from each Outcome: its name, the status of the
+// answer to a request rejected with it (0: the request is served) and that
+// Rejection's message.
+var outcomes = [...]struct {
+	name, rejection string
+	status          int
+}{
+	OutcomeAllowed:      {"allowed", "", 0},
+	OutcomeDenied:       {"denied", "rate limit exceeded", http.StatusTooManyRequests},
+	OutcomeDryRun:       {"dry-run", "", 0},
+	OutcomeFailedOpen:   {"failed-open", "", 0},
+	OutcomeFailedClosed: {"failed-closed", "limiter failed", http.StatusServiceUnavailable},
+	OutcomeKeyError:     {"key-error", "no rate-limit key", http.StatusBadRequest},
+	OutcomeCostError:    {"cost-error", "invalid request cost", http.StatusInternalServerError},
+	OutcomeCanceled:     {"canceled", "request ended before it was served", http.StatusServiceUnavailable},
+}
+
 // String returns the outcome as metrics label it: "allowed", "denied",
 // "dry-run", "failed-open", "failed-closed", "key-error", "cost-error" or
 // "canceled".
 func (o Outcome) String() string {
-	switch o {
-	case OutcomeAllowed:
-		return "allowed"
-	case OutcomeDenied:
-		return "denied"
-	case OutcomeDryRun:
-		return "dry-run"
-	case OutcomeFailedOpen:
-		return "failed-open"
-	case OutcomeFailedClosed:
-		return "failed-closed"
-	case OutcomeKeyError:
-		return "key-error"
-	case OutcomeCostError:
-		return "cost-error"
-	case OutcomeCanceled:
-		return "canceled"
+	if int(o) < len(outcomes) {
+		return outcomes[o].name
 	}
 	return "Outcome(" + strconv.Itoa(int(o)) + ")"
 }
@@ -187,15 +189,8 @@ func failureOutcome(ctx context.Context, err error, failClosed, dryRun bool) Out
 // status is the status of the answer to a request rejected with outcome o,
 // and 0 for the outcomes that serve the request.
 func (o Outcome) status() int {
-	switch o {
-	case OutcomeDenied:
-		return http.StatusTooManyRequests
-	case OutcomeKeyError:
-		return http.StatusBadRequest
-	case OutcomeCostError:
-		return http.StatusInternalServerError
-	case OutcomeFailedClosed, OutcomeCanceled:
-		return http.StatusServiceUnavailable
+	if int(o) < len(outcomes) {
+		return outcomes[o].status
 	}
 	return 0
 }

@@ -52,15 +52,8 @@ const HeadersBoth HeaderStyle = 2
 const HeadersNone HeaderStyle = 3
 
 func (s HeaderStyle) String() string {
-	switch s {
-	case HeadersXRateLimit:
-		return "XRateLimit"
-	case HeadersIETF:
-		return "IETF"
-	case HeadersBoth:
-		return "Both"
-	case HeadersNone:
-		return "None"
+	if s.valid() {
+		return [...]string{"XRateLimit", "IETF", "Both", "None"}[s]
 	}
 	return "HeaderStyle(" + strconv.Itoa(int(s)) + ")"
 }

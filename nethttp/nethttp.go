@@ -42,9 +42,7 @@ type Engine struct {
 	render   renderer     // for lim.Policy()
 	renders  sync.Map     // core.Policy to *renderer, for other policies: see rendererFor
 	nrenders atomic.Int64 // in renders, at most maxRenderers
-	deny     func(http.ResponseWriter, *http.Request, core.Decision)
-	keyError func(http.ResponseWriter, *http.Request, error)
-	passes   bool // a function of the options gets the request: see Check
+	passes   bool         // a function of the options gets the request: see Check
 }
 
 // NewEngine returns the engine of Middleware(lim, opts...). It panics as
@@ -61,36 +59,30 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 		// Typically the limiter of a constructor whose error was ignored.
 		panic(fmt.Errorf("nethttp: %s: nil limiter (a nil %T)", fn, lim))
 	}
-	e := &Engine{lim: lim, deny: denyText, keyError: keyErrorText}
+	e := &Engine{lim: lim, cfg: config{deny: denyText, keyError: keyErrorText}}
+	c := &e.cfg
 	for _, o := range opts {
 		if o == nil {
 			panic(fmt.Errorf("nethttp: %s: nil Option", fn))
 		}
-		o(&e.cfg)
+		o(c)
 	}
-	c := &e.cfg
 	e.passes = c.key != nil || c.fallback != nil || c.cost != nil || len(c.skip) > 0 || c.policy != nil || len(c.hooks) > 0
-	if e.cfg.key == nil {
-		e.cfg.key = keyfunc.IP()
-	}
-	if e.cfg.deny != nil {
-		e.deny = e.cfg.deny
-	}
-	if e.cfg.keyError != nil {
-		e.keyError = e.cfg.keyError
+	if c.key == nil {
+		c.key = keyfunc.IP()
 	}
 	p := lim.Policy()
 	if err := checkPolicyName(p.Name); err != nil {
 		panic(fmt.Errorf("nethttp: %s: %w", fn, err))
 	}
-	if e.cfg.policy != nil {
+	if c.policy != nil {
 		pl, ok := lim.(core.PolicyLimiter)
 		if !ok {
 			panic(fmt.Errorf("nethttp: %s: WithPolicyFunc needs a core.PolicyLimiter, and %T is not one", fn, lim))
 		}
 		e.plim = pl
 	}
-	e.render = newRenderer(p, e.cfg.style, e.cfg.resetUnix)
+	e.render = newRenderer(p, c.style, c.resetUnix)
 	return e
 }
 
@@ -148,22 +140,14 @@ func (e *Engine) skipped(r *http.Request) bool {
 	return false
 }
 
-// knownBeforeCall is what an Event can say of the limit before the policy
-// is looked up: the limiter's own Limit and Policy, or nothing with
-// WithPolicyFunc, whose policy depends on the key.
-func (e *Engine) knownBeforeCall() core.Decision {
-	if e.cfg.policy != nil {
-		return core.Decision{}
-	}
-	return core.Decision{Limit: e.render.policy.Limit, Policy: e.render.policy}
-}
-
 // decide fills in ev up to the limiter's classified answer: the request's
 // key, its cost and its policy, then the limiter's call. A step that fails
 // records its outcome and error, and the steps after it do not run.
 func (e *Engine) decide(ev *Event) {
 	if !e.keyOf(ev) || !e.costOf(ev) {
-		ev.Decision = e.knownBeforeCall()
+		if e.cfg.policy == nil { // else the policy, chosen later, is not known
+			ev.Decision = core.Decision{Limit: e.render.policy.Limit, Policy: e.render.policy}
+		}
 		return
 	}
 	p := e.render.policy
@@ -386,9 +370,9 @@ func canceled(ctx context.Context, err error) bool {
 func (e *Engine) Respond(w http.ResponseWriter, rej *Rejection) {
 	switch rej.Outcome {
 	case OutcomeDenied:
-		e.deny(w, rej.request, rej.Decision)
+		e.cfg.deny(w, rej.request, rej.Decision)
 	case OutcomeKeyError:
-		e.keyError(w, rej.request, rej.Err)
+		e.cfg.keyError(w, rej.request, rej.Err)
 	default:
 		http.Error(w, http.StatusText(rej.Status), rej.Status)
 	}
@@ -419,20 +403,9 @@ type Rejection struct {
 }
 
 func (r *Rejection) Error() string {
-	var what string
-	switch r.Outcome {
-	case OutcomeDenied:
-		what = "rate limit exceeded"
-	case OutcomeKeyError:
-		what = "no rate-limit key"
-	case OutcomeCostError:
-		what = "invalid request cost"
-	case OutcomeFailedClosed:
-		what = "limiter failed"
-	case OutcomeCanceled:
-		what = "request ended before it was served"
-	default:
-		what = r.Outcome.String()
+	what := r.Outcome.String()
+	if int(r.Outcome) < len(outcomes) && outcomes[r.Outcome].rejection != "" {
+		what = outcomes[r.Outcome].rejection
 	}
 	if r.Err != nil {
 		return "nethttp: " + what + ": " + r.Err.Error()

@@ -296,25 +296,22 @@ func withError(o nethttp.Outcome) bool {
 	return true
 }
 
+// messages are the messages of each outcome's lines.
+var messages = [...]string{
+	nethttp.OutcomeAllowed:      "ratelimit: requests allowed",
+	nethttp.OutcomeDenied:       "ratelimit: requests denied",
+	nethttp.OutcomeDryRun:       "ratelimit: requests would have been denied (dry run)",
+	nethttp.OutcomeFailedOpen:   "ratelimit: limiter failed, requests served without a limit",
+	nethttp.OutcomeFailedClosed: "ratelimit: limiter failed, requests refused",
+	nethttp.OutcomeKeyError:     "ratelimit: requests without a key",
+	nethttp.OutcomeCostError:    "ratelimit: cost function failed",
+	nethttp.OutcomeCanceled:     "ratelimit: requests canceled while limited",
+}
+
 // message is the message of o's lines.
 func message(o nethttp.Outcome) string {
-	switch o {
-	case nethttp.OutcomeAllowed:
-		return "ratelimit: requests allowed"
-	case nethttp.OutcomeDenied:
-		return "ratelimit: requests denied"
-	case nethttp.OutcomeDryRun:
-		return "ratelimit: requests would have been denied (dry run)"
-	case nethttp.OutcomeFailedOpen:
-		return "ratelimit: limiter failed, requests served without a limit"
-	case nethttp.OutcomeFailedClosed:
-		return "ratelimit: limiter failed, requests refused"
-	case nethttp.OutcomeKeyError:
-		return "ratelimit: requests without a key"
-	case nethttp.OutcomeCostError:
-		return "ratelimit: cost function failed"
-	case nethttp.OutcomeCanceled:
-		return "ratelimit: requests canceled while limited"
+	if int(o) < len(messages) {
+		return messages[o]
 	}
 	return "ratelimit: " + o.String()
 }

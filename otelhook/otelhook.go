@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -62,9 +61,10 @@ type Metrics struct {
 	fallback metric.Int64ObservableGauge
 	reg      metric.Registration
 
-	// attrs maps a policy to its precomputed options; copied on write
-	// under mu, read without a lock.
-	attrs atomic.Pointer[map[core.Policy]*policyAttrs]
+	// attrs maps a policy to its *policyAttrs; nattrs counts them, at
+	// most maxCachedPolicies.
+	attrs  sync.Map
+	nattrs atomic.Int64
 
 	mu       sync.Mutex
 	watched  map[string]watch
@@ -128,7 +128,6 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if errs[4] != nil {
 		return nil, errs[4]
 	}
-	m.attrs.Store(&map[core.Policy]*policyAttrs{})
 	return m, nil
 }
 
@@ -163,17 +162,11 @@ func (m *Metrics) Observe(ev nethttp.Event) {
 // policy returns the options of p, building them on first use; nil once
 // maxCachedPolicies other policies are cached.
 func (m *Metrics) policy(p core.Policy) *policyAttrs {
-	if pa, ok := (*m.attrs.Load())[p]; ok {
-		return pa
+	if pa, ok := m.attrs.Load(p); ok {
+		return pa.(*policyAttrs)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.attrs.Load()
-	if pa, ok := old[p]; ok {
-		return pa
-	}
-	if len(old) >= maxCachedPolicies {
-		return nil
+	if m.nattrs.Add(1) > maxCachedPolicies {
+		return nil // full: the count stays above the bound
 	}
 	name := p.Label()
 	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(policyKey.String(name)))}}
@@ -183,11 +176,11 @@ func (m *Metrics) policy(p core.Policy) *policyAttrs {
 			pa.add[o][s] = []metric.AddOption{metric.WithAttributeSet(set)}
 		}
 	}
-	next := make(map[core.Policy]*policyAttrs, len(old)+1)
-	maps.Copy(next, old)
-	next[p] = pa
-	m.attrs.Store(&next)
-	return pa
+	kept, loaded := m.attrs.LoadOrStore(p, pa)
+	if loaded {
+		m.nattrs.Add(-1)
+	}
+	return kept.(*policyAttrs)
 }
 
 func requestSet(policy string, o nethttp.Outcome, source string) attribute.Set {

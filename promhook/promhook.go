@@ -69,29 +69,20 @@ type Metrics struct {
 	fallback *prometheus.GaugeVec
 	keysDesc *prometheus.Desc
 
-	// index holds the bound metrics of each policy seen. It is replaced,
-	// never modified, under mu, so that Observe reads it without a lock.
-	index atomic.Pointer[index]
+	// series maps a seriesKey to the *series of each policy seen.
+	series sync.Map
 
 	mu      sync.Mutex
 	watched map[string]interface{ Len() int } // under mu
 }
 
-// index finds the series of a policy: a named policy by its name, so that
-// policies of one name (a plan whose limits differ per client) share one
-// entry, and an unnamed one by its value, whose label is derived from it.
-type index struct {
-	named   map[string]*series
-	unnamed map[core.Policy]*series
-}
-
-func (x *index) get(p core.Policy) (*series, bool) {
-	if p.Name != "" {
-		s, ok := x.named[p.Name]
-		return s, ok
-	}
-	s, ok := x.unnamed[p]
-	return s, ok
+// seriesKey finds the series of a policy: a named policy by its name, so
+// that policies of one name (a plan whose limits differ per client) share
+// one entry, and an unnamed one by its value, whose label is derived from
+// it.
+type seriesKey struct {
+	name    string
+	unnamed core.Policy
 }
 
 // series holds the metrics of one policy, bound to its label values, so
@@ -142,7 +133,6 @@ func New(opts ...Option) *Metrics {
 			"Keys held in memory by an in-memory limiter.", []string{"limiter"}, nil),
 		watched: make(map[string]interface{ Len() int }),
 	}
-	m.index.Store(&index{})
 	return m
 }
 
@@ -162,32 +152,15 @@ func (m *Metrics) Observe(e nethttp.Event) {
 
 // seriesFor returns the metrics of policy p, creating them the first time.
 func (m *Metrics) seriesFor(p core.Policy) *series {
-	if s, ok := m.index.Load().get(p); ok {
-		return s
+	k := seriesKey{name: p.Name}
+	if p.Name == "" {
+		k.unnamed = p
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := m.index.Load()
-	if s, ok := old.get(p); ok {
-		return s
+	if s, ok := m.series.Load(k); ok {
+		return s.(*series)
 	}
-	s := &series{policy: p.Label()}
-	next := &index{named: old.named, unnamed: old.unnamed}
-	if p.Name != "" {
-		next.named = maps.Clone(old.named)
-		if next.named == nil {
-			next.named = map[string]*series{}
-		}
-		next.named[p.Name] = s
-	} else {
-		next.unnamed = maps.Clone(old.unnamed)
-		if next.unnamed == nil {
-			next.unnamed = map[core.Policy]*series{}
-		}
-		next.unnamed[p] = s
-	}
-	m.index.Store(next)
-	return s
+	s, _ := m.series.LoadOrStore(k, &series{policy: p.Label()})
+	return s.(*series)
 }
 
 // counter returns the requests_total counter of s's policy, outcome o and

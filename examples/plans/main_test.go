@@ -113,8 +113,8 @@ func TestPlans(t *testing.T) {
 		`ratelimit_requests_total{outcome="allowed",policy="free",source="store"} 5`,
 		`ratelimit_requests_total{outcome="denied",policy="free",source="store"} 1`,
 		`ratelimit_requests_total{outcome="allowed",policy="pro",source="store"} 3`,
-		`ratelimit_requests_total{outcome="failed-closed",policy="",source="store"} 1`,
-		`ratelimit_requests_total{outcome="key-error",policy="",source="store"} 1`,
+		`ratelimit_requests_total{outcome="failed-closed",policy="",source="none"} 1`,
+		`ratelimit_requests_total{outcome="key-error",policy="",source="none"} 1`,
 		`ratelimit_keys{limiter="plans"} 2`,
 	} {
 		assert.Contains(t, body, line+"\n")

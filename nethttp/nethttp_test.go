@@ -1087,3 +1087,47 @@ func TestEngineView(t *testing.T) {
 		})
 	}
 }
+
+// TestRejectionIsTheEvent: a Rejection is the classification of its
+// request's Event: the same outcome, decision and cause, and the status of
+// that outcome.
+func TestRejectionIsTheEvent(t *testing.T) {
+	p := core.FixedWindow(1, time.Minute).WithName("per-ip")
+	canceledCtx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name   string
+		lim    core.Limiter
+		opts   []nethttp.Option
+		ctx    context.Context
+		status int
+	}{
+		{"denied", newLimiter(t, p, newClock(t0)), nil, context.Background(), http.StatusTooManyRequests},
+		{"key error", newLimiter(t, p, newClock(t0)), []nethttp.Option{nethttp.WithKeyFunc(func(*http.Request) (string, error) {
+			return "", keyfunc.ErrNoKey
+		})}, context.Background(), http.StatusBadRequest},
+		{"cost error", newLimiter(t, p, newClock(t0)), []nethttp.Option{nethttp.WithCostFunc(func(*http.Request) (int64, error) {
+			return 0, nil
+		})}, context.Background(), http.StatusInternalServerError},
+		{"failed closed", coretest.Failing{P: p, Err: errors.New("store down")}, []nethttp.Option{nethttp.WithFailClosed()},
+			context.Background(), http.StatusServiceUnavailable},
+		{"canceled", coretest.Failing{P: p, Err: context.Canceled}, nil, canceledCtx, http.StatusServiceUnavailable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var last nethttp.Event
+			e := nethttp.NewEngine(c.lim, append(c.opts, nethttp.WithHook(func(ev nethttp.Event) { last = ev }))...)
+			var rej *nethttp.Rejection
+			for range 2 { // the second request, for the denial
+				r := httptest.NewRequestWithContext(c.ctx, http.MethodGet, "/", nil)
+				rej = e.Check(httptest.NewRecorder(), r, nil)
+			}
+			if rej == nil {
+				t.Fatalf("Check: got nil, want a rejection")
+			}
+			if rej.Outcome != last.Outcome || rej.Status != c.status || rej.Decision != last.Decision || rej.Err != last.Err {
+				t.Errorf("rejection: got %v %d %+v %v, want the event's %v, status %d, %+v %v",
+					rej.Outcome, rej.Status, rej.Decision, rej.Err, last.Outcome, c.status, last.Decision, last.Err)
+			}
+		})
+	}
+}

@@ -143,31 +143,20 @@ func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Op
 // ([core.ErrClosed]); dryRun serves every request. It does not look at
 // d.Delay, which the caller waits out before serving.
 func OutcomeOf(ctx context.Context, d core.Decision, err error, failClosed, dryRun bool) Outcome {
-	// Small enough to be inlined: a call reads d.Allowed, not a copy of d.
+	return outcomeOf(ctx, d.Allowed, err, failClosed, dryRun)
+}
+
+// outcomeOf is OutcomeOf for a decision that admitted the request or not:
+// the engine's call, which copies no Decision.
+func outcomeOf(ctx context.Context, allowed bool, err error, failClosed, dryRun bool) Outcome {
 	switch {
-	case err != nil:
-		return errorOutcome(ctx, err, failClosed, dryRun)
-	case d.Allowed:
+	case err == nil && allowed:
 		return OutcomeAllowed
-	case dryRun:
-		return OutcomeDryRun
-	}
-	return OutcomeDenied
-}
-
-// denied is the outcome of a denial: served under WithDryRun.
-func denied(dryRun bool) Outcome {
-	if dryRun {
-		return OutcomeDryRun
-	}
-	return OutcomeDenied
-}
-
-// errorOutcome is OutcomeOf for a limiter's error.
-func errorOutcome(ctx context.Context, err error, failClosed, dryRun bool) Outcome {
-	switch {
-	case errors.Is(err, core.ErrCostExceedsCapacity):
-		return denied(dryRun)
+	case err == nil || errors.Is(err, core.ErrCostExceedsCapacity):
+		if dryRun {
+			return OutcomeDryRun
+		}
+		return OutcomeDenied
 	case errors.Is(err, core.ErrInvalidCost):
 		return OutcomeCostError
 	}

@@ -124,12 +124,16 @@ func (rd *renderer) write(h http.Header, d *core.Decision, deny bool) {
 		rd.writeBeyondCapacity(h, d.Limit, deny)
 		return
 	}
+	x, ietf := rd.style.x(), rd.style.ietf()
+	if !x && !ietf && !deny {
+		return
+	}
 	// Every value that is not cached goes into one buffer, which becomes
 	// one string whose substrings are the values (see fields.set).
 	var buf [96]byte
 	b := buf[:0]
 	var f fields
-	if rd.style.x() {
+	if x {
 		reset := rd.resetValue(d.ResetAfter)
 		// The limit that denies is the one the 429 is about, even if an
 		// outer limit that admitted shows fewer requests remaining (its
@@ -148,7 +152,7 @@ func (rd *renderer) write(h http.Header, d *core.Decision, deny bool) {
 	if deny {
 		b = f.number(b, keyRetryAfter, max(ceilSeconds(d.RetryAfter), 1))
 	}
-	if rd.style.ietf() {
+	if ietf {
 		b = rd.addPolicy(&f, b, h)
 		i := len(b)
 		b = appendMembers(b, h[keyRateLimit])

@@ -150,12 +150,16 @@ func (e *Engine) decide(ev *Event) {
 		}
 		return
 	}
-	p := e.render.policy
-	if !e.policyOf(ev, &p) {
-		return
+	p := &e.render.policy // the limiter's own, unless WithPolicyFunc chooses
+	var chosen core.Policy
+	if e.cfg.policy != nil {
+		if !e.policyOf(ev, &chosen) {
+			return
+		}
+		p = &chosen
 	}
-	err := e.call(ev, &p)
-	e.classify(ev, &p, err)
+	err := e.call(ev, p)
+	e.classify(ev, p, err)
 }
 
 // keyOf sets ev.Key, from the key function or else its fallback.
@@ -192,13 +196,9 @@ func (e *Engine) costOf(ev *Event) bool {
 	return true
 }
 
-// policyOf chooses the policy the request is decided under, the one place
-// it is chosen: *p, the limiter's own, or else the WithPolicyFunc
-// function's.
+// policyOf sets *p to the policy the WithPolicyFunc function chooses for
+// ev's request.
 func (e *Engine) policyOf(ev *Event, p *core.Policy) bool {
-	if e.cfg.policy == nil {
-		return true
-	}
 	var err error
 	if *p, err = e.cfg.policy(ev.Request, ev.Key); err == nil {
 		err = checkPolicyName(p.Name)
@@ -239,9 +239,10 @@ func (e *Engine) call(ev *Event, p *core.Policy) (err error) {
 }
 
 // classify records the outcome of the limiter's answer (ev.Decision, err)
-// to a call under p, by OutcomeOf, and keeps of the decision what is known.
+// to a call under p, by OutcomeOf's rule, and keeps of the decision what is
+// known.
 func (e *Engine) classify(ev *Event, p *core.Policy, err error) {
-	ev.Outcome, ev.Err = OutcomeOf(ev.Request.Context(), ev.Decision, err, e.cfg.failClosed, e.cfg.dryRun), err
+	ev.Outcome, ev.Err = outcomeOf(ev.Request.Context(), ev.Decision.Allowed, err, e.cfg.failClosed, e.cfg.dryRun), err
 	d := &ev.Decision
 	switch ev.Outcome {
 	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
@@ -317,9 +318,13 @@ func retryAfter(err error) time.Duration {
 // than the empty 200 the server would send if the handler returned without
 // writing.
 func (e *Engine) delay(ev *Event) {
-	if ev.Outcome != OutcomeAllowed || ev.Decision.Delay <= 0 || e.cfg.dryRun {
-		return
+	if ev.Outcome == OutcomeAllowed && ev.Decision.Delay > 0 && !e.cfg.dryRun {
+		wait(ev)
 	}
+}
+
+// wait holds ev's request for its Delay, or until its context ends.
+func wait(ev *Event) {
 	t := time.NewTimer(ev.Decision.Delay)
 	defer t.Stop()
 	select {

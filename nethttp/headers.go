@@ -125,35 +125,47 @@ func (rd *renderer) write(h http.Header, d *core.Decision, deny bool) {
 		return
 	}
 	x, ietf := rd.style.x(), rd.style.ietf()
-	if !x && !ietf && !deny {
-		return
-	}
-	// Every value that is not cached goes into one buffer, which becomes
-	// one string whose substrings are the values (see fields.set).
-	var buf [96]byte
-	b := buf[:0]
-	var f fields
+	var reset int64
 	if x {
-		reset := rd.resetValue(d.ResetAfter)
+		reset = rd.resetValue(d.ResetAfter)
 		// The limit that denies is the one the 429 is about, even if an
 		// outer limit that admitted shows fewer requests remaining (its
 		// Remaining counts unit requests; this denial may be for a cost
 		// above its own Remaining) or the same number with a later reset.
-		if deny || moreRestrictive(h, d.Remaining, reset) {
-			if d.Limit == rd.policy.Limit {
-				f.add(keyLimit, value{s: rd.limit})
-			} else {
-				b = f.number(b, keyLimit, d.Limit)
-			}
-			b = f.number(b, keyRemaining, d.Remaining)
-			b = f.number(b, keyReset, reset)
-		}
+		x = deny || moreRestrictive(h, d.Remaining, reset)
 	}
-	if deny {
-		b = f.number(b, keyRetryAfter, max(ceilSeconds(d.RetryAfter), 1))
+	if x || deny || ietf {
+		rd.set(h, d, reset, x, deny, ietf)
+	}
+}
+
+// set sets the fields write chose: X-RateLimit-* (x, with reset),
+// Retry-After (retry), RateLimit-Policy and RateLimit (ietf). First every
+// value that is not cached goes into one buffer, which becomes one string
+// whose substrings are those values; then one slice backs all the values,
+// each header a one-element window of it: two allocations, whatever the
+// style.
+func (rd *renderer) set(h http.Header, d *core.Decision, reset int64, x, retry, ietf bool) {
+	var buf [96]byte
+	b := buf[:0]
+	var limit, remaining, resetV, retryV, policy, rateLimit value
+	n := 0
+	if x {
+		n += 3
+		limit = value{s: rd.limit}
+		if d.Limit != rd.policy.Limit {
+			b, limit = number(b, d.Limit)
+		}
+		b, remaining = number(b, d.Remaining)
+		b, resetV = number(b, reset)
+	}
+	if retry {
+		n++
+		b, retryV = number(b, max(ceilSeconds(d.RetryAfter), 1))
 	}
 	if ietf {
-		b = rd.addPolicy(&f, b, h)
+		n += 2
+		b, policy = rd.policyMember(b, h)
 		i := len(b)
 		b = appendMembers(b, h[keyRateLimit])
 		b = append(b, rd.name...)
@@ -161,9 +173,28 @@ func (rd *renderer) write(h http.Header, d *core.Decision, deny bool) {
 		b = strconv.AppendInt(b, d.Remaining, 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
-		f.add(keyRateLimit, value{i: i, j: len(b)})
+		rateLimit = value{i: i, j: len(b)}
 	}
-	f.set(h, b)
+	s := string(b) // "" without an allocation when b is empty
+	all := make([]string, n)
+	n = 0
+	put := func(key string, v value) {
+		all[n] = v.in(s)
+		h[key] = all[n : n+1 : n+1]
+		n++
+	}
+	if x {
+		put(keyLimit, limit)
+		put(keyRemaining, remaining)
+		put(keyReset, resetV)
+	}
+	if retry {
+		put(keyRetryAfter, retryV)
+	}
+	if ietf {
+		put(keyPolicy, policy)
+		put(keyRateLimit, rateLimit)
+	}
 }
 
 // writeBeyondCapacity writes the fields of a denial of a cost above
@@ -196,24 +227,22 @@ func (rd *renderer) writeKnown(h http.Header, limit int64) {
 		h[keyLimit] = []string{v}
 	}
 	if rd.style.ietf() {
-		var f fields
-		f.set(h, rd.addPolicy(&f, nil, h))
+		b, v := rd.policyMember(nil, h)
+		h[keyPolicy] = []string{v.in(string(b))}
 	}
 }
 
-// addPolicy adds the RateLimit-Policy field to f: this policy's member,
-// after those of outer limits already in h, if any. Several policies on
-// one request are listed together, none overwritten.
-func (rd *renderer) addPolicy(f *fields, b []byte, h http.Header) []byte {
+// policyMember is the RateLimit-Policy value: this policy's member, after
+// those of outer limits already in h, if any, appended to b. Several
+// policies on one request are listed together, none overwritten.
+func (rd *renderer) policyMember(b []byte, h http.Header) ([]byte, value) {
 	old := h[keyPolicy]
 	if len(old) == 0 {
-		f.add(keyPolicy, value{s: rd.policyItem})
-		return b
+		return b, value{s: rd.policyItem}
 	}
 	i := len(b)
 	b = append(appendMembers(b, old), rd.policyItem...)
-	f.add(keyPolicy, value{i: i, j: len(b)})
-	return b
+	return b, value{i: i, j: len(b)}
 }
 
 // appendMembers appends to b the lines of a structured-field list already
@@ -226,54 +255,26 @@ func appendMembers(b []byte, lines []string) []byte {
 	return b
 }
 
-// fields are the header fields of one decision being rendered, set
-// together by set: two allocations, whatever the style.
-type fields struct {
-	n    int
-	keys [6]string
-	vals [6]value
-}
-
 // value is one header value: a ready string, or the span [i, j) of the
-// buffer rendered for the fields.
+// rendered buffer.
 type value struct {
 	s    string
 	i, j int
 }
 
-func (f *fields) add(key string, v value) {
-	f.keys[f.n], f.vals[f.n] = key, v
-	f.n++
-}
-
-// number appends n to b as the value of key.
-func (f *fields) number(b []byte, key string, n int64) []byte {
+// number appends n to b.
+func number(b []byte, n int64) ([]byte, value) {
 	i := len(b)
 	b = strconv.AppendInt(b, n, 10)
-	f.add(key, value{i: i, j: len(b)})
-	return b
+	return b, value{i: i, j: len(b)}
 }
 
-// set sets the fields in h, their values taken from b: b becomes one
-// string whose substrings are the values, and one slice backs them all,
-// each header a one-element window of it.
-func (f *fields) set(h http.Header, b []byte) {
-	if f.n == 0 {
-		return
+// in returns the value, taking it from the rendered buffer s if it is there.
+func (v value) in(s string) string {
+	if v.s != "" {
+		return v.s
 	}
-	var s string
-	if len(b) > 0 {
-		s = string(b)
-	}
-	all := make([]string, f.n)
-	for k := range f.n {
-		v := f.vals[k]
-		if v.s == "" {
-			v.s = s[v.i:v.j]
-		}
-		all[k] = v.s
-		h[f.keys[k]] = all[k : k+1 : k+1]
-	}
+	return s[v.i:v.j]
 }
 
 // moreRestrictive reports whether an admission (or dry-run denial) with

@@ -49,9 +49,9 @@
 // pro, or a plan's limit changed by a reload while traffic runs), the key
 // keeps what it has used, counted in units of cost, and the new policy
 // applies from then on. A policy takes effect for a key at the first
-// admitted AllowPolicy or Set under it; a denial, Peek and Get only look (a
-// denial's RetryAfter is measured as if the key had moved, which may be
-// longer than needed).
+// admitted AllowPolicy or Set under it; a denial, Peek and Get only look,
+// and say exactly when the key, recovering meanwhile under its own policy,
+// will pass ([PolicyLimiter.AllowPolicy]).
 // A change never adds capacity: what a key is promised is stated on its
 // history of admitted requests (instant, cost, and the policy each was
 // admitted under), counting those admitted before the change. For a request

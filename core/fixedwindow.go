@@ -140,34 +140,64 @@ func (s *fixedState) raise(r *rule, now, word int64) {
 
 // convert counts, in to's current window, what might still lie in it of
 // the requests the state counted under from (see "Policies per call" in
-// doc.go): the count of the stored window if that window overlaps to's
-// current one, even when it has ended by from's reckoning (it is live: the
-// requests in a window before that are all more than one Window old); and from's
-// Limit for the window before the stored one, which the state no longer
-// knows, when that window overlaps too and the stored window is from's
-// current one. A count above what to's word holds (or above 2^32-1) is
-// kept at that most, which still denies. Both current windows are taken at the later
-// of now and the start of the stored window (a caller whose clock reading
-// is behind another's).
+// doc.go): see carry.
 func (s *fixedState) convert(from, to *rule, now int64, src *fixedState) {
-	window, count, live := from.live(src.w.Load(), now)
+	if k, n := src.carry(from, to, now); n > 0 {
+		s.w.Store(to.packFixed(k, n))
+	}
+}
+
+// carry returns to's current window and the count the state, decided
+// under from, carries into it at now: the count of the stored window if
+// that window overlaps to's current one, even when it has ended by from's
+// reckoning (it is live: the requests in a window before that are all
+// more than one Window old); and from's Limit for the window before the
+// stored one, which the state no longer knows, when that window overlaps
+// too and the stored window is from's current one. A count above what
+// to's word holds (or above 2^32-1) is kept at that most, which still
+// denies. Both current windows are taken at the later of now and the
+// start of the stored window (a caller whose clock reading is behind
+// another's).
+func (s *fixedState) carry(from, to *rule, now int64) (k, n int64) {
+	window, count, live := from.live(s.w.Load(), now)
 	if !live {
-		return
+		return 0, 0
 	}
 	start := window * from.window
 	at := max(now, start)
-	k := floorDiv(at, to.window)
+	k = floorDiv(at, to.window)
 	lo, hi := k*to.window, (k+1)*to.window
-	var n int64
 	if start < hi && start+from.window > lo {
 		n = count
 	}
 	if window == floorDiv(at, from.window) && start-from.window < hi && start > lo {
 		n += from.limit
 	}
-	if n > 0 {
-		s.w.Store(to.packFixed(k, min(n, maxFixedLimit(time.Duration(to.window)))))
+	return k, min(n, maxFixedLimit(time.Duration(to.window)))
+}
+
+// admitsAt returns the earliest instant, not before now, at which the
+// state, decided under from and left alone, carried into to's window then
+// leaves room for a cost of n. Each term of the carry only stops counting
+// as time passes: from's Limit when the stored window ends (end) or to's
+// window holding its start does, its count at to's first window from end
+// on, and everything two windows after its start (it is no longer live);
+// so the earliest of these instants (or now) that leaves room is the one.
+func (s *fixedState) admitsAt(from, to *rule, now, n int64) int64 {
+	window, _, live := from.live(s.w.Load(), now)
+	if !live {
+		return now
 	}
+	start := window * from.window
+	end := start + from.window
+	first := end + from.window
+	next := func(t int64) int64 { return (floorDiv(t, to.window) + 1) * to.window } // to's first window after t's
+	for _, t := range [...]int64{now, end, next(max(now, start)), next(end - 1)} {
+		if _, c := s.carry(from, to, t); t >= now && t < first && c+n <= to.limit {
+			first = t
+		}
+	}
+	return first
 }
 
 // usage is the count of the current window.

@@ -30,7 +30,12 @@ type PolicyLimiter interface {
 	Limiter
 	// AllowPolicy is AllowN under p instead of the limiter's own policy.
 	// p must be valid (else the error names the field) and use the
-	// limiter's algorithm (else ErrAlgorithmMismatch).
+	// limiter's algorithm (else ErrAlgorithmMismatch). A key last decided
+	// under another policy is decided on its state converted to p, and
+	// moves to p only if admitted: denied, it goes on recovering under its
+	// own policy, and the denial's RetryAfter is the time until the key,
+	// converted then, admits n, its ResetAfter until it is back to p's
+	// full quota, both to the nanosecond (so are a Peek's and a Get's).
 	AllowPolicy(ctx context.Context, p Policy, key string, n int64) (Decision, error)
 	// Get reads key's usage under p without consuming anything or
 	// changing the key's state.

@@ -202,60 +202,6 @@ func (p Policy) Validate() error {
 	if int64(p.Window) > maxSpan {
 		return fmt.Errorf("core: %v window must be <= %v (MaxSpan), got %v", a, MaxSpan, p.Window)
 	}
-	switch a {
-	case AlgFixedWindow:
-		if p.Window < MinBucket {
-			return fmt.Errorf("core: FixedWindow window must be >= %v, got %v", MinBucket, p.Window)
-		}
-		if p.Window > MaxSpan/2 {
-			return fmt.Errorf("core: FixedWindow window must be <= %v (half MaxSpan: its recovery time is two windows), got %v", MaxSpan/2, p.Window)
-		}
-		if p.Limit > MaxWindowLimit {
-			return fmt.Errorf("core: FixedWindow limit must be <= %d, got %d", int64(MaxWindowLimit), p.Limit)
-		}
-		if most := maxFixedLimit(p.Window); p.Limit > most {
-			return fmt.Errorf("core: FixedWindow limit %d per %v is too large: a key packs its count and window number into one 64-bit word, which holds at most %d per %v", p.Limit, p.Window, most, p.Window)
-		}
-	case AlgSlidingWindow:
-		if p.Buckets <= 0 {
-			return fmt.Errorf("core: SlidingWindow buckets must be > 0, got %d", p.Buckets)
-		}
-		if p.Buckets > MaxBuckets {
-			return fmt.Errorf("core: SlidingWindow buckets must be <= %d, got %d", MaxBuckets, p.Buckets)
-		}
-		if p.Window%time.Duration(p.Buckets) != 0 {
-			// Otherwise Buckets buckets are shorter than Window, and an
-			// interval of one Window can meet Buckets+2 of them.
-			return fmt.Errorf("core: SlidingWindow window %v must be a whole number of nanoseconds per bucket (%d buckets)", p.Window, p.Buckets)
-		}
-		if p.Window/time.Duration(p.Buckets) < MinBucket {
-			return fmt.Errorf("core: SlidingWindow bucket (window/buckets = %v/%d) must be >= %v", p.Window, p.Buckets, MinBucket)
-		}
-		if rec := p.Recovery(); rec > MaxSpan {
-			return fmt.Errorf("core: SlidingWindow window %v plus one bucket (its recovery time, %v) must be <= %v (MaxSpan)", p.Window, rec, MaxSpan)
-		}
-		if p.Limit > MaxWindowLimit {
-			return fmt.Errorf("core: SlidingWindow limit must be <= %d, got %d", int64(MaxWindowLimit), p.Limit)
-		}
-	case AlgTokenBucket, AlgLeakyBucket:
-		if p.Burst <= 0 {
-			return fmt.Errorf("core: %v burst must be > 0, got %d", a, p.Burst)
-		}
-		if p.Window < time.Duration(p.Limit) {
-			return fmt.Errorf("core: %v rate %d per %v is above one request per nanosecond", a, p.Limit, p.Window)
-		}
-		// Interval is Window/Limit truncated to the nanosecond, which
-		// speeds the rate up by (Window mod Limit)/Window: accept at most
-		// 0.1%, so that TokenBucket(600_000_000, time.Second) is an error
-		// rather than about a billion per second.
-		if rem := int64(p.Window) % p.Limit; rem > int64(p.Window)/1000 {
-			return fmt.Errorf("core: %v rate %d per %v cannot be kept within 0.1%%: its interval (window/limit) rounds to %v; use a longer window or a limit that divides it", a, p.Limit, p.Window, p.Interval())
-		}
-		hi, lo := bits.Mul64(uint64(p.Burst), uint64(p.Interval()))
-		if hi != 0 || lo > uint64(maxSpan) {
-			return fmt.Errorf("core: %v burst %d at %d per %v takes longer than %v (MaxSpan) to refill", a, p.Burst, p.Limit, p.Window, MaxSpan)
-		}
-	}
 	for i := 0; i < len(p.Name); i++ {
 		if c := p.Name[i]; c < 0x20 || c > 0x7e {
 			return fmt.Errorf("core: policy name %q must be printable ASCII (it is sent in the RateLimit-Policy header)", p.Name)
@@ -263,6 +209,67 @@ func (p Policy) Validate() error {
 	}
 	if p.Meter && a != AlgLeakyBucket {
 		return fmt.Errorf("core: meter mode applies to LeakyBucket only, not %v", a)
+	}
+	switch a {
+	case AlgFixedWindow:
+		return p.validateFixedWindow()
+	case AlgSlidingWindow:
+		return p.validateSlidingWindow()
+	}
+	return p.validateBucket()
+}
+
+func (p Policy) validateFixedWindow() error {
+	switch {
+	case p.Window < MinBucket:
+		return fmt.Errorf("core: FixedWindow window must be >= %v, got %v", MinBucket, p.Window)
+	case p.Window > MaxSpan/2:
+		return fmt.Errorf("core: FixedWindow window must be <= %v (half MaxSpan: its recovery time is two windows), got %v", MaxSpan/2, p.Window)
+	case p.Limit > MaxWindowLimit:
+		return fmt.Errorf("core: FixedWindow limit must be <= %d, got %d", int64(MaxWindowLimit), p.Limit)
+	case p.Limit > maxFixedLimit(p.Window):
+		return fmt.Errorf("core: FixedWindow limit %d per %v is too large: a key packs its count and window number into one 64-bit word, which holds at most %d per %v", p.Limit, p.Window, maxFixedLimit(p.Window), p.Window)
+	}
+	return nil
+}
+
+func (p Policy) validateSlidingWindow() error {
+	switch {
+	case p.Buckets <= 0:
+		return fmt.Errorf("core: SlidingWindow buckets must be > 0, got %d", p.Buckets)
+	case p.Buckets > MaxBuckets:
+		return fmt.Errorf("core: SlidingWindow buckets must be <= %d, got %d", MaxBuckets, p.Buckets)
+	case p.Window%time.Duration(p.Buckets) != 0:
+		// Otherwise Buckets buckets are shorter than Window, and an
+		// interval of one Window can meet Buckets+2 of them.
+		return fmt.Errorf("core: SlidingWindow window %v must be a whole number of nanoseconds per bucket (%d buckets)", p.Window, p.Buckets)
+	case p.Window/time.Duration(p.Buckets) < MinBucket:
+		return fmt.Errorf("core: SlidingWindow bucket (window/buckets = %v/%d) must be >= %v", p.Window, p.Buckets, MinBucket)
+	case p.Recovery() > MaxSpan:
+		return fmt.Errorf("core: SlidingWindow window %v plus one bucket (its recovery time, %v) must be <= %v (MaxSpan)", p.Window, p.Recovery(), MaxSpan)
+	case p.Limit > MaxWindowLimit:
+		return fmt.Errorf("core: SlidingWindow limit must be <= %d, got %d", int64(MaxWindowLimit), p.Limit)
+	}
+	return nil
+}
+
+// validateBucket checks a token or leaky bucket. Interval is Window/Limit
+// truncated to the nanosecond, which speeds the rate up by (Window mod
+// Limit)/Window: at most 0.1% is accepted, so that
+// TokenBucket(600_000_000, time.Second) is an error rather than about a
+// billion per second.
+func (p Policy) validateBucket() error {
+	a := p.Algorithm
+	hi, lo := bits.Mul64(uint64(p.Burst), uint64(p.Interval()))
+	switch {
+	case p.Burst <= 0:
+		return fmt.Errorf("core: %v burst must be > 0, got %d", a, p.Burst)
+	case p.Window < time.Duration(p.Limit):
+		return fmt.Errorf("core: %v rate %d per %v is above one request per nanosecond", a, p.Limit, p.Window)
+	case int64(p.Window)%p.Limit > int64(p.Window)/1000:
+		return fmt.Errorf("core: %v rate %d per %v cannot be kept within 0.1%%: its interval (window/limit) rounds to %v; use a longer window or a limit that divides it", a, p.Limit, p.Window, p.Interval())
+	case hi != 0 || lo > uint64(maxSpan):
+		return fmt.Errorf("core: %v burst %d at %d per %v takes longer than %v (MaxSpan) to refill", a, p.Burst, p.Limit, p.Window, MaxSpan)
 	}
 	return nil
 }

@@ -63,6 +63,11 @@ type stateOf[S any] interface {
 	// (decided under from, not retired) becomes under to at now, as
 	// "Policies per call" in doc.go says.
 	convert(from, to *rule, now int64, src *S)
+	// admitsAt returns the earliest instant, not before now, at which the
+	// state (decided under from, not retired), left alone, converted to
+	// `to` then admits a request of cost n (of to's capacity: is back to
+	// its full quota under to). Convert's count only falls as time passes.
+	admitsAt(from, to *rule, now, n int64) int64
 	// usage is Usage.Used at now; it may advance the state as a decision
 	// would, consuming nothing.
 	usage(r *rule, now int64) int64
@@ -240,9 +245,9 @@ func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, co
 
 // decideLocked is decide's slow path, for a key not in the table (or just
 // retired, or last decided under another policy): under the shard's mutex
-// it inserts the key, as a copy of the shard's inherited state, or
-// converts the key's state to r; when consume is false it reports what
-// either would answer without storing anything.
+// it inserts the key, as a copy of the shard's inherited state, or moves
+// it to r (move); when consume is false it reports what either would
+// answer without storing anything.
 func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key string, now, n int64, consume bool) verdict {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -254,72 +259,83 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 			d, _ := P(&e.state).decide(e.rule, now, n, consume)
 			return d
 		}
-		c := &entry[S]{key: e.key, rule: r}
-		P(&c.state).init(r)
-		if consume {
-			// A call under another policy than the key's moves the key (converts its
-			// state) only when it admits: a denial admits nothing, so the state it
-			// leaves keeps the promise, and the next call converts it afresh. Stored on
-			// a denial, a conversion would carry the denial's instant: under a delaying
-			// leaky bucket its one word (the later of the queue's end and the debt
-			// rescaled) would be multiplied by the ratio of two rates on every trip
-			// between them, and a store whose clock stepped back after the denial
-			// would stand still at it, where the requests before it had aged out. The
-			// denial's RetryAfter, computed on the state converted now, may be longer
-			// than needed, never shorter.
-			var probe S
-			P(&probe).init(r)
-			P(&probe).convert(e.rule, r, now, &e.state)
-			if d, _ := P(&probe).decide(r, now, n, false); !d.allowed {
-				return d
-			}
-		}
-		src := &e.state
-		if consume {
-			// Retired first, into a copy: a decision in flight on
-			// the key then either counts in the copy or fails and
-			// comes here.
-			src = new(S)
-			P(src).init(e.rule)
-			P(&e.state).retire(e.rule, now, retireAlways, src)
-		}
-		P(&c.state).convert(e.rule, r, now, src)
-		if consume {
-			sh.remove(s)
-			g.insert(sh, h, c)
-		}
-		d, _ := P(&c.state).decide(r, now, n, consume)
-		return d
+		return g.move(sh, h, s, e, r, now, n, consume)
 	}
-	e, room := g.newcomer(sh, h, r, now, consume)
+	e, victim, room := g.newcomer(sh, h, r, now, consume)
 	if !room {
 		// Every key looked at is limited: the newcomer shares the
 		// inherited state with the others that found no room.
 		return g.decideInherited(sh, r, now, n, consume)
 	}
 	// Decided before any reader can reach e; a denial moves nothing in
-	// (see decideLocked's move).
+	// (see move).
 	d, _ := P(&e.state).decide(r, now, n, consume)
-	if consume && d.allowed {
-		// Clone: the key may point into a larger buffer (a header line)
-		// that the table must not keep alive.
-		e.key = strings.Clone(key)
-		g.insert(sh, h, e)
+	if !consume || !d.allowed {
+		return g.inheritedWait(sh, r, victim, now, n, d)
 	}
+	// Clone: the key may point into a larger buffer (a header line) that
+	// the table must not keep alive.
+	e.key = strings.Clone(key)
+	g.insert(sh, h, e)
 	return d
+}
+
+// move decides a call under r on e, a key held under another policy,
+// holding sh.mu: it converts the key's state to r only when the call is
+// admitted and consumes. A denial, as a look, leaves the key where it is
+// (see look), and the next call converts it afresh. Stored on a denial, a
+// conversion would carry the denial's instant: under a delaying leaky
+// bucket its one word (the later of the queue's end and the debt
+// rescaled) would be multiplied by the ratio of two rates on every trip
+// between them, and a store whose clock stepped back after the denial
+// would stand still at it, where the requests before it had aged out.
+func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r *rule, now, n int64, consume bool) verdict {
+	if d, _ := look[S, P](e.rule, r, now, n, &e.state); !consume || !d.allowed {
+		return d
+	}
+	// Retired first, into a copy: a decision in flight on the key then
+	// either counts in the copy or fails and comes here.
+	src := new(S)
+	P(src).init(e.rule)
+	P(&e.state).retire(e.rule, now, retireAlways, src)
+	c := &entry[S]{key: e.key, rule: r}
+	P(&c.state).init(r)
+	P(&c.state).convert(e.rule, r, now, src)
+	sh.remove(s)
+	g.insert(sh, h, c)
+	d, _ := P(&c.state).decide(r, now, n, true)
+	return d
+}
+
+// look returns src, a state held under from, converted to `to` at now,
+// and what a call of cost n under `to` gets on it without consuming. Its
+// durations are measured on src left alone, which goes on recovering
+// under from until a call under `to` is admitted: RetryAfter (on a
+// denial) until, converted then, it admits n, and ResetAfter until it is
+// back to its full quota. Both are exact: waiting RetryAfter admits, 1ns
+// less does not.
+func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *S) {
+	c := new(S)
+	P(c).init(to)
+	P(c).convert(from, to, now, src)
+	d, _ := P(c).decide(to, now, n, false)
+	d.reset = durationNs(P(src).admitsAt(from, to, now, to.capacity) - now)
+	if !d.allowed {
+		d.wait = durationNs(P(src).admitsAt(from, to, now, n) - now)
+	}
+	return d, c
 }
 
 // newcomer returns the entry a new key under r starts from, holding sh.mu:
 // a copy of the inherited state, after room was made in a full shard. With
 // apply false (Peek, Get) it changes nothing and the entry also holds what
-// the key makeRoom would evict had used, so that a look agrees with the
-// next AllowN at one instant. room is false when the shard is full of
-// limited keys.
-func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, apply bool) (e *entry[S], room bool) {
-	var victim *entry[S]
+// victim, the key makeRoom would evict, had used, so that a look agrees
+// with the next AllowN at one instant. room is false when the shard is
+// full of limited keys.
+func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, apply bool) (e, victim *entry[S], room bool) {
 	if sh.live >= g.perShard {
 		if room, victim = g.makeRoom(sh, h, now, apply, retireUnlimited); !room {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	e = &entry[S]{rule: r}
@@ -331,7 +347,52 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 		P(&v).convert(victim.rule, r, now, &victim.state)
 		P(&e.state).absorb(r, now, &v)
 	}
-	return e, true
+	return e, victim, true
+}
+
+// inheritedWait returns d, what a call of cost n under r at now got
+// without consuming on a state that startFrom built (and that absorbed
+// victim, for a look), holding sh.mu, with its durations measured on the
+// states it was built from: they stay under their own policies, each
+// recovering at its own rate, so it is back to full when each of them,
+// converted then, is, and admits n when each does (see look). A look sees
+// victim as the next AllowN will, absorbed into its policy's inherited
+// state. That is exact for one state and for the one-word states
+// (absorbing keeps the most used); a sliding window built from several
+// keeps each bucket's largest count, which the latest of their instants
+// may not admit, and is told when each is back to full instead.
+func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], now, n int64, d verdict) verdict {
+	srcs := sh.inherited
+	if victim != nil {
+		merged := heir[S]{rule: victim.rule, state: new(S)}
+		P(merged.state).init(victim.rule)
+		srcs = make([]heir[S], 0, len(sh.inherited)+1)
+		for _, h := range sh.inherited {
+			if sameRule(h.rule, victim.rule) {
+				P(merged.state).absorb(victim.rule, now, h.state)
+			} else {
+				srcs = append(srcs, h)
+			}
+		}
+		P(merged.state).absorb(victim.rule, now, &victim.state)
+		srcs = append(srcs, merged)
+	}
+	at := func(n int64) int64 {
+		t := now
+		for _, h := range srcs {
+			t = max(t, P(h.state).admitsAt(h.rule, r, now, n))
+		}
+		return t
+	}
+	full := at(r.capacity)
+	d.reset = durationNs(full - now)
+	if !d.allowed {
+		if t := at(n); r.ring == 0 || len(srcs) < 2 { // r.ring: a sliding window's
+			full = t
+		}
+		d.wait = durationNs(full - now)
+	}
+	return d
 }
 
 // decideInherited decides a key under r that found no room, holding
@@ -352,13 +413,14 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	P(&c).init(r)
 	g.startFrom(sh, &c, r, now)
 	d, _ := P(&c).decide(r, now, n, consume)
-	if consume && d.allowed {
-		in := g.heir(sh, r, now)
-		// The call moved the key to r (a key's state follows the policy
-		// of its last admission), and r's inherited state now holds what
-		// it had used, converted.
-		P(in).absorb(r, now, &c)
+	if !consume || !d.allowed {
+		return g.inheritedWait(sh, r, nil, now, n, d)
 	}
+	in := g.heir(sh, r, now)
+	// The call moved the key to r (a key's state follows the policy of
+	// its last admission), and r's inherited state now holds what it had
+	// used, converted.
+	P(in).absorb(r, now, &c)
 	return d
 }
 
@@ -603,25 +665,22 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
-	var st *S
-	if _, e := lookup(sh.table.Load(), h, key); e != nil {
-		st = &e.state
-		if !sameRule(e.rule, r) {
-			st = new(S)
-			P(st).init(r)
-			P(st).convert(e.rule, r, now, &e.state)
-		}
-	} else if e, room := g.newcomer(sh, h, r, now, false); room {
-		st = &e.state
-	} else {
-		st = new(S)
-		P(st).init(r)
-		g.startFrom(sh, st, r, now)
-		d := g.decideInherited(sh, r, now, 1, false)
-		return d, P(st).usage(r, now)
+	switch _, e := lookup(sh.table.Load(), h, key); {
+	case e != nil && !sameRule(e.rule, r):
+		d, c := look[S, P](e.rule, r, now, 1, &e.state)
+		return d, P(c).usage(r, now)
+	case e != nil:
+		d, _ := P(&e.state).decide(r, now, 1, false)
+		return d, P(&e.state).usage(r, now)
 	}
-	d, _ := P(st).decide(r, now, 1, false)
-	return d, P(st).usage(r, now)
+	if e, victim, room := g.newcomer(sh, h, r, now, false); room {
+		d, _ := P(&e.state).decide(r, now, 1, false)
+		return g.inheritedWait(sh, r, victim, now, 1, d), P(&e.state).usage(r, now)
+	}
+	st := new(S)
+	P(st).init(r)
+	g.startFrom(sh, st, r, now)
+	return g.decideInherited(sh, r, now, 1, false), P(st).usage(r, now)
 }
 
 func (g *registry[S, P]) len() int {

@@ -258,6 +258,69 @@ func (s *slidingState) convert(from, to *rule, now int64, src *slidingState) {
 	}
 }
 
+// admitsAt returns the earliest instant, not before now, at which the
+// state, decided under from and left alone, converted to `to` then (see
+// convert) admits a cost of n. Each bucket b of the state counts in to's
+// trailing Buckets until t1(b), then in the bucket before them until
+// t2(b): until it has left from's ring, or to's bucket holding its last
+// instant has left them. Both instants grow with b, so one pass over the
+// buckets in order meets them in order, and the sums only fall: the first
+// instant at which they leave room for n is the one (once every bucket
+// has left, any n up to Limit fits). The bucket before the trailing ones
+// counts at most 2^32-1 (a counter of to's), as in convert; a trailing
+// bucket above that denies either way.
+func (s *slidingState) admitsAt(from, to *rule, now, n int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.head == 0 {
+		return now
+	}
+	at := max(now, s.head*from.interval)
+	s.advance(from, floorDiv(at, from.interval))
+	// leaves is when bucket b leaves from's ring, or to's bucket holding
+	// its last instant leaves to's trailing k buckets.
+	leaves := func(b, k int64) int64 {
+		return min((b+from.ring)*from.interval, (floorDiv((b+1)*from.interval-1, to.interval)+k)*to.interval)
+	}
+	count := func(b int64) int64 { return int64(s.counts[b%from.ring]) }
+	held := func(b int64) int64 { // the first bucket from b on that holds requests
+		for b <= s.head && count(b) == 0 {
+			b++
+		}
+		return b
+	}
+	// Buckets i1 on are in the trailing sum, i2 on (to i1) in older.
+	i1 := held(max(s.head-from.buckets, 1))
+	i2 := i1
+	var trailing, older int64
+	for b := i1; b <= s.head; b++ {
+		trailing += count(b)
+	}
+	for t := at; ; {
+		e1, e2 := int64(math.MaxInt64), int64(math.MaxInt64)
+		if i1 <= s.head {
+			e1 = leaves(i1, to.buckets)
+		}
+		if i2 < i1 {
+			e2 = leaves(i2, to.ring)
+		}
+		if e := min(e1, e2); e > t { // every bucket to leave by t has
+			if trailing+n <= to.limit && trailing+min(older, math.MaxUint32)+n <= to.cap2 {
+				if t == at {
+					return now
+				}
+				return t
+			}
+			t = e
+		}
+		if e1 <= e2 {
+			trailing, older, i1 = trailing-count(i1), older+count(i1), held(i1+1)
+		} else {
+			older, i2 = older-count(i2), held(i2+1)
+		}
+	}
+}
+
 // usage is what the trailing window counts.
 func (s *slidingState) usage(r *rule, now int64) int64 {
 	s.mu.Lock()

@@ -118,7 +118,7 @@ func (s *gcraState) raise(tat int64) {
 // queue's end and its debt rescaled, and one word cannot tell which, so a
 // key moved back and forth between two rates without admitting would
 // have its debt multiplied by their ratio on each trip: a denial leaves
-// the key unconverted (see registry.decideLocked), and a conversion kept
+// the key unconverted (see registry.move), and a conversion kept
 // is followed by an admission.
 func (s *gcraState) convert(from, to *rule, now int64, src *gcraState) {
 	tat := src.tat.Load()
@@ -135,15 +135,37 @@ func rescaleTAT(tat, now, from, to int64) int64 {
 	if tat <= now || from == to {
 		return tat
 	}
-	hi, lo := bits.Mul64(uint64(tat-now), uint64(to))
-	if hi >= uint64(from) {
-		return now + maxSpan
-	}
-	q, rem := bits.Div64(hi, lo, uint64(from))
-	if rem != 0 {
+	q, exact := mulDiv(tat-now, to, from)
+	if !exact {
 		q++
 	}
-	return now + int64(min(q, uint64(maxSpan)))
+	return now + min(q, maxSpan)
+}
+
+// mulDiv returns x·num/den rounded down, at most 2^62, and whether it
+// was exact (x >= 0, num >= 0, den > 0).
+func mulDiv(x, num, den int64) (int64, bool) {
+	hi, lo := bits.Mul64(uint64(x), uint64(num))
+	if hi >= uint64(den) {
+		return 1 << 62, false
+	}
+	q, rem := bits.Div64(hi, lo, uint64(den))
+	return int64(min(q, 1<<62)), rem == 0
+}
+
+// admitsAt returns the earliest instant, not before now, at which the
+// state, decided under from and left alone (refilling at from's rate),
+// converted to `to` then (see convert) admits a cost of n: when its debt
+// x = tat-t, rescaled, ceil(x·to/from intervals), leaves room for n under
+// to's tau, that is when x <= floor((tau - n·interval)·from/to), and for
+// a delaying leaky bucket also x <= tau - n·interval.
+func (s *gcraState) admitsAt(from, to *rule, now, n int64) int64 {
+	room := to.tau - n*to.interval
+	slack, _ := mulDiv(room, from.interval, to.interval)
+	if to.delay {
+		slack = min(slack, room)
+	}
+	return max(now, s.tat.Load()-slack)
 }
 
 // usage is the tokens taken and not yet refilled, rounded up.

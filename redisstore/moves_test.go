@@ -13,9 +13,11 @@ import (
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 )
 
-// Issue 17's four ways around "a change never adds capacity", on one
-// Redis and the Cluster: see coretest.Suite.RunMoves. The deny cache is
-// off so that every answer is the script's.
+// Issue 17's four ways around "a change never adds capacity", and issue
+// 24's UpgradeDenialRetryAfterAdmits (a denial under a plan the key is
+// not on says exactly when to retry), on one Redis and the Cluster: see
+// coretest.Suite.RunMoves. The deny cache is off so that every answer is
+// the script's.
 
 func moveSuite(rdb redis.UniversalClient) coretest.Suite {
 	return coretest.Suite{New: func(t *testing.T, p core.Policy, now func() time.Time) core.Limiter {
@@ -26,6 +28,40 @@ func moveSuite(rdb redis.UniversalClient) coretest.Suite {
 func TestMoves(t *testing.T) {
 	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
 		moveSuite(rdb).RunMoves(t)
+	})
+}
+
+// TestUpgradeDenialRetryAfterAdmits is issue 24's defect 1 with the deny
+// cache on (TestMoves runs it off): a token bucket of 6 a minute, burst
+// 10, spent, then a unit under 60 a second, burst 5. The key stays under
+// the first plan, refilling one token every 10s, and the second's burst
+// holds 4 owed after a unit: the denial says 60s, is not cached (its key
+// is under another policy), and a client obeying it is admitted at its
+// first retry, not 1ns before. It was told about 100ms, and denied 11,387
+// times over 59.7s.
+func TestUpgradeDenialRetryAfterAdmits(t *testing.T) {
+	ctx := context.Background()
+	onEachServer(t, func(t *testing.T, rdb redis.UniversalClient) {
+		slow := core.TokenBucket(6, time.Minute).WithBurst(10).WithName("slow")
+		fast := core.TokenBucket(60, time.Second).WithBurst(5).WithName("fast")
+		f := newPolicyFixture(t, rdb, slow)
+		d, err := f.lim.AllowN(ctx, "k", 10)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		for range 2 {
+			d, err = f.lim.AllowPolicy(ctx, fast, "k", 1)
+			require.NoError(t, err)
+			assert.Equal(t, core.Decision{Limit: 60, ResetAfter: 100 * time.Second, RetryAfter: time.Minute, Policy: fast, Source: core.SourceStore}, d)
+		}
+		f.clock.Advance(time.Minute - 1)
+		d, err = f.lim.AllowPolicy(ctx, fast, "k", 1)
+		require.NoError(t, err)
+		assert.False(t, d.Allowed, "1ns before RetryAfter")
+		assert.Equal(t, core.SourceStore, d.Source)
+		f.clock.Advance(1)
+		d, err = f.lim.AllowPolicy(ctx, fast, "k", 1)
+		require.NoError(t, err)
+		assert.True(t, d.Allowed, "at RetryAfter: %+v", d)
 	})
 }
 

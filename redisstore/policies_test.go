@@ -88,8 +88,9 @@ func TestPolicyMoveKeepsUsage(t *testing.T) {
 				f := newPolicyFixture(t, rdb, alg.free)
 				f.admit(t, alg.free, "k", 80)
 				assert.Equal(t, core.Usage{Used: 80, Remaining: 20, ResetAfter: 80 * 36 * time.Second, Policy: alg.free}, f.get(t, alg.free, "k"))
-				// Get converts for its answer only: the key stays under free.
-				assert.Equal(t, core.Usage{Used: 80, Remaining: 9_920, ResetAfter: 80 * 360 * time.Millisecond, Policy: alg.pro}, f.get(t, alg.pro, "k"))
+				// Get converts for its answer only: the key stays under free,
+				// full again when free's 80 units are back.
+				assert.Equal(t, core.Usage{Used: 80, Remaining: 9_920, ResetAfter: 80 * 36 * time.Second, Policy: alg.pro}, f.get(t, alg.pro, "k"))
 				assert.Equal(t, core.Usage{Used: 80, Remaining: 20, ResetAfter: 80 * 36 * time.Second, Policy: alg.free}, f.get(t, alg.free, "k"))
 				d, err := f.lim.AllowPolicy(ctx, alg.pro, "k", 1)
 				require.NoError(t, err)
@@ -100,20 +101,20 @@ func TestPolicyMoveKeepsUsage(t *testing.T) {
 
 				// Under pro the debt of 81 units (29.16s) refills at pro's
 				// rate: 18s later 50 units are back, 31 are used, in free's
-				// units too.
+				// units too (back at pro's rate in 11.16s).
 				f.clock.Advance(18 * time.Second)
-				assert.Equal(t, core.Usage{Used: 31, Remaining: 69, ResetAfter: 1116 * time.Second, Policy: alg.free}, f.get(t, alg.free, "k"))
+				assert.Equal(t, core.Usage{Used: 31, Remaining: 69, ResetAfter: 11_160 * time.Millisecond, Policy: alg.free}, f.get(t, alg.free, "k"))
 				// Half a pro interval later, 30.5 units: Used rounds up,
 				// Remaining down, and the debt converts exactly.
 				f.clock.Advance(180 * time.Millisecond)
-				assert.Equal(t, core.Usage{Used: 31, Remaining: 69, ResetAfter: 1098 * time.Second, Policy: alg.free}, f.get(t, alg.free, "k"))
+				assert.Equal(t, core.Usage{Used: 31, Remaining: 69, ResetAfter: 10_980 * time.Millisecond, Policy: alg.free}, f.get(t, alg.free, "k"))
 				assert.Equal(t, core.Usage{Used: 31, Remaining: 9_969, ResetAfter: 10_980 * time.Millisecond, Policy: alg.pro}, f.get(t, alg.pro, "k"))
 				d, err = f.lim.AllowPolicy(ctx, alg.free, "k", 1)
 				require.NoError(t, err)
 				assert.True(t, d.Allowed)
 				assert.Equal(t, int64(68), d.Remaining, "31.5 used")
 				assert.Equal(t, 1134*time.Second, d.ResetAfter)
-				assert.Equal(t, core.Usage{Used: 32, Remaining: 9_968, ResetAfter: 11_340 * time.Millisecond, Policy: alg.pro}, f.get(t, alg.pro, "k"))
+				assert.Equal(t, core.Usage{Used: 32, Remaining: 9_968, ResetAfter: 1134 * time.Second, Policy: alg.pro}, f.get(t, alg.pro, "k"))
 			})
 		}
 
@@ -129,16 +130,20 @@ func TestPolicyMoveKeepsUsage(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, d.Allowed)
 			// 5 units of 250ms is 1.25s of debt; tau is 1s: one more fits
-			// once the debt is down to 750ms, at small's rate.
-			assert.Equal(t, 500*time.Millisecond, d.RetryAfter)
-			assert.Equal(t, 1250*time.Millisecond, d.ResetAfter)
-			// The denial left the key under big, whose 250ms of debt is
-			// gone by then: admitted with 3 of small's 4 left.
-			f.clock.Advance(d.RetryAfter)
+			// once the debt is down to 750ms, 3 units. The denial leaves
+			// the key under big, refilling at its rate: 3 of its units are
+			// owed at 100ms, and none at 250ms.
+			assert.Equal(t, 100*time.Millisecond, d.RetryAfter)
+			assert.Equal(t, 250*time.Millisecond, d.ResetAfter)
+			f.clock.Advance(d.RetryAfter - 1)
+			d, err = f.lim.AllowPolicy(ctx, small, "k", 1)
+			require.NoError(t, err)
+			assert.False(t, d.Allowed, "1ns before RetryAfter")
+			f.clock.Advance(1)
 			d, err = f.lim.AllowPolicy(ctx, small, "k", 1)
 			require.NoError(t, err)
 			assert.True(t, d.Allowed)
-			assert.Equal(t, int64(3), d.Remaining)
+			assert.Equal(t, int64(0), d.Remaining)
 		})
 
 		t.Run("fixed window: the current window's count carries into the new policy's", func(t *testing.T) {
@@ -147,13 +152,15 @@ func TestPolicyMoveKeepsUsage(t *testing.T) {
 			f := newPolicyFixture(t, rdb, a)
 			f.clock.Advance(30 * time.Second)
 			f.admit(t, a, "k", 7)
-			assert.Equal(t, core.Usage{Used: 7, Remaining: 93, ResetAfter: time.Hour - 30*time.Second, Policy: b}, f.get(t, b, "k"))
+			// a's minute counts in b's hour until it is two minutes old.
+			assert.Equal(t, core.Usage{Used: 7, Remaining: 93, ResetAfter: 90 * time.Second, Policy: b}, f.get(t, b, "k"))
 			d, err := f.lim.AllowPolicy(ctx, b, "k", 1)
 			require.NoError(t, err)
 			assert.True(t, d.Allowed)
 			assert.Equal(t, int64(92), d.Remaining)
-			// Back under a: b's window is current, its 8 carry into a's.
-			assert.Equal(t, core.Usage{Used: 8, Remaining: 2, ResetAfter: 30 * time.Second, Policy: a}, f.get(t, a, "k"))
+			// Back under a: b's window is current, its 8 carry into a's,
+			// and into each of a's minutes within b's hour.
+			assert.Equal(t, core.Usage{Used: 8, Remaining: 2, ResetAfter: time.Hour - 30*time.Second, Policy: a}, f.get(t, a, "k"))
 			// The same Window with another Limit: the count as it is.
 			c := core.FixedWindow(20, time.Hour)
 			assert.Equal(t, core.Usage{Used: 8, Remaining: 12, ResetAfter: time.Hour - 30*time.Second, Policy: c}, f.get(t, c, "k"))
@@ -166,7 +173,8 @@ func TestPolicyMoveKeepsUsage(t *testing.T) {
 			f.admit(t, a, "k", 7)
 			f.admit(t, a, "k2", 7)
 			f.clock.Advance(time.Minute)
-			assert.Equal(t, core.Usage{Used: 7, Remaining: 93, ResetAfter: 59 * time.Minute, Policy: b}, f.get(t, b, "k"))
+			// Until it is two minutes old.
+			assert.Equal(t, core.Usage{Used: 7, Remaining: 93, ResetAfter: time.Minute, Policy: b}, f.get(t, b, "k"))
 			assert.Equal(t, 93, f.countAdmitted(t, b, "k", 200))
 			// Two windows on, every request of a's window is more than a
 			// Window old: nothing counts.

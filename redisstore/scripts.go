@@ -91,9 +91,10 @@ import (
 // of the delay, which is 0 for such a call; a Set replies zeros. A call
 // under another policy than its key's state is decided on the state
 // converted, which is written only if it is admitted (core's
-// registry.decideLocked); a denial whose state, not written, may be
-// admitted before its RetryAfter replies -1 for its delay: the deny cache
-// does not keep it.
+// registry.move); a look or a denial then reports the durations of the
+// key left where it is, recovering under its own policy (core's
+// registry.look), and such a denial replies -1 for its delay: the deny
+// cache does not keep it.
 const luaKeyed = `
 local keys, m, co = KEYS, #KEYS, 0
 `
@@ -112,10 +113,12 @@ local keys, co = ARGV, m
 // luaPrelude reads now once for the batch, and where the policies given
 // with the calls are: their numbers start after ARGV[h]. Placeholder: K.
 //
-// The scripts define no function but the sliding window's after: Lua makes
-// a closure of each local function every time a script runs, which
-// measured as a fair share of a lone call's script time, so the code of
-// the rare paths (a conversion, a Set) is written out where it is used.
+// The scripts define no function at their top level but the sliding
+// window's after: Lua makes a closure of each local function every time
+// its definition runs, which measured as a fair share of a lone call's
+// script time, so the code of the rare paths (a conversion, a Set) is
+// written out where it is used, or its functions defined there (a
+// conversion's, made only when a call converts).
 const luaPrelude = `
 local A = #ARGV
 local now_us, now_r = tonumber(ARGV[A - 1]), 0
@@ -194,7 +197,10 @@ func scriptHead(cross bool, k int) string {
 // instant the state was written at: a clock that stepped back converts as
 // if it stood still there, so that the time it went back is not rescaled. The product may exceed 2^53, so the part of
 // the debt below one old interval is multiplied by binary long division,
-// whose partial remainders stay below 2^53.
+// whose partial remainders stay below 2^53 (muldiv, a function of the
+// conversion's path alone, so that only a conversion makes its closure).
+// A look or a denial on a converted state measures its ResetAfter and
+// RetryAfter on the key left where it is (core's gcraState.admitsAt).
 const luaGCRA = `
 local interval, tau, ttl, delays = %d, %d, %d, %d == 1
 local ttlS = '%[3]d'
@@ -223,6 +229,7 @@ for i = 1, m do
   end
   local base = 0 -- max(tat, now) - now
   local stay = false -- a denial decided on a converted state, not written
+  local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
   if us then
     base = (us - now_us) * 1000 + tr[k] - now_r
     if base < 0 then base = 0 end
@@ -234,39 +241,60 @@ for i = 1, m do
       local cu, cr = now_us, now_r
       local l = lu[k]
       if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
+      -- muldiv(x, a, b) is floor(x * a / b), at most 2^53, and whether it
+      -- is exact, for 0 <= x < 2^53 and 0 < a, b <= 2^52: x = q1 * b + r1,
+      -- and r1 * a / b by binary long division, whose partial remainders
+      -- stay below 2^53.
+      local function muldiv(x, a, b)
+        local q1 = math.floor(x / b)
+        local r1 = x - q1 * b
+        if q1 * a >= 9007199254740992 then return 9007199254740992, false end
+        local q, r, bit = 0, 0, 4503599627370496
+        while bit >= 1 do
+          q, r = q * 2, r * 2
+          if r >= b then q, r = q + 1, r - b end
+          if math.floor(a / bit) %% 2 == 1 then
+            r = r + r1
+            if r >= b then q, r = q + 1, r - b end
+          end
+          bit = bit / 2
+        end
+        return math.min(q1 * a + q, 9007199254740992), r == 0
+      end
+      local x = base -- the TAT - now, left where it is
       local d = (us - cu) * 1000 + tr[k] - cr
       if d > 0 then
-        local d0 = d
-        local q1 = math.floor(d / from)
-        local r1 = d - q1 * from
-        if q1 * interval >= 4503599627370496 then
-          d = 4503599627370496
-        else
-          local q, r, bit = 0, 0, 4503599627370496
-          while bit >= 1 do
-            q, r = q * 2, r * 2
-            if r >= from then q, r = q + 1, r - from end
-            if math.floor(interval / bit) %% 2 == 1 then
-              r = r + r1
-              if r >= from then q, r = q + 1, r - from end
-            end
-            bit = bit / 2
-          end
-          if r > 0 then q = q + 1 end
-          d = math.min(q1 * interval + q, 4503599627370496)
-        end
+        local d0, exact = d, true
+        d, exact = muldiv(d, interval, from)
+        if not exact then d = d + 1 end
+        d = math.min(d, 4503599627370496)
         -- A delaying leaky bucket keeps the requests queued at their
         -- instants and serves new ones after them.
         if delays and d < d0 then d = d0 end
         base = (cu - now_us) * 1000 + cr - now_r + d -- the new TAT - now
       else
-        d, base = 0, 0
+        d, base, x = 0, 0, 0
       end
       local denied = n > 0 and base + n * interval > tau
-      stay = denied -- its RetryAfter is on a debt not written, which time drains at another rate
+      stay = denied
+      if n == 0 or denied then
+        -- A look or a denial leaves the key recovering at its own rate
+        -- (core's registry.look): full at its TAT, and admitting a cost c
+        -- once its debt then, converted, leaves room for c, that is once
+        -- TAT - t <= floor((tau - c * interval) * from / interval) (and,
+        -- for a delaying leaky bucket, <= tau - c * interval). When its
+        -- debt at (cu, cr) leaves room, only a clock behind (cu, cr)
+        -- denies, and base + c * interval - tau is the answer.
+        local room = tau - math.max(n, 1) * interval
+        local slack = muldiv(room, from, interval)
+        if delays and slack > room then slack = room end
+        rt = x - slack
+        if d <= room then rt = base - room end
+        rs, rt = math.min(x, 4611686018427387904), math.min(rt, 4611686018427387904)
+      end
       if n ~= 0 and not denied then
         -- Decided under this policy from now on; a denial leaves the
-        -- state as it was (core's registry.decideLocked).
+        -- state as it was (core's registry.move).
         if d > 0 then
           local t = cr + d
           local carry = math.floor(t / 1000)
@@ -310,11 +338,11 @@ for i = 1, m do
       elseif stay then
         u = -1 -- decided on a state not written: not to be cached
       end
-      out[i] = struct.pack('<i8i8i8i8i8', 0, math.floor(left / interval), base, nxt - tau, u)
+      out[i] = struct.pack('<i8i8i8i8i8', 0, math.floor(left / interval), rs or base, rt or nxt - tau, u)
     elseif not consume then
       local u = math.floor(base / interval)
       if u * interval < base then u = u + 1 end
-      out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - base) / interval), base, 0, u)
+      out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - base) / interval), rs or base, 0, u)
     else
       local t = now_r + nxt
       local carry = math.floor(t / 1000)
@@ -352,7 +380,9 @@ return table.concat(out)
 // for the window before it when that overlaps too and the stored window is
 // its policy's current one; both windows taken at the later of now and the
 // instant the state was written at: a clock that stepped back converts as
-// if it stood still there.
+// if it stood still there. A look or a denial on a converted state
+// measures its ResetAfter and RetryAfter on the key left where it is
+// (core's fixedState.admitsAt).
 var luaFixedWindow = `
 local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
 local limit, ttl, most = %d, %d, %d
@@ -382,6 +412,7 @@ for i = 1, m do
     win[k] = stored
   end
   local count, back, converted = 0, 0, false -- back: windows the stored one is ahead of now's
+  local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
   if stored then
     local sw = ws[k]
     if sw == w then
@@ -405,9 +436,31 @@ for i = 1, m do
         if s < w - nrem and s + sw > -nrem then count = cnt[k] end
         if stored == oq and s - sw < w - nrem and s > -nrem then count = count + wl[k] end
         if count > most then count = most end
+        if n == 0 or count + n > limit then
+          -- A look or a denial leaves the key where it is (core's
+          -- fixedState.admitsAt): what a conversion at t (ns from (cu, cr))
+          -- carries only falls, and changes only at the stored window's
+          -- end e, the current window's end, the first window from e on,
+          -- and at e + sw (no longer live). first(c): the time from now
+          -- until it leaves room for a cost of c.
+          local e, hi = s + sw, w - nrem
+          local function first(c)
+            local best = e + sw
+            for _, t in ipairs({0, e, hi, hi + math.max(0, math.ceil((e - hi) / w)) * w}) do
+              local lo = t - (t + nrem) %% w -- the start of the window holding t
+              local x = 0
+              if s < lo + w and e > lo then x = cnt[k] end
+              if t < e and s - sw < lo + w and s > lo then x = x + wl[k] end
+              if t >= 0 and t < best and math.min(x, most) + c <= limit then best = t end
+            end
+            if best == 0 then return 0 end
+            return math.min(best + (cu - now_us) * 1000 + cr - now_r, 4611686018427387904)
+          end
+          rs, rt = first(limit), first(math.max(n, 1))
+        end
       end
       -- Decided under this policy from now on if admitted (written below);
-      -- a denial leaves the state as it was (core's registry.decideLocked).
+      -- a denial leaves the state as it was (core's registry.move).
       converted = true
     end
   end
@@ -436,10 +489,10 @@ for i = 1, m do
       elseif converted then
         u = -1 -- decided on a state not written: not to be cached
       end
-      out[i] = struct.pack('<i8i8i8i8i8', 0, left, untilEnd, untilEnd, u)
+      out[i] = struct.pack('<i8i8i8i8i8', 0, left, rs or untilEnd, rt or untilEnd, u)
     elseif not consume then
       if count == 0 then untilEnd = 0 end
-      out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count, untilEnd, 0, count)
+      out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count, rs or untilEnd, 0, count)
     else
       -- The key lives until its window ends: longer than ttl only after the
       -- clock stepped back.
@@ -484,7 +537,9 @@ return table.concat(out)
 // bucket of the call's policy that it overlaps, but not after the current
 // one (core's slidingState.convert), both taken at the later of now and
 // the instant the state was written at: a clock that stepped back converts
-// as if it stood still there.
+// as if it stood still there. A look or a denial on a converted state
+// measures its ResetAfter and RetryAfter on the key left where it is
+// (core's slidingState.admitsAt).
 var luaSlidingWindow = `
 local q, rem, w` + luaSpan("%d", "%d", "q", "rem", "w") + `
 local buckets, limit, cap2, ttl, fmt = %d, %d, %d, %d, '%s'
@@ -541,6 +596,7 @@ for i = 1, m do
     rings[k] = c
   end
   local keep, converted = true, false -- whether the ring decided below is the key's state; whether it was converted
+  local frees -- on a converted state: the time until, left where it is, it admits a cost (below)
   if c and (c[2] ~= w or #c ~= ring + 5) then
     -- Written under another Window or Buckets: what its trailing window
     -- counts, into the current bucket, both at the later of now and the
@@ -568,9 +624,45 @@ for i = 1, m do
         c[y] = math.min(c[y] + x, 4294967295)
       end
     end
+    -- A look or a denial leaves the key where it is (core's
+    -- slidingState.admitsAt): each old bucket b counts in the trailing
+    -- buckets until leaves(b, buckets), then in the one before them until
+    -- leaves(b, ring): until it has left the old ring, or the new bucket
+    -- holding its last ns has left them (ns from (cu, cr)). Both grow with
+    -- b, and the sums only fall: frees(cost) walks the buckets in order to
+    -- the first instant that leaves room for cost, as a time from now.
+    local lo, hi, off = oq - oring + 1, old[1], (cu - now_us) * 1000 + cr - now_r
+    local function leaves(b, j)
+      return math.min((b + oring - oq) * sw - orem, (math.floor(((b + 1 - oq) * sw - orem - 1 + nrem) / w) + j) * w - nrem)
+    end
+    frees = function(cost)
+      local i1, i2, tr, ol, t = lo, lo, 0, 0, 0
+      for b = lo, hi do tr = tr + old[5 + b %% oring] end
+      while true do
+        -- Buckets that hold nothing change no sum.
+        while i1 <= hi and old[5 + i1 %% oring] == 0 do i1 = i1 + 1 end
+        while i2 < i1 and old[5 + i2 %% oring] == 0 do i2 = i2 + 1 end
+        local e = math.huge
+        if i1 <= hi then e = leaves(i1, buckets) end
+        if i2 < i1 then e = math.min(e, leaves(i2, ring)) end
+        if e > t then
+          if tr + cost <= limit and tr + math.min(ol, 4294967295) + cost <= cap2 then
+            if t == 0 then return 0 end
+            return math.min(t + off, 4611686018427387904)
+          end
+          t = e
+        end
+        if i1 <= hi and leaves(i1, buckets) == e then
+          local x = old[5 + i1 %% oring]
+          tr, ol, i1 = tr - x, ol + x, i1 + 1
+        elseif leaves(i2, ring) == e then
+          ol, i2 = ol - old[5 + i2 %% oring], i2 + 1
+        end
+      end
+    end
     -- Decided under this policy from now on if admitted (written below);
     -- a look or a denial leaves the state as it was (core's
-    -- registry.decideLocked).
+    -- registry.move).
     keep, converted = false, true
   end
   if n < 0 then
@@ -612,7 +704,11 @@ for i = 1, m do
       elseif converted then
         u = -1 -- decided on a state not written: not to be cached
       end
-      out[i] = struct.pack('<i8i8i8i8i8', 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u)
+      if frees then
+        out[i] = struct.pack('<i8i8i8i8i8', 0, left, frees(limit), frees(n), u)
+      else
+        out[i] = struct.pack('<i8i8i8i8i8', 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u)
+      end
     else
       local u = trailing
       if consume then
@@ -625,7 +721,9 @@ for i = 1, m do
         if p < ttl then p = ttl end
         rings[k], px[k] = c, p
       end
-      out[i] = struct.pack('<i8i8i8i8i8', 1, left, after(c, top, trailing, all, 0, limit), 0, u)
+      local reset = after(c, top, trailing, all, 0, limit)
+      if frees and not consume then reset = frees(limit) end
+      out[i] = struct.pack('<i8i8i8i8i8', 1, left, reset, 0, u)
     end
   end
 end

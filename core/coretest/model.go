@@ -106,7 +106,7 @@ func (m *refModel) peek(p core.Policy, key string, now int64) core.Decision {
 	if !ok {
 		k = &keyState{} // a key never seen: not stored
 	}
-	return decisionOf(p, k.view(p, now).decide(now, 1, false))
+	return decisionOf(p, k.look(p, now, 1))
 }
 
 func decisionOf(p core.Policy, v verdict) core.Decision {

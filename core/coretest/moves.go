@@ -13,7 +13,9 @@ import (
 // fewer buckets, a fixed window to a shorter window, a token bucket to the
 // slowest valid plan, a leaky bucket to a faster plan) and counts exactly
 // what the store admits against "Policies per call" in the package docs of
-// core. It is skipped unless New builds a core.PolicyLimiter.
+// core; then, for each algorithm, it has a client obey the RetryAfter of a
+// denial under a plan its key is not on (UpgradeDenialRetryAfterAdmits).
+// It is skipped unless New builds a core.PolicyLimiter.
 func (s Suite) RunMoves(t *testing.T) {
 	for _, w := range []time.Duration{time.Second, 10 * time.Second} {
 		t.Run("SlidingWindowFewerBuckets/"+w.String(), func(t *testing.T) { s.slidingWindowMovedToFewerBuckets(t, w) })
@@ -21,6 +23,9 @@ func (s Suite) RunMoves(t *testing.T) {
 	t.Run("FixedWindowShorterWindow", s.fixedWindowMovedToAShorterWindow)
 	t.Run("TokenBucketToSlowPlan", s.tokenBucketMovedToAVerySlowPlan)
 	t.Run("LeakyBucketFasterPlan", s.leakyBucketMovedToAFasterPlan)
+	for _, c := range upgradeDenials() {
+		t.Run("UpgradeDenialRetryAfterAdmits/"+c.name, func(t *testing.T) { s.upgradeDenialRetryAfterAdmits(t, c) })
+	}
 }
 
 // The four scenarios are the ways around "a change never adds capacity"
@@ -113,7 +118,9 @@ func (s Suite) fixedWindowMovedToAShorterWindow(t *testing.T) {
 // of 50, takes 100,000 units used under bulk as 100,000 days of debt,
 // kept at MaxSpan (52 days): every request is denied, Get says Remaining
 // 0, and nothing wraps around (the rescaled debt once wrapped, and the
-// daily plan admitted 42,000 with Remaining -81963).
+// daily plan admitted 42,000 with Remaining -81963). Denied, the key stays
+// under bulk and is back to full by 1s, and 21 units fit under slow once
+// 29 of bulk's are owed (290µs before).
 func (s Suite) tokenBucketMovedToAVerySlowPlan(t *testing.T) {
 	ctx := context.Background()
 	bulk := core.TokenBucket(100_000, time.Second).WithName("bulk")
@@ -147,19 +154,18 @@ func (s Suite) tokenBucketMovedToAVerySlowPlan(t *testing.T) {
 		if d.Remaining != 0 {
 			t.Errorf("d.Remaining = %+v, want 0", d.Remaining)
 		}
-		// 52 days owed (MaxSpan), 21 days more to take, 50 days allowed.
-		if d.RetryAfter != core.MaxSpan-29*24*time.Hour {
-			t.Errorf("d.RetryAfter = %+v, want %+v", d.RetryAfter, core.MaxSpan-29*24*time.Hour)
+		if d.RetryAfter != time.Second-290*time.Microsecond {
+			t.Errorf("d.RetryAfter = %+v, want %+v", d.RetryAfter, time.Second-290*time.Microsecond)
 		}
-		if d.ResetAfter != core.MaxSpan {
-			t.Errorf("d.ResetAfter = %+v, want %+v", d.ResetAfter, core.MaxSpan)
+		if d.ResetAfter != time.Second {
+			t.Errorf("d.ResetAfter = %+v, want %+v", d.ResetAfter, time.Second)
 		}
 	}
 	u, err := f.lim.Get(ctx, slow, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (core.Usage{Used: 53, Remaining: 0, ResetAfter: core.MaxSpan, Policy: slow}); u != want {
+	if want := (core.Usage{Used: 53, Remaining: 0, ResetAfter: time.Second, Policy: slow}); u != want {
 		t.Errorf("u = %+v, want %+v", u, want)
 	}
 }
@@ -241,5 +247,112 @@ func (s Suite) leakyBucketMovedToAFasterPlan(t *testing.T) {
 	}
 	if most != 10 {
 		t.Errorf("the most served in one second: most = %+v, want 10", most)
+	}
+}
+
+// upgradeDenial is one case of UpgradeDenialRetryAfterAdmits: spend under
+// a at Epoch, then a call of cost n under b at Epoch+at, denied, whose
+// RetryAfter and ResetAfter are worked out by hand.
+type upgradeDenial struct {
+	name         string
+	a            core.Policy
+	spend        int64
+	b            core.Policy
+	at           time.Duration
+	n            int64
+	retry, reset time.Duration
+}
+
+// upgradeDenials are issue 24's defect 1 and its mirror image, per
+// algorithm. A denial under b leaves the key under a, so it keeps
+// recovering at a's rate (or in a's windows and buckets) until a call
+// under b is admitted: its RetryAfter is the time until the key, converted
+// then, admits the cost, and its ResetAfter until it is back to b's full
+// quota. The issue's case, an upgrade (a token bucket of 6 a minute,
+// burst 10, spent, then 60 a second, burst 5) was told about 100ms, the
+// time the debt converted at the denial would take at b's rate, and a
+// client obeying it was denied 11,387 times, admitted 59.7s later; a
+// downgrade was told longer than needed.
+func upgradeDenials() []upgradeDenial {
+	slow := core.TokenBucket(6, time.Minute).WithBurst(10) // 10s a token
+	fast := core.TokenBucket(60, time.Second).WithBurst(5) // 16,666,666ns a token
+	leaky := func(p core.Policy) core.Policy { p.Algorithm = core.AlgLeakyBucket; return p }
+	meter := func(p core.Policy) core.Policy { return leaky(p).AsMeter() }
+	return []upgradeDenial{
+		// 10 tokens owed at 10s each, back by 100s. After a unit under
+		// fast, its burst leaves room for 4 tokens owed (66,666,664ns of
+		// fast's): 4 of slow's, owed from 60s on.
+		{"TokenBucket/upgrade", slow, 10, fast, 0, 1, 60 * time.Second, 100 * time.Second},
+		{"LeakyBucketMeter/upgrade", meter(slow), 10, meter(fast), 0, 1, 60 * time.Second, 100 * time.Second},
+		// 5 tokens owed at 16,666,666ns each, back by 83,333,330ns. Cost 6
+		// under slow leaves room for 4 owed: 4 of fast's, from 16,666,666ns.
+		{"TokenBucket/downgrade", fast, 5, slow, 0, 6, 16_666_666, 83_333_330},
+		{"LeakyBucketMeter/downgrade", meter(fast), 5, meter(slow), 0, 6, 16_666_666, 83_333_330},
+		// The queue of 10 ends at 100s, and a request under fast is served
+		// after it, within fast's depth: at most 66,666,664ns ahead.
+		{"LeakyBucket/upgrade", leaky(slow), 10, leaky(fast), 0, 1, 100*time.Second - 66_666_664, 100 * time.Second},
+		// As the token bucket's downgrade: the queue ends at 83,333,330ns.
+		{"LeakyBucket/downgrade", leaky(fast), 5, leaky(slow), 0, 6, 16_666_666, 83_333_330},
+		// 100 in the hour count in every minute of it (a's window holding
+		// them overlaps b's), until 1h.
+		{"FixedWindow/shorter window", core.FixedWindow(100, time.Hour), 100, core.FixedWindow(10, time.Minute), 30 * time.Second, 1, time.Hour - 30*time.Second, time.Hour - 30*time.Second},
+		// 10 in a's second 0 count in b's window [0, 10s) until a's
+		// window after it has ended: from 2s on, they are more than a's
+		// Window old.
+		{"FixedWindow/longer window", core.FixedWindow(10, time.Second), 10, core.FixedWindow(5, 10*time.Second), 500 * time.Millisecond, 1, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		// 100 in a's bucket [0, 1m) count in b's bucket [54s, 1m), the
+		// newest of b's it overlaps, until it has left b's 11 buckets,
+		// at 2m.
+		{"SlidingWindow/shorter window", core.SlidingWindow(100, time.Hour).WithBuckets(60), 100, core.SlidingWindow(10, time.Minute), 30 * time.Second, 1, 90 * time.Second, 90 * time.Second},
+		// 10 in a's bucket [0, 100ms) leave a's 11 buckets at 1.1s.
+		{"SlidingWindow/longer window", core.SlidingWindow(10, time.Second), 10, core.SlidingWindow(5, 10*time.Second), 500 * time.Millisecond, 1, 600 * time.Millisecond, 600 * time.Millisecond},
+	}
+}
+
+// upgradeDenialRetryAfterAdmits: the denial under b says exactly when to
+// retry and when the full quota is back; a client that waits exactly each
+// RetryAfter is admitted at its first retry, and not 1ns before.
+func (s Suite) upgradeDenialRetryAfterAdmits(t *testing.T, c upgradeDenial) {
+	ctx := context.Background()
+	a, b := c.a.WithName("a"), c.b.WithName("b")
+	f := s.moveFixture(t, a)
+	if d, err := f.lim.AllowPolicy(ctx, a, "k", c.spend); err != nil || !d.Allowed {
+		t.Fatalf("AllowPolicy(a, k, %d) = %+v, %v; want admitted", c.spend, d, err)
+	}
+	f.clock.Set(Epoch.Add(c.at))
+	d, err := f.lim.AllowPolicy(ctx, b, "k", c.n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.RetryAfter != c.retry || d.ResetAfter != c.reset {
+		t.Errorf("under b at +%v: d = %+v, want denied with RetryAfter %v and ResetAfter %v", c.at, d, c.retry, c.reset)
+	}
+	first := d.RetryAfter
+	for retries := 1; !d.Allowed; retries++ {
+		if retries > 100 {
+			t.Fatalf("a client obeying RetryAfter is still denied after 100 retries, at +%v: %+v", f.clock.Now().Sub(Epoch), d)
+		}
+		if wait := d.RetryAfter; wait > 1 {
+			f.clock.Advance(wait - 1)
+			early, err := f.lim.AllowPolicy(ctx, b, "k", c.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if early.Allowed {
+				t.Fatalf("RetryAfter %v is longer than needed: admitted 1ns before it, at +%v", wait, f.clock.Now().Sub(Epoch))
+			}
+			f.clock.Advance(1)
+		} else {
+			f.clock.Advance(wait)
+		}
+		if d, err = f.lim.AllowPolicy(ctx, b, "k", c.n); err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allowed && retries == 1 {
+			t.Errorf("waited RetryAfter %v and was denied again: %+v", first, d)
+		}
+	}
+	if got, want := f.clock.Now().Sub(Epoch), c.at+c.retry; got != want {
+		t.Errorf("admitted at +%v, want +%v", got, want)
 	}
 }

@@ -349,8 +349,9 @@ func policyTables() []policyTable {
 			{at: 0, op: opAllow, p: 1, n: 1, ok: true, rem: 5, reset: 250 * ms},
 			// Refilled at pro's rate: 150ms owed, 3 tokens.
 			{at: 100 * ms, op: opGet, p: 1, used: 3, rem: 7, reset: 150 * ms},
-			// 130ms at pro's rate is 2.6 tokens: 260ms at free's.
-			{at: 120 * ms, op: opGet, p: 0, used: 3, rem: 2, reset: 260 * ms},
+			// 130ms at pro's rate is 2.6 tokens: 260ms at free's. A Get
+			// only looks: the key, still under pro, is full in 130ms.
+			{at: 120 * ms, op: opGet, p: 0, used: 3, rem: 2, reset: 130 * ms},
 			{at: 120 * ms, op: opOwn, n: 2, ok: true, rem: 0, reset: 460 * ms},
 			{at: 120 * ms, op: opOwn, n: 1, rem: 0, reset: 460 * ms, retry: 60 * ms},
 			{at: 180 * ms, op: opOwn, n: 1, ok: true, rem: 0, reset: 500 * ms},
@@ -375,8 +376,10 @@ func policyTables() []policyTable {
 		}},
 		{"TokenBucket/Get changes nothing", []core.Policy{tbFree, tbPro}, []pstep{
 			{at: 0, op: opOwn, n: 4, ok: true, rem: 1, reset: 400 * ms},
-			{at: 100 * ms, op: opGet, p: 1, used: 3, rem: 7, reset: 150 * ms},
-			{at: 200 * ms, op: opGet, p: 1, used: 2, rem: 8, reset: 100 * ms},
+			// 300ms of free's owed are 150ms of pro's; the key refills at
+			// free's rate, full at 400ms.
+			{at: 100 * ms, op: opGet, p: 1, used: 3, rem: 7, reset: 300 * ms},
+			{at: 200 * ms, op: opGet, p: 1, used: 2, rem: 8, reset: 200 * ms},
 			// Still free's state: 100ms owed.
 			{at: 300 * ms, op: opAllow, p: 0, n: 1, ok: true, rem: 3, reset: 200 * ms},
 		}},
@@ -389,7 +392,8 @@ func policyTables() []policyTable {
 			{at: 0, op: opPeek, ok: true, rem: 5},
 			{at: 0, op: opSet, p: 1, n: 10},
 			{at: 0, op: opGet, p: 1, used: 10, rem: 0, reset: 500 * ms},
-			{at: 100 * ms, op: opGet, p: 0, used: 8, rem: 0, reset: 800 * ms},
+			// 400ms of pro's owed, 800ms of free's; full at 500ms.
+			{at: 100 * ms, op: opGet, p: 0, used: 8, rem: 0, reset: 400 * ms},
 			{at: 400 * ms, op: opOwn, n: 1, ok: true, rem: 2, reset: 300 * ms},
 			{at: 400 * ms, op: opSet, p: 0, n: 6, err: core.ErrInvalidUsage},
 			{at: 400 * ms, op: opSet, p: 0, n: -1, err: core.ErrInvalidUsage},
@@ -397,11 +401,13 @@ func policyTables() []policyTable {
 		}},
 		{"TokenBucket/a denied call leaves the key as it was", []core.Policy{tbFree, tbPro}, []pstep{
 			{at: 0, op: opOwn, n: 5, ok: true, rem: 0, reset: 500 * ms},
-			// 250ms owed at pro's rate; 6 tokens need 300ms.
-			{at: 0, op: opAllow, p: 1, n: 6, rem: 5, reset: 250 * ms, retry: 50 * ms},
+			// 250ms owed at pro's rate; 6 tokens need 300ms, so 200ms of
+			// pro's (400ms of free's) may be owed: from 100ms, as the key
+			// refills at free's rate. It is full at 500ms.
+			{at: 0, op: opAllow, p: 1, n: 6, rem: 5, reset: 500 * ms, retry: 100 * ms},
 			// The key still refills at free's rate: 4 tokens owed, 200ms
 			// at pro's rate (pro's would leave 150ms: Used 3).
-			{at: 100 * ms, op: opGet, p: 1, used: 4, rem: 6, reset: 200 * ms},
+			{at: 100 * ms, op: opGet, p: 1, used: 4, rem: 6, reset: 400 * ms},
 			{at: 100 * ms, op: opGet, p: 0, used: 4, rem: 1, reset: 400 * ms},
 		}},
 
@@ -413,11 +419,14 @@ func policyTables() []policyTable {
 			// but the request queued is served at 100ms: pro's is served
 			// after it, at 200ms, and pro counts 150ms of its units (3).
 			{at: 50 * ms, op: opAllow, p: 1, n: 1, ok: true, rem: 2, reset: 200 * ms, delay: 150 * ms},
-			// 200ms of pro's left is 400ms of free's (4 requests).
-			{at: 50 * ms, op: opGet, p: 0, used: 4, rem: 0, reset: 400 * ms},
-			// Still pro's state at 100ms: 150ms left, 300ms of free's.
-			{at: 100 * ms, op: opOwn, n: 1, rem: 0, reset: 300 * ms, retry: 100 * ms},
-			{at: 100 * ms, op: opPeek, rem: 0, reset: 300 * ms, retry: 100 * ms},
+			// 200ms of pro's left is 400ms of free's (4 requests); the
+			// key, still under pro, is empty at 250ms.
+			{at: 50 * ms, op: opGet, p: 0, used: 4, rem: 0, reset: 200 * ms},
+			// Still pro's state at 100ms: 150ms left, 300ms of free's. One
+			// of free's fits once 100ms of pro's are left (200ms of
+			// free's): at 150ms.
+			{at: 100 * ms, op: opOwn, n: 1, rem: 0, reset: 150 * ms, retry: 50 * ms},
+			{at: 100 * ms, op: opPeek, rem: 0, reset: 150 * ms, retry: 50 * ms},
 		}},
 		{"LeakyBucket/moved to a shallower bucket than it holds", []core.Policy{lbFree, lbTiny}, []pstep{
 			{at: 0, op: opOwn, n: 3, ok: true, rem: 0, reset: 300 * ms},
@@ -430,9 +439,11 @@ func policyTables() []policyTable {
 			// The 4 queued end at 400ms: plan2's 2 are served after them.
 			{at: 0, op: opAllow, p: 1, n: 2, ok: true, rem: 10, reset: 500 * ms, delay: 400 * ms},
 			// 400ms of plan2's service left is 1600ms at 200ms a request,
-			// above plan3's depth of 6 (1200ms).
-			{at: 100 * ms, op: opAllow, p: 2, n: 1, rem: 0, reset: 1600 * ms, retry: 600 * ms},
-			{at: 100 * ms, op: opAllow, p: 2, n: 2, rem: 0, reset: 1600 * ms, retry: 800 * ms},
+			// above plan3's depth of 6 (1200ms). The queue, still plan2's,
+			// ends at 500ms; 1000ms of plan3's (250ms of plan2's) leave
+			// room for one request, from 250ms, 800ms for two, from 300ms.
+			{at: 100 * ms, op: opAllow, p: 2, n: 1, rem: 0, reset: 400 * ms, retry: 150 * ms},
+			{at: 100 * ms, op: opAllow, p: 2, n: 2, rem: 0, reset: 400 * ms, retry: 200 * ms},
 		}},
 		{"LeakyBucket/Get changes nothing", []core.Policy{lbFree, lbPro}, []pstep{
 			{at: 0, op: opOwn, n: 3, ok: true, rem: 0, reset: 300 * ms},
@@ -450,7 +461,8 @@ func policyTables() []policyTable {
 			{at: 0, op: opPeek, ok: true, rem: 3},
 			{at: 0, op: opSet, p: 1, n: 6},
 			{at: 0, op: opGet, p: 1, used: 6, rem: 0, reset: 300 * ms},
-			{at: 50 * ms, op: opGet, p: 0, used: 5, rem: 0, reset: 500 * ms},
+			// 250ms of pro's left, 500ms of free's; empty at 300ms.
+			{at: 50 * ms, op: opGet, p: 0, used: 5, rem: 0, reset: 250 * ms},
 			{at: 250 * ms, op: opOwn, n: 1, ok: true, rem: 1, reset: 200 * ms, delay: 100 * ms},
 			{at: 250 * ms, op: opSet, p: 0, n: 4, err: core.ErrInvalidUsage},
 			{at: 250 * ms, op: opSet, p: 0, n: -1, err: core.ErrInvalidUsage},
@@ -475,23 +487,25 @@ func policyTables() []policyTable {
 			{at: 10 * s, op: opOwn, n: 2, ok: true, rem: 1, reset: 50 * s},
 			{at: 20 * s, op: opAllow, p: 1, n: 1, ok: true, rem: 2, reset: time.Hour - 20*s},
 			{at: 30 * s, op: opGet, p: 1, used: 3, rem: 2, reset: time.Hour - 30*s},
-			// Back to free: pro's count is carried into free's window.
-			{at: 30 * s, op: opGet, p: 0, used: 3, rem: 0, reset: 30 * s},
-			{at: 40 * s, op: opOwn, n: 1, rem: 0, reset: 20 * s, retry: 20 * s},
-			{at: 40 * s, op: opPeek, rem: 0, reset: 20 * s, retry: 20 * s},
+			// Back to free: pro's count is carried into free's window,
+			// and into each of free's windows within pro's hour 0.
+			{at: 30 * s, op: opGet, p: 0, used: 3, rem: 0, reset: time.Hour - 30*s},
+			{at: 40 * s, op: opOwn, n: 1, rem: 0, reset: time.Hour - 40*s, retry: time.Hour - 40*s},
+			{at: 40 * s, op: opPeek, rem: 0, reset: time.Hour - 40*s, retry: time.Hour - 40*s},
 			{at: time.Hour + 10*s, op: opOwn, n: 1, ok: true, rem: 2, reset: 50 * s},
 		}},
 		{"FixedWindow/a denial under a smaller limit gives nothing back", []core.Policy{fwFree, fwPro}, []pstep{
 			{at: 10 * s, op: opAllow, p: 1, n: 5, ok: true, rem: 0, reset: time.Hour - 10*s},
-			// Pro's 5 count in free's minute 1, above its Limit: denied,
-			// and the key stays under pro.
-			{at: 70 * s, op: opOwn, n: 1, rem: 0, reset: 50 * s, retry: 50 * s},
+			// Pro's 5 count in free's minute 1, above its Limit, and in
+			// each minute of pro's hour 0: denied, and the key stays
+			// under pro.
+			{at: 70 * s, op: opOwn, n: 1, rem: 0, reset: time.Hour - 70*s, retry: time.Hour - 70*s},
 			// Pro's hour 0: still 5 used (a count cut to free's Limit would
 			// give 2 back).
 			{at: 80 * s, op: opAllow, p: 1, n: 1, rem: 0, reset: time.Hour - 80*s, retry: time.Hour - 80*s},
 			// The count is what the key might have used, not what free
 			// could admit.
-			{at: 80 * s, op: opGet, p: 0, used: 5, rem: 0, reset: 40 * s},
+			{at: 80 * s, op: opGet, p: 0, used: 5, rem: 0, reset: time.Hour - 80*s},
 		}},
 		{"FixedWindow/a window that has just ended still counts in a longer one", []core.Policy{fwFree, fwPro}, []pstep{
 			{at: 10 * s, op: opOwn, n: 3, ok: true, rem: 0, reset: 50 * s},
@@ -514,8 +528,10 @@ func policyTables() []policyTable {
 		}},
 		{"FixedWindow/Get changes nothing", []core.Policy{fwFree, fwPro}, []pstep{
 			{at: 10 * s, op: opOwn, n: 2, ok: true, rem: 1, reset: 50 * s},
-			{at: 30 * s, op: opGet, p: 1, used: 2, rem: 3, reset: time.Hour - 30*s},
-			{at: 30 * s, op: opGet, p: 1, used: 2, rem: 3, reset: time.Hour - 30*s},
+			// Free's minute 0 counts in pro's hour until it is two
+			// minutes old.
+			{at: 30 * s, op: opGet, p: 1, used: 2, rem: 3, reset: 90 * s},
+			{at: 30 * s, op: opGet, p: 1, used: 2, rem: 3, reset: 90 * s},
 			// Still free's minute 0, which has ended.
 			{at: 61 * s, op: opOwn, n: 1, ok: true, rem: 2, reset: 59 * s},
 		}},
@@ -528,17 +544,19 @@ func policyTables() []policyTable {
 			{at: 10 * s, op: opPeek, ok: true, rem: 3},
 			{at: 10 * s, op: opSet, p: 1, n: 5},
 			{at: 10 * s, op: opGet, p: 1, used: 5, rem: 0, reset: time.Hour - 10*s},
-			{at: 70 * s, op: opGet, p: 0, used: 5, rem: 0, reset: 50 * s},
+			{at: 70 * s, op: opGet, p: 0, used: 5, rem: 0, reset: time.Hour - 70*s},
 			{at: 70 * s, op: opSet, p: 0, n: 4, err: core.ErrInvalidUsage},
 			{at: 70 * s, op: opSet, p: 0, n: -1, err: core.ErrInvalidUsage},
 			{at: 70 * s, op: opGet, p: 1, used: 5, rem: 0, reset: time.Hour - 70*s},
 		}},
 		{"FixedWindow/a denied call leaves the key as it was", []core.Policy{fwFree, fwPro}, []pstep{
 			{at: 10 * s, op: opOwn, n: 3, ok: true, rem: 0, reset: 50 * s},
-			{at: 20 * s, op: opAllow, p: 1, n: 3, rem: 2, reset: time.Hour - 20*s, retry: time.Hour - 20*s},
+			// Free's minute 0 counts in pro's hour 0 until it is two
+			// minutes old.
+			{at: 20 * s, op: opAllow, p: 1, n: 3, rem: 2, reset: 100 * s, retry: 100 * s},
 			// Still under free: its minute 0, the one before its current,
 			// lies in pro's hour 0 and counts there.
-			{at: 70 * s, op: opGet, p: 1, used: 3, rem: 2, reset: time.Hour - 70*s},
+			{at: 70 * s, op: opGet, p: 1, used: 3, rem: 2, reset: 50 * s},
 		}},
 
 		// Sliding window.
@@ -561,7 +579,10 @@ func policyTables() []policyTable {
 			{at: 2500 * ms, op: opAllow, p: 1, n: 3, ok: true, rem: 5, reset: 2000 * ms},
 			// Back to free: other's bucket [2000ms, 2500ms) into free's
 			// [2400ms, 2500ms), [2500ms, 3000ms) into free's bucket 26.
-			{at: 2600 * ms, op: opGet, p: 0, used: 4, rem: 6, reset: 1100 * ms},
+			// Left under other, the latter counts in the newest of free's
+			// it overlaps, 29, once that is current: it leaves free's 11
+			// buckets at 4s.
+			{at: 2600 * ms, op: opGet, p: 0, used: 4, rem: 6, reset: 1400 * ms},
 			{at: 2600 * ms, op: opOwn, n: 1, ok: true, rem: 5, reset: 1100 * ms},
 		}},
 		{"SlidingWindow/a plan's limit raised then lowered", []core.Policy{swPlan1, swPlan2, swPlan3}, []pstep{
@@ -573,8 +594,9 @@ func policyTables() []policyTable {
 		{"SlidingWindow/Get changes nothing", []core.Policy{swFree, swOther}, []pstep{
 			{at: 50 * ms, op: opOwn, n: 6, ok: true, rem: 4, reset: 1050 * ms},
 			{at: 550 * ms, op: opOwn, n: 3, ok: true, rem: 1, reset: 1050 * ms},
-			{at: 950 * ms, op: opGet, p: 1, used: 9, rem: 1, reset: 1550 * ms},
-			{at: 960 * ms, op: opGet, p: 1, used: 9, rem: 1, reset: 1540 * ms},
+			// Left under free, its buckets leave its 11: the last at 1.6s.
+			{at: 950 * ms, op: opGet, p: 1, used: 9, rem: 1, reset: 650 * ms},
+			{at: 960 * ms, op: opGet, p: 1, used: 9, rem: 1, reset: 640 * ms},
 			// Still free's buckets: bucket 0 has left.
 			{at: 1100 * ms, op: opOwn, n: 1, ok: true, rem: 6, reset: 1000 * ms},
 		}},
@@ -595,7 +617,8 @@ func policyTables() []policyTable {
 		}},
 		{"SlidingWindow/a denied call leaves the key as it was", []core.Policy{swFree, swOther}, []pstep{
 			{at: 50 * ms, op: opOwn, n: 10, ok: true, rem: 0, reset: 1050 * ms},
-			{at: 950 * ms, op: opAllow, p: 1, n: 1, rem: 0, reset: 1550 * ms, retry: 1050 * ms},
+			// Left under free, the 10 leave its 11 buckets at 1.1s.
+			{at: 950 * ms, op: opAllow, p: 1, n: 1, rem: 0, reset: 150 * ms, retry: 150 * ms},
 			// Still under free, whose Window has let the 10 go (moved to
 			// other at the denial, they would count until 1.5s).
 			{at: 1100 * ms, op: opGet, p: 1, used: 0, rem: 10, reset: 0},

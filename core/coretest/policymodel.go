@@ -23,6 +23,10 @@ import (
 //     the capacity, an invalid policy, another algorithm, a usage out of
 //     range) change nothing; Peek and Get report the converted state
 //     without keeping it.
+//   - A denial, Peek or Get under another policy than the key's leaves
+//     the key recovering under its own: their RetryAfter is the time
+//     until the state, converted then, admits the cost, their ResetAfter
+//     until it is back to the full quota (see look).
 //   - Conversion keeps what the key has used, in units of cost, counting
 //     what might still lie inside the new policy's window where the state
 //     cannot know exactly ("stricter, never more generous"):
@@ -73,17 +77,52 @@ func (s *keyState) view(p core.Policy, now int64) keyModel {
 // denial leaves the key as it was.
 func (s *keyState) decide(p core.Policy, now, n int64) verdict {
 	m := s.view(p, now)
-	v := m.decide(now, n, true)
-	if v.allowed || s.m == nil || s.p == p {
-		s.m, s.p = m, p
+	if v := m.decide(now, n, false); !v.allowed && s.m != nil && s.p != p {
+		return s.look(p, now, n)
 	}
+	v := m.decide(now, n, true)
+	s.m, s.p = m, p
 	return v
 }
 
-// usageOf is what Get reports for a key whose model under p at now is m.
-func usageOf(m keyModel, p core.Policy, now int64) core.Usage {
-	v := m.decide(now, 1, false)
-	return core.Usage{Used: m.used(now), Remaining: v.remaining, ResetAfter: time.Duration(v.reset), Policy: p}
+// look answers a call of cost n under p at now without changing the key
+// (Peek and Get: n = 1): decided on its view under p. A key held under
+// another policy stays there, recovering as that policy says, so its
+// RetryAfter is the time until its view admits n, and its ResetAfter the
+// time until its view is back to p's full quota (Remaining = capacity).
+func (s *keyState) look(p core.Policy, now, n int64) verdict {
+	v := s.view(p, now).decide(now, n, false)
+	if s.m == nil || s.p == p {
+		return v
+	}
+	// The first instant at which ok holds of the view, by bisection: a key
+	// left alone only recovers, so once a view admits, every later one
+	// does; by 2^61 ns on (73 years) every state has recovered.
+	first := func(ok func(v verdict) bool) int64 {
+		lo, hi := now, now+1<<61
+		if ok(v) {
+			return now
+		}
+		if !ok(s.view(p, hi).decide(hi, n, false)) {
+			panic("coretest: a key's view under another policy never recovers")
+		}
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			if ok(s.view(p, mid).decide(mid, n, false)) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return hi
+	}
+	full := func(v verdict) bool { return v.remaining == p.Capacity() }
+	reset := first(full) - now
+	if !v.allowed {
+		v.retry = first(func(v verdict) bool { return v.allowed }) - now
+	}
+	v.reset = reset
+	return v
 }
 
 // convert returns the state m, held under from, as it is under to at now.
@@ -263,7 +302,8 @@ func (m *refModel) Get(p core.Policy, key string, now time.Time) (core.Usage, er
 		k = &keyState{}
 	}
 	ns := now.UnixNano()
-	return usageOf(k.view(p, ns), p, ns), nil
+	v := k.look(p, ns, 1)
+	return core.Usage{Used: k.view(p, ns).used(ns), Remaining: v.remaining, ResetAfter: time.Duration(v.reset), Policy: p}, nil
 }
 
 // Set is what a store does for Set(p, key, used) at now: the key is

@@ -45,7 +45,15 @@ func (s Suite) RunProperties(t *testing.T) {
 	//	    requests across its changes of policy, Sets and Resets (see
 	//	    history), while keys move between policies, make one-off calls
 	//	    under others, and floods of keys under every policy come and go
-	//	    (so that a store with a bound on its keys evicts).
+	//	    (so that a store with a bound on its keys evicts);
+	//	(h) every denial says exactly when to retry, whichever policy the
+	//	    key is under: while one key moves between policies and makes
+	//	    one-off calls under others (with Set, Get, Reset and clock
+	//	    steps), after each denial the same call exactly RetryAfter later
+	//	    is admitted and 1ns earlier is denied (no slack), and, one time
+	//	    in three, a Get under that policy reports the full quota exactly
+	//	    ResetAfter later and not 1ns earlier (and RetryAfter <=
+	//	    ResetAfter); every admission is checked as in (g).
 	//
 	// The clock only moves forward here (RunModel steps it back). The
 	// properties share half of RATELIMIT_MODEL_DURATION (default 5s) equally;
@@ -75,6 +83,7 @@ type property struct {
 var policyProperties = []property{
 	{"f: a key on one policy is unaffected by other keys' policies", propIsolation},
 	{"g: every admission keeps the promise on its key's history across policies", propHistory},
+	{"h: a denial under any policy says exactly when to retry", propRetryAcrossPolicies},
 }
 
 // runProperties runs props, sharing half of RATELIMIT_MODEL_DURATION.
@@ -622,6 +631,152 @@ func propHistory(c *propCase) bool {
 	}
 	if admitted == 0 {
 		return c.fail("nothing admitted")
+	}
+	return true
+}
+
+// propRetryAcrossPolicies is (h).
+func propRetryAcrossPolicies(c *propCase) bool {
+	r := &retryCase{c: c, pl: c.lim.(core.PolicyLimiter), plans: plansFor(c.rng, c.p), h: newHistory()}
+	plan := r.plans[c.rng.IntN(len(r.plans))]
+	denials := 0
+	for c.calls < 2000 && (denials == 0 || !c.late()) {
+		switch x := c.rng.IntN(100); {
+		case x < 5:
+			plan = r.plans[c.rng.IntN(len(r.plans))]
+		case x < 9:
+			if !r.setOrReset() {
+				return false
+			}
+		case x < 30:
+			c.set(c.now + c.gap())
+		default:
+			p := plan
+			if c.rng.IntN(4) == 0 {
+				p = r.plans[c.rng.IntN(len(r.plans))] // a one-off call under another plan
+			}
+			n := c.costFor(p)
+			d, ok := r.call(p, n)
+			if !ok {
+				return false
+			}
+			if !d.Allowed {
+				denials++
+				if !r.obey(p, n, d) {
+					return false
+				}
+			}
+		}
+	}
+	if denials == 0 && !c.s.Inexact {
+		return c.fail("no denial checked")
+	}
+	return true
+}
+
+// retryCase is one key of (h) and its history.
+type retryCase struct {
+	c     *propCase
+	pl    core.PolicyLimiter
+	plans []core.Policy
+	h     history
+	log   []string // the key's latest calls, for a failure
+}
+
+const retryKey = "k"
+
+func (r *retryCase) note(format string, args ...any) {
+	if len(r.log) == 40 {
+		r.log = r.log[1:]
+	}
+	r.log = append(r.log, fmt.Sprintf("Unix %d ns: ", r.c.now)+fmt.Sprintf(format, args...))
+}
+
+func (r *retryCase) fail(format string, args ...any) bool {
+	return r.c.fail("%s\nlatest calls on the key:\n  %s", fmt.Sprintf(format, args...), strings.Join(r.log, "\n  "))
+}
+
+// call decides a call of cost n under p, checking an admission on the
+// key's history.
+func (r *retryCase) call(p core.Policy, n int64) (core.Decision, bool) {
+	d, err := r.c.decide(r.pl, p, retryKey, n)
+	r.note("AllowPolicy(%s, %d) -> %s (the key under %s)", showPolicy(p), n, showDecision(d), showPolicy(r.h.pol))
+	if err != nil {
+		return d, r.fail("AllowPolicy(%s, %d): %v", showPolicy(p), n, err)
+	}
+	if d.Allowed {
+		if msg := r.h.admit(p, r.c.now, int64(d.Delay), n, func(ns int64) string { return fmt.Sprintf("Unix %d ns", ns) }); msg != "" {
+			return d, r.fail("%s", msg)
+		}
+	}
+	return d, true
+}
+
+// setOrReset Sets the key to a random usage under a random plan, or, one
+// time in four, Resets it.
+func (r *retryCase) setOrReset() bool {
+	ctx := context.Background()
+	r.c.calls++
+	if r.c.rng.IntN(4) == 0 {
+		r.note("Reset")
+		r.h.reset()
+		if err := r.pl.Reset(ctx, retryKey); err != nil {
+			return r.fail("Reset: %v", err)
+		}
+		return true
+	}
+	p := r.plans[r.c.rng.IntN(len(r.plans))]
+	used := r.c.rng.Int64N(p.Capacity() + 1)
+	r.note("Set(%s, %d)", showPolicy(p), used)
+	r.h.set(p, r.c.now, used)
+	if err := r.pl.Set(ctx, p, retryKey, used); err != nil {
+		return r.fail("Set(%s, %d): %v", showPolicy(p), used, err)
+	}
+	return true
+}
+
+// full reports whether Get under p says the key is at p's full quota.
+func (r *retryCase) full(p core.Policy) (full, ok bool) {
+	r.c.calls++
+	u, err := r.pl.Get(context.Background(), p, retryKey)
+	r.note("Get(%s) -> %s", showPolicy(p), showUsage(u))
+	if err != nil {
+		return false, r.fail("Get(%s): %v", showPolicy(p), err)
+	}
+	return u.Remaining == p.Capacity(), true
+}
+
+// obey checks the denial d of cost n under p: RetryAfter no later than
+// ResetAfter; then either the same call 1ns before RetryAfter is denied
+// and at RetryAfter admitted, or, one time in three, Get under p reports
+// the full quota at ResetAfter and not 1ns before (and the call is then
+// admitted).
+func (r *retryCase) obey(p core.Policy, n int64, d core.Decision) bool {
+	c := r.c
+	if d.RetryAfter <= 0 || d.RetryAfter > d.ResetAfter {
+		return r.fail("a denial must say when to retry, no later than its full quota is back: %s", showDecision(d))
+	}
+	at, wait := c.now, d.RetryAfter
+	if c.rng.IntN(3) == 0 {
+		c.set(at + int64(d.ResetAfter) - 1)
+		if full, ok := r.full(p); !ok || full {
+			return ok && r.fail("denied with ResetAfter %v, yet Get(%s) 1ns before reports the full quota", d.ResetAfter, showPolicy(p))
+		}
+		c.set(at + int64(d.ResetAfter))
+		if full, ok := r.full(p); !ok || !full {
+			return ok && r.fail("denied with ResetAfter %v; Get(%s) then does not report the full quota", d.ResetAfter, showPolicy(p))
+		}
+	} else {
+		if wait > 1 {
+			c.set(at + int64(wait) - 1)
+			if early, ok := r.call(p, n); !ok || early.Allowed {
+				return ok && r.fail("denied cost %d under %s with RetryAfter %v, yet admitted 1ns earlier", n, showPolicy(p), wait)
+			}
+		}
+		c.set(at + int64(wait))
+	}
+	if again, ok := r.call(p, n); !ok || !again.Allowed {
+		return ok && r.fail("denied cost %d under %s with RetryAfter %v; waited %v, denied again: %s", n, showPolicy(p), wait, time.Duration(c.now-at), showDecision(again))
 	}
 	return true
 }

@@ -149,9 +149,15 @@ func OutcomeOf(ctx context.Context, d core.Decision, err error, failClosed, dryR
 // outcomeOf is OutcomeOf for a decision that admitted the request or not:
 // the engine's call, which copies no Decision.
 func outcomeOf(ctx context.Context, allowed bool, err error, failClosed, dryRun bool) Outcome {
-	switch {
-	case err == nil && allowed:
+	if err == nil && allowed { // inlined: the path of every admitted request
 		return OutcomeAllowed
+	}
+	return notAdmitted(ctx, err, failClosed, dryRun)
+}
+
+// notAdmitted is outcomeOf for a denial or an error.
+func notAdmitted(ctx context.Context, err error, failClosed, dryRun bool) Outcome {
+	switch {
 	case err == nil || errors.Is(err, core.ErrCostExceedsCapacity):
 		if dryRun {
 			return OutcomeDryRun

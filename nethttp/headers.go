@@ -95,18 +95,18 @@ const maxRenderers = 256
 // rendererFor returns the renderer for decisions of p: the engine's own for
 // the limiter's policy, otherwise one kept in a sync.Map, which requests
 // read without a lock, built at the first request under p.
-func (e *Engine) rendererFor(p core.Policy) *renderer {
-	if p == e.render.policy {
+func (e *Engine) rendererFor(p *core.Policy) *renderer {
+	if *p == e.render.policy {
 		return &e.render
 	}
-	if rd, ok := e.renders.Load(p); ok {
+	if rd, ok := e.renders.Load(*p); ok {
 		return rd.(*renderer)
 	}
-	rd := newRenderer(p, e.render.style, e.render.resetUnix)
+	rd := newRenderer(*p, e.render.style, e.render.resetUnix)
 	if e.nrenders.Add(1) > maxRenderers {
 		return &rd // full: the count stays above the bound, and nothing more is kept
 	}
-	kept, loaded := e.renders.LoadOrStore(p, &rd)
+	kept, loaded := e.renders.LoadOrStore(*p, &rd)
 	if loaded {
 		e.nrenders.Add(-1)
 	}

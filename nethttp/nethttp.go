@@ -287,12 +287,12 @@ func (e *Engine) setHeaders(h http.Header, ev *Event) {
 		// any renderer writes.
 		rd := &e.render
 		if rd.style != HeadersNone {
-			rd = e.rendererFor(d.Policy)
+			rd = e.rendererFor(&d.Policy)
 		}
 		rd.write(h, d, ev.Outcome == OutcomeDenied)
 	case OutcomeFailedOpen, OutcomeFailedClosed:
 		if d.Policy != (core.Policy{}) {
-			e.rendererFor(d.Policy).writeKnown(h, d.Limit)
+			e.rendererFor(&d.Policy).writeKnown(h, d.Limit)
 		}
 		if ev.Outcome == OutcomeFailedClosed {
 			if after := retryAfter(ev.Err); after > 0 {

@@ -159,7 +159,10 @@ func (e *Engine) decide(ev *Event) {
 		p = &chosen
 	}
 	err := e.call(ev, p)
-	e.classify(ev, p, err)
+	ev.Outcome, ev.Err = outcomeOf(ev.Request.Context(), ev.Decision.Allowed, err, e.cfg.failClosed, e.cfg.dryRun), err
+	if ev.Outcome != OutcomeAllowed {
+		e.keepKnown(ev, p)
+	}
 }
 
 // keyOf sets ev.Key, from the key function or else its fallback.
@@ -176,12 +179,17 @@ func (e *Engine) keyOf(ev *Event) bool {
 	return true
 }
 
-// costOf sets ev.Cost: 1, or the cost function's, which must be > 0.
+// costOf sets ev.Cost: 1, or the cost function's (costFromFunc).
 func (e *Engine) costOf(ev *Event) bool {
 	if e.cfg.cost == nil {
 		ev.Cost = 1
 		return true
 	}
+	return e.costFromFunc(ev)
+}
+
+// costFromFunc sets ev.Cost to the cost function's, which must be > 0.
+func (e *Engine) costFromFunc(ev *Event) bool {
 	n, err := e.cfg.cost(ev.Request)
 	if err != nil {
 		err = fmt.Errorf("cost function: %w", err)
@@ -238,15 +246,14 @@ func (e *Engine) call(ev *Event, p *core.Policy) (err error) {
 	return err
 }
 
-// classify records the outcome of the limiter's answer (ev.Decision, err)
-// to a call under p, by OutcomeOf's rule, and keeps of the decision what is
+// keepKnown keeps of the limiter's answer to a call under p, not an
+// admission, what its outcome (classified by OutcomeOf's rule) says is
 // known.
-func (e *Engine) classify(ev *Event, p *core.Policy, err error) {
-	ev.Outcome, ev.Err = outcomeOf(ev.Request.Context(), ev.Decision.Allowed, err, e.cfg.failClosed, e.cfg.dryRun), err
+func (e *Engine) keepKnown(ev *Event, p *core.Policy) {
 	d := &ev.Decision
 	switch ev.Outcome {
-	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
-		if err != nil {
+	case OutcomeDenied, OutcomeDryRun:
+		if ev.Err != nil {
 			// A cost above capacity: the zero RetryAfter keeps
 			// Retry-After out, as waiting cannot help.
 			d.Allowed, d.RetryAfter = false, 0

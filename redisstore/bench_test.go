@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
 // BenchmarkRedis compares a decision with the ceiling: a bare EVALSHA of
@@ -45,16 +46,16 @@ func BenchmarkRedis(b *testing.B) {
 	b.Run("op=evalsha-script/alg=TokenBucket", func(b *testing.B) {
 		rdb := newClient(b, addr)
 		p := core.TokenBucket(1e9, time.Second)
-		s, err := newScripts(p, p.Recovery())
+		s, err := script.New(p, p.Recovery())
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.keyed.lua.Load(ctx, rdb).Err(); err != nil {
+		if err := rdb.ScriptLoad(ctx, s.Keyed.Src).Err(); err != nil {
 			b.Fatal(err)
 		}
 		prefix := testPrefix()
 		run(b, func(i int) error {
-			return rdb.EvalSha(ctx, s.keyed.lua.Hash(), []string{prefix + keys[i%len(keys)]}, 1, 0, "", "").Err()
+			return rdb.EvalSha(ctx, redis.NewScript(s.Keyed.Src).Hash(), []string{prefix + keys[i%len(keys)]}, 1, 0, "", "").Err()
 		})
 	})
 

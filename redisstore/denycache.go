@@ -36,7 +36,7 @@ import (
 // given with AllowPolicy): a denial under one policy is never served for a
 // call under another. A call that may consume under another policy (any
 // cost: under a larger policy it may be admitted, and then it moves the key
-// to its policy: see "Policies per call" in the package docs) forgets the
+// to its policy: see "Policies per call" in package core) forgets the
 // entry as Reset does, before it is sent, so that the old policy's denials
 // in flight are not cached either: the cached Decision stays exactly what
 // Redis would answer, as with one policy.

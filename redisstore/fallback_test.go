@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/outage"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
 )
 
@@ -133,12 +134,17 @@ func (r *redisCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 type changeLog struct {
 	mu      sync.Mutex
 	changes []BreakerChange
+	then    func(BreakerChange) // called after each change is logged
 }
 
 func (c *changeLog) add(ch BreakerChange) {
 	c.mu.Lock()
 	c.changes = append(c.changes, ch)
+	then := c.then
 	c.mu.Unlock()
+	if then != nil {
+		then(ch)
+	}
 }
 
 // path returns the changes as "from->to", an error as "from->to (error)".
@@ -270,7 +276,7 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 		srcs, _ := round("up")
 		assert.Equal(t, all(core.SourceStore, callers), srcs)
 	}
-	require.Equal(t, BreakerClosed, lim.br.state())
+	require.Equal(t, BreakerClosed, breakerState(lim))
 
 	srv.Stop()
 	// Two rounds of failures, 8 in all: each call is decided by the
@@ -278,13 +284,13 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	for i := range 2 {
 		srcs, _ := round("down")
 		assert.Equal(t, fromFallback, srcs)
-		require.Equal(t, BreakerClosed, lim.br.state(), "after %d failures", (i+1)*callers)
+		require.Equal(t, BreakerClosed, breakerState(lim), "after %d failures", (i+1)*callers)
 	}
 	assert.Empty(t, changes.path())
 	// The third round brings the failures to 10: open.
 	srcs, _ := round("down")
 	assert.Equal(t, fromFallback, srcs)
-	require.Equal(t, BreakerOpen, lim.br.state())
+	require.Equal(t, BreakerOpen, breakerState(lim))
 	require.Equal(t, []string{"closed->open (error)"}, changes.path())
 	assert.Contains(t, changes.last().Err.Error(), "redisstore: AllowN")
 
@@ -299,7 +305,7 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	clock.Advance(interval)
 	srcs, _ = round("probe1")
 	assert.Equal(t, fromFallback, srcs)
-	require.Equal(t, BreakerOpen, lim.br.state())
+	require.Equal(t, BreakerOpen, breakerState(lim))
 	assert.Equal(t, []string{"closed->open (error)", "open->half-open", "half-open->open (error)"}, changes.path())
 	srcs, _ = round("open") // no second probe within the interval
 	assert.Equal(t, fromFallback, srcs)
@@ -310,7 +316,7 @@ func testFallbackWhenRedisStops(t *testing.T, newClient func(string) *redis.Clie
 	assert.Zero(t, calls.sent("open"))
 	clock.Advance(interval)
 	round("probe2")
-	require.Equal(t, BreakerClosed, lim.br.state())
+	require.Equal(t, BreakerClosed, breakerState(lim))
 	assert.Equal(t, []string{
 		"closed->open (error)", "open->half-open", "half-open->open (error)",
 		"open->half-open", "half-open->closed",
@@ -383,7 +389,7 @@ func TestFallbackWhenRedisIsSlow(t *testing.T) {
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.GreaterOrEqual(t, time.Since(start), timeout, "call %d waited for Redis", i)
 	}
-	require.Equal(t, BreakerOpen, lim.br.state())
+	require.Equal(t, BreakerOpen, breakerState(lim))
 	assert.ErrorIs(t, changes.last().Err, context.DeadlineExceeded)
 
 	sent := calls.n.Load()
@@ -405,7 +411,7 @@ func TestFallbackWhenRedisIsSlow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, core.SourceStore, d.Source)
 	assert.Equal(t, shared.Burst-3, d.Remaining, "Redis's state from before the outage, without the fallback's")
-	assert.Equal(t, BreakerClosed, lim.br.state())
+	assert.Equal(t, BreakerClosed, breakerState(lim))
 	assert.Equal(t, []string{"closed->open (error)", "open->half-open", "half-open->closed"}, changes.path())
 }
 
@@ -441,7 +447,7 @@ func (s *breakerSetup) open(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	require.Equal(t, BreakerOpen, s.lim.br.state())
+	require.Equal(t, BreakerOpen, breakerState(s.lim))
 }
 
 func TestBreaker(t *testing.T) {
@@ -452,14 +458,14 @@ func TestBreaker(t *testing.T) {
 		s := newBreakerSetup(t, p)
 		s.calls.fail.Store(true)
 		for i := range 3 {
-			require.Equal(t, BreakerClosed, s.lim.br.state(), "after %d failures", i)
+			require.Equal(t, BreakerClosed, breakerState(s.lim), "after %d failures", i)
 			d, err := s.lim.Allow(ctx, "k")
 			require.NoError(t, err)
 			assert.Equal(t, core.SourceFallback, d.Source)
 			assert.True(t, d.Allowed)
 			assert.Equal(t, int64(5-i-1), d.Remaining, "the fallback's count")
 		}
-		assert.Equal(t, BreakerOpen, s.lim.br.state())
+		assert.Equal(t, BreakerOpen, breakerState(s.lim))
 		assert.Equal(t, int64(3), s.calls.n.Load())
 		require.Equal(t, []string{"closed->open (error)"}, s.changes.path())
 		assert.ErrorIs(t, s.changes.last().Err, errInjected)
@@ -473,11 +479,11 @@ func TestBreaker(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, fail, d.Source == core.SourceFallback)
 		}
-		assert.Equal(t, BreakerClosed, s.lim.br.state())
+		assert.Equal(t, BreakerClosed, breakerState(s.lim))
 		assert.Empty(t, s.changes.path())
 		_, err := s.lim.Allow(ctx, "k")
 		require.NoError(t, err)
-		assert.Equal(t, BreakerOpen, s.lim.br.state())
+		assert.Equal(t, BreakerOpen, breakerState(s.lim))
 	})
 
 	t.Run("probes once per interval and closes when a probe succeeds", func(t *testing.T) {
@@ -494,7 +500,7 @@ func TestBreaker(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.Equal(t, sent+1, s.calls.n.Load())
-		assert.Equal(t, BreakerOpen, s.lim.br.state())
+		assert.Equal(t, BreakerOpen, breakerState(s.lim))
 
 		s.calls.fail.Store(false)
 		s.clock.Advance(breakerTestInterval - time.Nanosecond)
@@ -505,7 +511,7 @@ func TestBreaker(t *testing.T) {
 		d, err = s.lim.Allow(ctx, "k") // the probe succeeds
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceStore, d.Source)
-		assert.Equal(t, BreakerClosed, s.lim.br.state())
+		assert.Equal(t, BreakerClosed, breakerState(s.lim))
 		assert.Equal(t, []string{"closed->open (error)", "open->half-open", "half-open->open (error)", "open->half-open", "half-open->closed"}, s.changes.path())
 	})
 
@@ -526,7 +532,7 @@ func TestBreaker(t *testing.T) {
 		for s.calls.n.Load() == sent { // until the probe has reached the client
 			time.Sleep(time.Millisecond)
 		}
-		require.Equal(t, BreakerHalfOpen, s.lim.br.state())
+		require.Equal(t, BreakerHalfOpen, breakerState(s.lim))
 		for range 20 {
 			d, err := s.lim.Allow(ctx, "k")
 			require.NoError(t, err)
@@ -538,7 +544,7 @@ func TestBreaker(t *testing.T) {
 		assert.Equal(t, sent+1, s.calls.n.Load(), "only the probe went to Redis")
 		close(hold)
 		assert.Equal(t, core.SourceStore, (<-probe).Source)
-		assert.Equal(t, BreakerClosed, s.lim.br.state())
+		assert.Equal(t, BreakerClosed, breakerState(s.lim))
 	})
 
 	t.Run("a caller's own cancellation or deadline is not a failure", func(t *testing.T) {
@@ -566,7 +572,7 @@ func TestBreaker(t *testing.T) {
 			cancel()
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 		}
-		assert.Equal(t, BreakerClosed, s.lim.br.state())
+		assert.Equal(t, BreakerClosed, breakerState(s.lim))
 		assert.Empty(t, s.changes.path())
 	})
 
@@ -581,7 +587,7 @@ func TestBreaker(t *testing.T) {
 		defer cancel()
 		_, err := s.lim.Allow(short, "k")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Equal(t, BreakerHalfOpen, s.lim.br.state())
+		assert.Equal(t, BreakerHalfOpen, breakerState(s.lim))
 
 		s.calls.hold.Store(nil)
 		s.calls.fail.Store(false)
@@ -610,7 +616,7 @@ func TestBreaker(t *testing.T) {
 			assert.Equal(t, time.Hour-breakerTestInterval, d.RetryAfter, "Redis's denial, from the cache")
 		}
 		assert.Equal(t, sent, s.calls.n.Load())
-		assert.Equal(t, BreakerOpen, s.lim.br.state(), "no probe")
+		assert.Equal(t, BreakerOpen, breakerState(s.lim), "no probe")
 		d, err = s.lim.Allow(ctx, "other") // the probe
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceFallback, d.Source)
@@ -626,7 +632,7 @@ func TestBreaker(t *testing.T) {
 		s.calls.fail.Store(true)
 		sent := s.calls.n.Load()
 		for i := range 3 {
-			require.Equal(t, BreakerClosed, s.lim.br.state(), "after %d failures", i)
+			require.Equal(t, BreakerClosed, breakerState(s.lim), "after %d failures", i)
 			d, err := s.lim.Allow(ctx, "denied")
 			require.NoError(t, err)
 			assert.Equal(t, core.SourceDenyCache, d.Source)
@@ -634,7 +640,7 @@ func TestBreaker(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, core.SourceFallback, d.Source)
 		}
-		assert.Equal(t, BreakerOpen, s.lim.br.state())
+		assert.Equal(t, BreakerOpen, breakerState(s.lim))
 		assert.Equal(t, sent+3, s.calls.n.Load())
 	})
 
@@ -642,7 +648,7 @@ func TestBreaker(t *testing.T) {
 		var s *breakerSetup
 		var seen []BreakerState
 		s = newBreakerSetup(t, p, WithBreakerHook(func(c BreakerChange) {
-			seen = append(seen, s.lim.br.state())
+			seen = append(seen, breakerState(s.lim))
 			_, err := s.lim.Allow(ctx, "from the hook") // may change the state itself
 			assert.NoError(t, err)
 		}))
@@ -652,7 +658,7 @@ func TestBreaker(t *testing.T) {
 		s.clock.Advance(breakerTestInterval)
 		_, err := s.lim.Allow(ctx, "k") // probes: open -> half-open -> closed
 		require.NoError(t, err)
-		assert.Equal(t, BreakerClosed, s.lim.br.state())
+		assert.Equal(t, BreakerClosed, breakerState(s.lim))
 		assert.Len(t, seen, 3)
 	})
 }
@@ -711,7 +717,7 @@ func TestFallbackPeekAndReset(t *testing.T) {
 		s.clock.Advance(breakerTestInterval)
 		_, err := s.lim.Allow(ctx, "opener") // probe: closed
 		require.NoError(t, err)
-		require.Equal(t, BreakerClosed, s.lim.br.state())
+		require.Equal(t, BreakerClosed, breakerState(s.lim))
 		require.NoError(t, s.lim.Reset(ctx, "opener"))
 		s.calls.fail.Store(true)
 		d, err := s.lim.Peek(ctx, "opener")
@@ -726,7 +732,7 @@ func TestFallbackPeekAndReset(t *testing.T) {
 		for range 3 {
 			assert.ErrorIs(t, s.lim.Reset(ctx, "k"), errInjected)
 		}
-		assert.Equal(t, BreakerOpen, s.lim.br.state())
+		assert.Equal(t, BreakerOpen, breakerState(s.lim))
 	})
 }
 
@@ -824,4 +830,33 @@ func TestBreakerStateString(t *testing.T) {
 	assert.Equal(t, "open", BreakerOpen.String())
 	assert.Equal(t, "half-open", BreakerHalfOpen.String())
 	assert.Equal(t, "BreakerState(7)", BreakerState(7).String())
+}
+
+// TestBreakerChangeNamesItsLimiter: a hook shared by several limiters
+// learns from each change which limiter's breaker changed: its policy.
+func TestBreakerChangeNamesItsLimiter(t *testing.T) {
+	rdb := newClient(t, refusingAddr(t))
+	var changes changeLog
+	perIP := core.TokenBucket(100, time.Hour).WithName("per-ip")
+	perKey := core.FixedWindow(10, time.Minute)
+	ip := newLimiter(t, rdb, perIP, WithBreakerFailures(1), WithBreakerHook(changes.add))
+	key := newLimiter(t, rdb, perKey, WithBreakerFailures(1), WithBreakerHook(changes.add))
+	ctx := context.Background()
+	_, err := ip.Allow(ctx, "k")
+	require.NoError(t, err)
+	_, err = key.Allow(ctx, "k")
+	require.NoError(t, err)
+	var got []string
+	for _, c := range changes.changes {
+		got = append(got, c.Policy.Label()+": "+c.From.String()+"->"+c.To.String())
+	}
+	assert.Equal(t, []string{"per-ip: closed->open", "fixedwindow-10-per-60s: closed->open"}, got)
+	assert.Equal(t, perIP, changes.changes[0].Policy)
+}
+
+// TestBreakerStatesAgree: the breaker's states are BreakerState's, in its
+// order (the hook converts one to the other).
+func TestBreakerStatesAgree(t *testing.T) {
+	assert.Equal(t, []BreakerState{BreakerClosed, BreakerOpen, BreakerHalfOpen},
+		[]BreakerState{BreakerState(outage.Closed), BreakerState(outage.Open), BreakerState(outage.HalfOpen)})
 }

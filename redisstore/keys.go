@@ -20,7 +20,7 @@ import (
 // (stacked limits on one client: per second and per day) from reading
 // each other's state; the policies given with one limiter's calls share
 // its keys, the value recording the policy it was last written under (see
-// "Policies per call" in the package docs). v3 is the value format, which
+// "Policies per call" in package core). v3 is the value format, which
 // records that policy (and, for a fixed window, its Limit): keys written
 // before it are never read.
 type keyLayout struct {
@@ -42,37 +42,20 @@ func (l keyLayout) key(k string) string {
 		return l.head + "%" + l.tail
 	}
 	if strings.ContainsAny(k, "%{}") {
-		k = escapeKey(k)
+		k = keyEscaper.Replace(k)
 	}
 	return l.head + k + l.tail
 }
 
-// escapeKey percent-escapes '%', '{' and '}', which is injective: distinct
-// user keys keep distinct Redis keys.
-func escapeKey(k string) string {
-	var b strings.Builder
-	b.Grow(len(k) + 8)
-	for i := 0; i < len(k); i++ {
-		switch c := k[i]; c {
-		case '%':
-			b.WriteString("%25")
-		case '{':
-			b.WriteString("%7B")
-		case '}':
-			b.WriteString("%7D")
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
+// keyEscaper percent-escapes '%', '{' and '}', which is injective:
+// distinct user keys keep distinct Redis keys.
+var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
-// algorithmTag names an algorithm's state in the key.
 // policyTag names a limiter's own policy in its keys: the algorithm, its
 // numbers, and its name when it has one (two limiters of equal numbers
 // apart, login and signup per IP, say).
 func policyTag(p core.Policy) string {
-	tag := algorithmTag(p.Algorithm) + ":" + fmt.Sprint(p.Limit) + ":" + p.Window.String()
+	tag := algorithmTags[p.Algorithm] + ":" + fmt.Sprint(p.Limit) + ":" + p.Window.String()
 	switch p.Algorithm {
 	case core.AlgTokenBucket, core.AlgLeakyBucket:
 		tag += ":" + fmt.Sprint(p.Burst)
@@ -85,25 +68,5 @@ func policyTag(p core.Policy) string {
 	return tag
 }
 
-func algorithmTag(a core.Algorithm) string {
-	switch a {
-	case core.AlgTokenBucket:
-		return "tb"
-	case core.AlgLeakyBucket:
-		return "lb"
-	case core.AlgSlidingWindow:
-		return "sw"
-	default:
-		return "fw"
-	}
-}
-
-func validPrefix(prefix string) error {
-	switch {
-	case prefix == "":
-		return fmt.Errorf("redisstore: WithPrefix needs a non-empty prefix")
-	case strings.ContainsAny(prefix, "{}"):
-		return fmt.Errorf("redisstore: WithPrefix(%q): a prefix may not contain '{' or '}' (the key's hash tag is the library's)", prefix)
-	}
-	return nil
-}
+// algorithmTags name the algorithms' states in keys, by core.Algorithm.
+var algorithmTags = [...]string{core.AlgFixedWindow: "fw", core.AlgSlidingWindow: "sw", core.AlgTokenBucket: "tb", core.AlgLeakyBucket: "lb"}

@@ -35,16 +35,17 @@ import (
 // its own loopback source address (127.0.1.1, 127.0.1.2, ...), send a
 // number of requests each, three at a time, over both servers. What is
 // checked is what the package promises whatever the load: no request is
-// let through unlimited, every client gets at least its quota (a client
-// within its limit is never denied) and at most its quota from Redis and
-// its quota on each app server (the local fallback decides what Redis did
-// not answer within the 50ms timeout; neither sees the other's count). A
-// process this saturated (thousands of requests in flight on 2 cores)
-// cannot send every call within its 50ms: those calls are decided by the
-// fallback without counting as Redis failures (a round trip that times out
-// after it was written does count), so the fallback's share, the breaker's
-// openings and the clients off their exact quota are logged, not asserted:
-// see benchmarks/README.md for the measured figures.
+// let through unlimited and none fails, every client gets at least its
+// quota (a client within its limit is never denied) and at most its quota
+// from Redis and its quota on each app server (the local fallback decides
+// what Redis did not answer within the 50ms timeout; neither sees the
+// other's count), and all clients together get within 5% of their quotas
+// (see WithTimeout). A process this saturated (thousands of requests in
+// flight on 2 cores) cannot send every call within its 50ms: those calls
+// are decided by the fallback without counting as Redis failures (a round
+// trip that times out after it was written does count). The fallback's
+// share, the breaker's openings and the clients off their exact quota are
+// logged: see benchmarks/README.md for the measured figures.
 //
 // The full scenario (2,000 clients of 30 requests, as fast as they are
 // answered: about 10,000 requests/s on the 2-core development machine, see
@@ -56,7 +57,7 @@ import (
 const (
 	envLoadClients  = "RATELIMIT_LOAD_CLIENTS"
 	envLoadRate     = "RATELIMIT_LOAD_RATE"
-	loadRequests    = 70 // per client: more than Redis and both servers' fallbacks admit
+	loadRequests    = 30 // per client, as in issue 24's scenario: 50% above the quota, which the total's 5% bound catches
 	loadConcurrency = 3  // requests in flight per client
 	loadQuota       = 20 // FixedWindow(20, time.Hour)
 )
@@ -121,6 +122,7 @@ type loadServer struct {
 	failOpens atomic.Int64 // requests Redis did not decide: the fallback's, or store errors let through
 	opens     atomic.Int64 // times the breaker opened
 	unlimited atomic.Int64 // requests let through by fail-open
+	failed    atomic.Int64 // limiter calls that returned an error, denials aside
 	longest   atomic.Int64 // the longest limiter call, ns
 	firstErr  atomic.Pointer[error]
 }
@@ -158,6 +160,7 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 				s.unlimited.Add(1)
 			}
 			if ev.Err != nil {
+				s.failed.Add(1)
 				s.firstErr.CompareAndSwap(nil, &ev.Err)
 			}
 		}))
@@ -253,6 +256,7 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 	}
 
 	var sum int64
+	quotas := int64(clients * loadQuota)
 	wrong, inexact := 0, 0
 	for i := range admitted {
 		n := admitted[i].Load()
@@ -271,8 +275,8 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 	// How long the busiest moments kept a call waiting: time this
 	// process was too busy to read Redis's answer is not a timeout.
 	t.Logf("longest limiter call: %v", time.Duration(max(servers[0].longest.Load(), servers[1].longest.Load())).Round(time.Millisecond))
-	t.Logf("%d clients, %d requests in %v (%.0f requests/s): %d admitted, %d denied, %d not decided by Redis, %d other statuses, %d transport errors; %d clients not admitted exactly %d; the breakers opened %d times",
-		clients, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), sum, denied.Load(), failOpens, other.Load(), failed.Load(), inexact, loadQuota,
+	t.Logf("%d clients, %d requests in %v (%.0f requests/s): %d admitted (%.2f%% above the quotas), %d denied, %d not decided by Redis, %d other statuses, %d transport errors; %d clients not admitted exactly %d; the breakers opened %d times",
+		clients, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), sum, 100*float64(sum-quotas)/float64(quotas), denied.Load(), failOpens, other.Load(), failed.Load(), inexact, loadQuota,
 		servers[0].opens.Load()+servers[1].opens.Load())
 	// Whether the machine had a CPU for Redis and for this process when
 	// they needed one. A redis-server that waited for a CPU far longer than
@@ -293,8 +297,10 @@ func runLoad(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
 	}
 	assert.Zero(t, failed.Load(), "transport errors")
 	assert.Zero(t, servers[0].unlimited.Load()+servers[1].unlimited.Load(), "requests let through unlimited (fail-open)")
+	assert.Zero(t, servers[0].failed.Load()+servers[1].failed.Load(), "limiter calls that failed")
 	assert.Zero(t, other.Load(), "statuses other than 200 and 429")
 	assert.Zero(t, wrong, "clients admitted fewer than their quota, or more than it from Redis and from each server")
+	assert.LessOrEqual(t, sum, quotas+quotas/20, "admitted in all: within 5%% of the %d clients' quotas", clients)
 	assert.Equal(t, total-sum, denied.Load(), "denied in all")
 }
 

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/transport"
 )
 
 func TestMain(m *testing.M) {
@@ -42,7 +43,7 @@ func addHook(rdb redis.UniversalClient, h redis.Hook) {
 	defer hooked.Unlock()
 	if hooked.of == nil {
 		hooked.of = make(map[redis.UniversalClient][]redis.Hook)
-		ownHooks = func(rdb redis.UniversalClient) []redis.Hook {
+		transport.OwnHooks = func(rdb redis.UniversalClient) []redis.Hook {
 			hooked.Lock()
 			defer hooked.Unlock()
 			return hooked.of[rdb]
@@ -132,3 +133,6 @@ func awaitDecision(t *testing.T, lim *Limiter) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// breakerState returns the state of l's circuit breaker.
+func breakerState(l *Limiter) BreakerState { return BreakerState(l.br.State()) }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/transport"
 )
 
 // refusingAddr returns the address of a stopped redis-server: its port
@@ -72,7 +72,7 @@ func TestOutageThroughMiddleware(t *testing.T) {
 
 	assert.Equal(t, map[int]int{http.StatusOK: 100, http.StatusTooManyRequests: 100}, codes)
 	assert.Equal(t, int64(200), fromFallback.Load())
-	assert.Equal(t, BreakerOpen, lim.br.state())
+	assert.Equal(t, BreakerOpen, breakerState(lim))
 	probes := int64(elapsed/defaultBreakerProbeInterval) + 1
 	assert.LessOrEqual(t, calls.n.Load(), defaultBreakerFailures+probes)
 }
@@ -136,7 +136,7 @@ func TestHungRedisOpensTheBreaker(t *testing.T) {
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.Equal(t, int64(99-i), d.Remaining)
 	}
-	assert.Equal(t, BreakerOpen, lim.br.state())
+	assert.Equal(t, BreakerOpen, breakerState(lim))
 	// A call given up before the batcher sent it is never handed over.
 	assert.LessOrEqual(t, calls.n.Load(), int64(defaultBreakerFailures), "only calls before the breaker opened")
 }
@@ -171,13 +171,13 @@ func TestUnsentCallsOpenNoBreaker(t *testing.T) {
 		assert.Equal(t, core.SourceFallback, d.Source)
 		assert.Equal(t, int64(99-i), d.Remaining)
 	}
-	assert.Equal(t, BreakerClosed, lim.br.state())
+	assert.Equal(t, BreakerClosed, breakerState(lim))
 	assert.Empty(t, changes.path())
 	_, err := strict.Allow(ctx, "k")
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, "redisstore: AllowN: not sent to Redis within 5ms, this process too busy to send it: context deadline exceeded", err.Error())
-	assert.Equal(t, BreakerClosed, strict.br.state())
+	assert.Equal(t, BreakerClosed, breakerState(strict))
 	n, err := rdb.DBSize(ctx).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "Redis saw none of them")
@@ -189,77 +189,6 @@ func TestUnsentCallsOpenNoBreaker(t *testing.T) {
 	assert.Equal(t, int64(99), d.Remaining, "Redis's count: the fallback's is its own")
 }
 
-// TestQueuedCallsEscapeStalledFlights: a call that has waited half its
-// timeout for a round trip in flight (here every flight's sender stalled
-// for good) sends its own, and Redis decides it in time; the extra flight
-// ends with it.
-func TestQueuedCallsEscapeStalledFlights(t *testing.T) {
-	srv := redistest.Start(t)
-	lim := newLimiter(t, newClient(t, srv.Addr), core.TokenBucket(100, time.Hour), WithTimeout(200*time.Millisecond))
-	flying := func(n int) {
-		lim.b.mu.Lock()
-		defer lim.b.mu.Unlock()
-		lim.b.flying = n
-	}
-	flying(lim.b.maxFlights)
-	defer flying(0)
-	for i := range 3 {
-		start := time.Now()
-		d, err := lim.Allow(context.Background(), "k")
-		took := time.Since(start)
-		require.NoError(t, err)
-		assert.Equal(t, core.SourceStore, d.Source)
-		assert.Equal(t, int64(99-i), d.Remaining)
-		assert.GreaterOrEqual(t, took, 100*time.Millisecond, "sent half its timeout in")
-		lim.b.mu.Lock()
-		assert.Equal(t, lim.b.maxFlights, lim.b.flying, "the escaped flight ended")
-		lim.b.mu.Unlock()
-	}
-}
-
-// TestReadyConnRefusesLateWrites: once its write deadline has passed, a
-// readyConn writes nothing and says so, and the batcher counts such a
-// command as never sent, unlike a socket's own timeout.
-func TestReadyConnRefusesLateWrites(t *testing.T) {
-	srv := redistest.Start(t)
-	raw, err := net.Dial("tcp", srv.Addr)
-	require.NoError(t, err)
-	defer raw.Close()
-	conn := &readyConn{TCPConn: raw.(*net.TCPConn), queueing: new(queueClock)}
-	require.NoError(t, conn.SetWriteDeadline(time.Now().Add(-time.Millisecond)))
-	n, err := conn.Write([]byte("PING\r\n"))
-	assert.Zero(t, n)
-	require.ErrorIs(t, err, errNotSent)
-	var ne net.Error
-	require.ErrorAs(t, err, &ne)
-	assert.True(t, ne.Timeout())
-
-	require.NoError(t, conn.SetDeadline(time.Now().Add(time.Second)))
-	_, err = conn.Write([]byte("PING\r\n"))
-	require.NoError(t, err)
-	buf := make([]byte, 16)
-	n, err = conn.Read(buf)
-	require.NoError(t, err)
-	assert.Equal(t, "+PONG\r\n", string(buf[:n]))
-
-	assert.True(t, isUnsent(errNotSent))
-	assert.True(t, isUnsent(fmt.Errorf("go-redis: %w", context.DeadlineExceeded)), "the client's check before it takes a connection")
-	assert.False(t, isUnsent(&net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}), "a read that timed out: sent")
-	assert.False(t, isUnsent(&net.OpError{Op: "write", Err: os.ErrDeadlineExceeded}), "a write that timed out: perhaps partly sent")
-	assert.False(t, isUnsent(nil))
-}
-
-// TestQueueClock: a readyConn polls only within a second of a call
-// queueing for a round trip.
-func TestQueueClock(t *testing.T) {
-	var q queueClock
-	assert.False(t, q.busy(), "no call has queued")
-	q.queued()
-	assert.True(t, q.busy())
-	q.at.Store(time.Now().Add(-1001 * time.Millisecond).UnixNano())
-	assert.False(t, q.busy(), "the last one queued over a second ago")
-}
-
 // TestRoundTripCountsOnce: the calls that one round trip carries, and
 // that fail with it, are one failure of Redis's, whatever their number;
 // the next round trip that fails is another. Against a listener that
@@ -269,7 +198,15 @@ func TestQueueClock(t *testing.T) {
 // out (one failure, the breaker stays closed); one more call, one more
 // round trip that times out: open.
 func TestRoundTripCountsOnce(t *testing.T) {
-	lim := newLimiter(t, newClient(t, silentListener(t)), core.TokenBucket(100, time.Hour), WithTimeout(time.Second),
+	rdb := newClient(t, silentListener(t))
+	var sent atomic.Int64
+	addHook(rdb, hookFunc(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if isScriptCall(cmd) {
+			sent.Add(1)
+		}
+		return next(ctx, cmd)
+	}))
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), WithTimeout(time.Second),
 		WithBreakerFailures(2), withMaxFlights(1))
 	first, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -279,12 +216,8 @@ func TestRoundTripCountsOnce(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.NotErrorIs(t, err, ErrUnavailable)
 	})
-	queued := func(n int) bool {
-		lim.b.mu.Lock()
-		defer lim.b.mu.Unlock()
-		return lim.b.flying == 1 && len(lim.b.pending) == n
-	}
-	require.Eventually(t, func() bool { return queued(0) }, 5*time.Second, time.Millisecond, "the first call in flight")
+	queued := func(n int) bool { return transport.Waiting(lim.tr) == n }
+	require.Eventually(t, func() bool { return sent.Load() == 1 }, 5*time.Second, time.Millisecond, "the first call in flight")
 	srcs := make([]core.Source, 3)
 	for i := range srcs {
 		wg.Go(func() {
@@ -296,12 +229,11 @@ func TestRoundTripCountsOnce(t *testing.T) {
 	require.Eventually(t, func() bool { return queued(3) }, 300*time.Millisecond, time.Millisecond, "three calls queued behind it")
 	wg.Wait()
 	assert.Equal(t, []core.Source{core.SourceFallback, core.SourceFallback, core.SourceFallback}, srcs)
-	assert.Equal(t, BreakerClosed, lim.br.state(), "one failure: the round trip")
-	assert.Equal(t, int32(1), lim.br.fails.Load())
+	assert.Equal(t, BreakerClosed, breakerState(lim), "one failure: the round trip")
 	d, err := lim.Allow(context.Background(), "k")
 	require.NoError(t, err)
 	assert.Equal(t, core.SourceFallback, d.Source)
-	assert.Equal(t, BreakerOpen, lim.br.state(), "a second round trip failed")
+	assert.Equal(t, BreakerOpen, breakerState(lim), "a second round trip failed")
 }
 
 // TestPeekAgreesWithAllowN: Peek tells what the next unit AllowN at the
@@ -315,7 +247,7 @@ func TestPeekAgreesWithAllowN(t *testing.T) {
 	s := newBreakerSetup(t, p)
 	agree := func(t *testing.T, state BreakerState, key string) {
 		t.Helper()
-		require.Equal(t, state, s.lim.br.state())
+		require.Equal(t, state, breakerState(s.lim))
 		peek, err := s.lim.Peek(ctx, key)
 		require.NoError(t, err)
 		d, err := s.lim.Allow(ctx, key)
@@ -359,12 +291,14 @@ func TestPeekAgreesWithAllowN(t *testing.T) {
 		// Checked from the hook, on the probe's goroutine, while the
 		// probe is out.
 		checked := false
-		s.lim.br.hook = func(c BreakerChange) {
+		s.changes.mu.Lock()
+		s.changes.then = func(c BreakerChange) {
 			if c.To == BreakerHalfOpen {
 				check(t, BreakerHalfOpen)
 				checked = true
 			}
 		}
+		s.changes.mu.Unlock()
 		s.clock.Advance(breakerTestInterval)
 		_, err := s.lim.Allow(ctx, "probe")
 		require.NoError(t, err)
@@ -413,7 +347,7 @@ func TestCostAboveCapacityWhileRedisIsDown(t *testing.T) {
 		for i := range 3 {
 			assert.Equal(t, known, fields(get(101)), "request %d", i)
 		}
-		assert.Equal(t, BreakerOpen, lim.br.state())
+		assert.Equal(t, BreakerOpen, breakerState(lim))
 		assert.Equal(t, known, fields(get(101)))
 	})
 	t.Run("with the fallback: the limit and the policy only, as for every cost above capacity", func(t *testing.T) {
@@ -421,7 +355,7 @@ func TestCostAboveCapacityWhileRedisIsDown(t *testing.T) {
 		for range 2 {
 			get(101)
 		}
-		require.Equal(t, BreakerOpen, lim.br.state())
+		require.Equal(t, BreakerOpen, breakerState(lim))
 		assert.Equal(t, known, fields(get(101)))
 	})
 }
@@ -442,13 +376,13 @@ func TestStartWhileRedisIsDown(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, core.SourceFallback, d.Source, "call %d", i)
 	}
-	require.Equal(t, BreakerOpen, lim.br.state())
+	require.Equal(t, BreakerOpen, breakerState(lim))
 
 	srv.Restart()
 	// go-redis may still answer a probe right after the restart with the
 	// dial error it keeps for a moment; the next probe gets through.
 	deadline := time.Now().Add(15 * time.Second)
-	for lim.br.state() != BreakerClosed {
+	for breakerState(lim) != BreakerClosed {
 		require.True(t, time.Now().Before(deadline), "no probe got through within 15s of the restart")
 		clock.Advance(defaultBreakerProbeInterval)
 		_, err := lim.Allow(ctx, "k")
@@ -483,7 +417,7 @@ func TestFailClosedSaysWhenTheBreakerProbes(t *testing.T) {
 	resp := get() // refused: opens the breaker
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Empty(t, resp.Header.Values("Retry-After"))
-	assert.Equal(t, BreakerOpen, lim.br.state())
+	assert.Equal(t, BreakerOpen, breakerState(lim))
 
 	resp = get()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)

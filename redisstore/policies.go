@@ -3,50 +3,10 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
-
-// pspec is a policy given with a call (AllowPolicy, Get, Set) that differs
-// from the limiter's own in a number its state depends on, as the script
-// receives it. A nil *pspec is the limiter's own policy, whose numbers the
-// script has written in.
-type pspec struct {
-	policy core.Policy // without its Name
-	args   []any       // policyArgs, boxed once
-	id     uint64      // the deny cache's name for it, >= 1; 0 when not cached
-}
-
-// pid is the deny cache's name of the policy: 0 for the limiter's own,
-// and for a policy whose denials are not cached one that no entry has.
-func (ps *pspec) pid() uint64 {
-	switch {
-	case ps == nil:
-		return 0
-	case ps.id == 0:
-		return ^uint64(0)
-	}
-	return ps.id
-}
-
-// cacheable reports whether the deny cache may hold the policy's denials:
-// the limiter's own and every policy the spec cache holds.
-func (ps *pspec) cacheable() bool { return ps == nil || ps.id != 0 }
-
-// maxSpecs bounds the policies a limiter keeps converted for the scripts:
-// plans are few, and policies beyond the bound still work (converted on
-// every call, their denials not cached).
-const maxSpecs = 1024
-
-// specCache holds the specs of the policies given with calls, by policy
-// without its Name.
-type specCache struct {
-	m    sync.Map // core.Policy -> *pspec
-	n    atomic.Int64
-	next atomic.Uint64
-}
 
 // spec checks a policy given with a call and returns its spec: nil when it
 // is the limiter's own (its Name aside). The error names the invalid field,
@@ -73,14 +33,11 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	if p.Algorithm != l.policy.Algorithm {
 		return nil, fmt.Errorf("redisstore: %s: %w: %v, the limiter's is %v", op, core.ErrAlgorithmMismatch, p.Algorithm, l.policy.Algorithm)
 	}
-	nums, err := policyArgs(p, p.Recovery()+l.ttlPlus)
+	args, err := script.NewPolicy(p, p.Recovery()+l.ttlPlus)
 	if err != nil {
 		return nil, err
 	}
-	ps := &pspec{policy: p, args: make([]any, len(nums))}
-	for i, x := range nums {
-		ps.args[i] = x
-	}
+	ps := &pspec{policy: p, args: args}
 	if l.specs.n.Add(1) > maxSpecs {
 		l.specs.n.Add(-1)
 		return ps, nil // not cached: id 0
@@ -93,12 +50,16 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	return ps, nil
 }
 
-// AllowPolicy is AllowN under p instead of the limiter's own policy: see
-// core.PolicyLimiter and "Policies per call" in the package docs. p must be
+// AllowPolicy is AllowN under p instead of the limiter's own policy, with
+// the semantics of "Policies per call" in package core: a key has one
+// state whatever policy it is decided under, converted atomically in the
+// script when the policy changes, and keeps what it has used. p must be
 // valid (else the error names the field) and use the limiter's algorithm
 // (else the error wraps core.ErrAlgorithmMismatch). The Decision's Limit
 // and Policy are p's. Its other errors are AllowN's; the local fallback
-// decides under p too.
+// decides under p too. The limiter keeps the numbers of up to 1024
+// distinct policies; beyond them policies still work, converted on every
+// call, without the deny cache.
 func (l *Limiter) AllowPolicy(ctx context.Context, p core.Policy, key string, n int64) (core.Decision, error) {
 	ps, err := l.spec("AllowPolicy", p)
 	if err != nil {
@@ -167,11 +128,11 @@ func (l *Limiter) admin(ctx context.Context, op string, f func() error) error {
 	if ctx.Err() != nil {
 		return f() // the error, without Redis
 	}
-	t, ok := l.br.admit()
+	t, ok := l.br.Admit()
 	if !ok {
-		return l.br.refused(op)
+		return l.refused(op)
 	}
 	err := f()
-	l.br.done(t, err)
+	l.done(t, err)
 	return err
 }

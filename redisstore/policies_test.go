@@ -526,7 +526,7 @@ func TestPolicyFallback(t *testing.T) {
 	_, err = s.lim.Get(ctx, p, "k")
 	assert.ErrorIs(t, err, ErrUnavailable)
 	assert.ErrorIs(t, s.lim.Set(ctx, p, "k", 1), ErrUnavailable)
-	require.Equal(t, BreakerOpen, s.lim.br.state(), "Get and Set count as failures")
+	require.Equal(t, BreakerOpen, breakerState(s.lim), "Get and Set count as failures")
 	_, err = s.lim.Get(ctx, p, "k")
 	assert.ErrorIs(t, err, ErrUnavailable)
 	assert.ErrorIs(t, err, ErrBreakerOpen)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -13,6 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/outage"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/transport"
 )
 
 // Limiter enforces a policy for any number of keys, with the state in
@@ -30,94 +33,46 @@ type Limiter struct {
 	deny    *denyCache       // nil when switched off
 	local   func() int64     // the deny cache's and breaker's clock, ns: sinceStart
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
-	b       *batcher
-	br      *breaker
-	fb      *core.MemoryLimiter // the local fallback; nil with WithoutFallback
+	tr      transport.Sender
+	br      *outage.Breaker
+	fb      *outage.Fallback // nil with WithoutFallback
 	closed  atomic.Bool
 	once    sync.Once
-	own     redis.UniversalClient // the client New made (ownClient), closed by Close
 }
 
 var _ core.PolicyLimiter = (*Limiter)(nil)
 
-// ErrUnavailable is wrapped by the errors of calls that Redis failed: it
-// returned an error, refused or broke the connection, or did not answer
-// within the timeout (see WithTimeout); and of calls the circuit breaker
-// kept from Redis (see ErrBreakerOpen).
-// The error of a call whose own context ended first does not wrap it.
+// ErrUnavailable is wrapped, with the cause, by the errors of calls that
+// Redis failed: it returned an error, refused or broke the connection, or
+// did not answer within the timeout (see WithTimeout); and of calls the
+// circuit breaker kept from Redis (see ErrBreakerOpen). With the local
+// fallback (the default) only Reset, Get, Set and Ping return them.
+//
+// The error of a call whose own context ended first wraps ctx.Err() and
+// never ErrUnavailable: it is not a store failure. Either way the
+// Decision carries only the policy's Limit and Policy.
 var ErrUnavailable = errors.New("redisstore: Redis unavailable")
 
-// Defaults of the options (each option's doc says its default).
-const (
-	defaultPrefix        = "ratelimit"
-	defaultTimeout       = 50 * time.Millisecond
-	defaultDenyCacheSize = 65536
-)
-
-// Option configures New.
-type Option func(*config) error
-
-type config struct {
-	prefix     string
-	timeout    time.Duration
-	denySize   int // 0: no deny cache
-	maxBatch   int
-	maxFlights int
-	failures   int
-	interval   time.Duration
-	hook       func(BreakerChange)
-	noFallback bool
-	clock      func() time.Time // tests: fixes the scripts' now
-	localNow   func() time.Time // tests: the deny cache's and breaker's clock alone
-}
-
-// WithPrefix sets the first part of every Redis key the limiter writes
-// ("<prefix>:{<key>}:<algorithm>"). Use one prefix per application sharing a
-// Redis. It may not be empty or contain '{' or '}'. The default is
-// "ratelimit".
-func WithPrefix(prefix string) Option {
-	return func(c *config) error {
-		if err := validPrefix(prefix); err != nil {
-			return err
-		}
-		c.prefix = prefix
-		return nil
-	}
-}
-
-// WithTimeout bounds every call that goes to Redis by wall-clock time: a
-// call with no answer d after it was made, waiting for its turn included,
-// fails (see "Timeouts and errors" in the package docs). d must be > 0. The
-// default is 50ms.
-func WithTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("redisstore: WithTimeout must be > 0, got %v", d)
-		}
-		c.timeout = d
-		return nil
-	}
-}
-
-// WithDenyCacheSize bounds the local deny cache (see "Deny cache" in the
-// package docs) to about n keys; n = 0 switches it off, and every call then
-// asks Redis. n must be >= 0. The default is 65536 keys, a few MB.
-func WithDenyCacheSize(n int) Option {
-	return func(c *config) error {
-		if n < 0 {
-			return fmt.Errorf("redisstore: WithDenyCacheSize must be >= 0 (0 switches the deny cache off), got %d", n)
-		}
-		c.denySize = n
-		return nil
-	}
-}
-
 // New returns a limiter enforcing p for every key, with its state in the
-// Redis that rdb talks to (a single node, Sentinel or Cluster). It does not
-// contact Redis (see "Outages" in the package docs). It returns an error
-// naming the field when p is invalid (core.Policy.Validate) or an option
-// is. It makes a client of its own from rdb's options (see "Timeouts and
-// errors"), which Close closes; closing the limiter does not close rdb.
+// Redis that rdb talks to: a single node, Sentinel, Cluster or Ring client.
+// It does not contact Redis (see Ping). It returns an error naming the
+// field when p is invalid (core.Policy.Validate) or an option is.
+//
+// It makes a client of its own from rdb's options, which Close closes
+// (closing the limiter does not close rdb): one that applies a call's
+// deadline to its sockets, retries nothing (Redis runs a call's script at
+// most once; a Cluster client still follows MOVED and ASK) and dials once
+// (a refused connection is an error at once), so no option of rdb that
+// concerns timeouts or retries matters, and hooks added to rdb do not see
+// the limiter's commands. go-redis logs each failed dial through its
+// process-wide logger (redis.SetLogger; v9 has no per-client one): during
+// an outage the limiter's client adds at most its pool size of such lines
+// (10 per CPU by default), after which go-redis stops dialing until its
+// own background probe gets through.
+//
+// Redis 5.0 or newer is needed; on a Cluster, deciding keys of several
+// slots in one script call needs Redis 7.0 (older clusters get one call
+// per key).
 func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: New needs a Redis client, got nil")
@@ -144,7 +99,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		// Redis expires keys: keep the state long enough for any test.
 		ttlPlus = testKeyLife
 	}
-	s, err := newScripts(p, p.Recovery()+ttlPlus)
+	s, err := script.New(p, p.Recovery()+ttlPlus)
 	if err != nil {
 		return nil, err
 	}
@@ -158,21 +113,22 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	default:
 		l.local = sinceStart
 	}
-	l.br = &breaker{threshold: int32(min(c.failures, 1<<30)), interval: int64(c.interval), hook: c.hook, now: l.local}
+	var hook func(outage.Change)
+	if c.hook != nil {
+		hook = func(ch outage.Change) {
+			c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
+		}
+	}
+	l.br = outage.NewBreaker(c.failures, c.interval, l.local, hook)
 	if !c.noFallback {
-		if l.fb, err = newFallback(p, c.clock); err != nil {
+		if l.fb, err = outage.NewFallback(p, c.clock); err != nil {
 			return nil, fmt.Errorf("redisstore: fallback: %w", err)
 		}
 	}
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	queueing := new(queueClock)
-	own, ok := ownClient(rdb, queueing)
-	if ok {
-		l.own = own
-	}
-	l.b = newBatcher(own, s, c.timeout, c.maxBatch, c.maxFlights, c.clock != nil, queueing)
+	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: c.maxBatch, MaxFlights: c.maxFlights, TestClock: c.clock != nil})
 	return l, nil
 }
 
@@ -199,7 +155,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // ctx.Err() when ctx ends first. A call that Redis fails, or that the
 // circuit breaker keeps from Redis, is decided by the local fallback
 // (Source core.SourceFallback, no error), or, WithoutFallback, returns an
-// error: see "Outages" and "Timeouts and errors" in the package docs.
+// error wrapping ErrUnavailable.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
 	return l.allow(ctx, "AllowN", nil, &l.policy, key, n)
 }
@@ -237,7 +193,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	case cache:
 		sent = l.local()
 		e, g, ok := l.deny.get(key, ps.pid(), sent)
-		if ok && (n == 1 || l.br.state() != BreakerClosed) {
+		if ok && (n == 1 || l.br.State() != outage.Closed) {
 			// A Peek asks Redis while it can: the cached denial is
 			// Redis's answer, and a cache answers no Peek of a store.
 			return cachedDenial(e, sent, p), nil
@@ -246,42 +202,49 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	case l.deny != nil && !over:
 		l.deny.other(key, ps.pid()) // see denyCache
 	}
-	var err error
-	if t, ok := l.br.admit(); ok {
-		var d core.Decision
-		var used int64
-		d, used, err = l.decide(ctx, op, ps, p, key, cost)
-		if !l.br.done(t, err) {
-			switch {
-			case err != nil:
-			case over:
-				d.Allowed, d.RetryAfter = false, 0
-				err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
-			case cache && n == 1 && !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 &&
-				d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan && used >= 0:
-				// Only durations the scripts compute exactly (not those
-				// of a clock that stepped back by decades): the cache
-				// repeats them. Not a Peek's: it leaves a key written
-				// under another policy there, which a unit AllowN would
-				// move (see denyCache). Nor a delaying leaky bucket's
-				// denial that leaves a key under a faster rate (used -1;
-				// see "Policies per call" in package core): its debt,
-				// rescaled, shrinks faster than time.
-				l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: ps.pid()}, sent, gen)
-			}
-			return d, err
-		}
-	} else {
-		err = l.br.refused(op)
+	t, ok := l.br.Admit()
+	if !ok {
+		return l.unanswered(ctx, op, ps, p, key, n, l.refused(op))
 	}
+	d, used, err := l.decide(ctx, op, ps, p, key, cost)
+	switch {
+	case l.done(t, err):
+		return l.unanswered(ctx, op, ps, p, key, n, err)
+	case err != nil:
+	case over:
+		d.Allowed, d.RetryAfter = false, 0
+		err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
+	case cache && n == 1:
+		l.remember(key, ps.pid(), d, used, sent, gen)
+	}
+	return d, err
+}
+
+// unanswered decides a call that Redis did not, for err: in the local
+// fallback, or with err.
+func (l *Limiter) unanswered(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64, err error) (core.Decision, error) {
 	if l.fb != nil {
-		return l.fallback(ctx, op, ps, p, key, n)
+		return l.fb.Decide(ctx, op, p, ps != nil, key, n)
 	}
 	d := core.Decision{Limit: p.Limit, Policy: *p}
-	if over {
+	if n > p.Capacity() {
 		return d, fmt.Errorf("redisstore: %w: n=%d, %s (key state unknown: %w)", core.ErrCostExceedsCapacity, n, capacityText(*p), err)
 	}
 	return d, err
+}
+
+// remember caches d, Redis's answer to a unit-cost AllowN for key under
+// policy pid sent at sent, if it is a denial the cache may repeat: only
+// durations the scripts compute exactly (not those of a clock that stepped
+// back by decades). Not a Peek's: it leaves a key written under another
+// policy there, which a unit AllowN would move (see denyCache). Nor a
+// denial decided on a state converted from another policy and not written
+// (used -1; see "Policies per call" in package core): that state drains at
+// its own policy's rate.
+func (l *Limiter) remember(key string, pid uint64, d core.Decision, used, sent int64, gen uint64) {
+	if !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 && d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan && used >= 0 {
+		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: pid}, sent, gen)
+	}
 }
 
 // cachedDenial is the Decision of a cached unit-cost denial at now under
@@ -317,12 +280,12 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 			return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
 		}
 	}
-	t, ok := l.br.admit()
+	t, ok := l.br.Admit()
 	if !ok {
-		return l.br.refused("Reset")
+		return l.refused("Reset")
 	}
 	err := l.reset(ctx, key)
-	l.br.done(t, err)
+	l.done(t, err)
 	return err
 }
 
@@ -337,12 +300,37 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 		// A call sent after this is decided by Redis after the DEL.
 		defer l.deny.forget(key)
 	}
-	c := getCall()
-	c.key, c.del = l.keys.key(key), true
+	c := transport.NewCall()
+	c.Key, c.Del = l.keys.key(key), true
 	if err := l.wait(ctx, "Reset", c); err != nil {
 		return err
 	}
-	putCall(c)
+	c.Release()
+	return nil
+}
+
+// Ping checks that Redis answers a PING, through the limiter's own client:
+// a refused connection fails at once, a Redis that does not answer by
+// ctx's deadline (the limiter's timeout if ctx has none) fails then, with
+// an error wrapping ErrUnavailable and the cause. New does not contact
+// Redis: ping it at startup to find a mistyped address or a dead server.
+// (rdb.Ping on a client with go-redis's defaults is not bounded by its
+// context: its retries and socket timeouts took 5 s against a hung Redis.)
+func (l *Limiter) Ping(ctx context.Context) error {
+	if l.closed.Load() {
+		return fmt.Errorf("redisstore: Ping: %w", core.ErrClosed)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.timeout)
+		defer cancel()
+	}
+	if err := l.tr.Ping(ctx); err != nil {
+		if transport.IsTimeout(err) {
+			err = fmt.Errorf("no answer from Redis by the deadline: %w", context.DeadlineExceeded)
+		}
+		return &storeError{op: "Ping", err: err}
+	}
 	return nil
 }
 
@@ -351,16 +339,12 @@ func (l *Limiter) Policy() core.Policy { return l.policy }
 
 // Close closes the limiter's own client and stops the fallback's
 // goroutine, once the calls already made have their answers (or their
-// round trips failed). Calls after the first do nothing; afterwards
-// AllowN, Peek and
-// Reset return core.ErrClosed. It does not close the Redis client.
+// round trips failed). Calls after the first do nothing; afterwards every
+// call returns core.ErrClosed. It does not close the Redis client.
 func (l *Limiter) Close() error {
 	l.once.Do(func() {
 		l.closed.Store(true)
-		l.b.close()
-		if l.own != nil {
-			_ = l.own.Close()
-		}
+		l.tr.Close()
 		if l.fb != nil {
 			_ = l.fb.Close()
 		}
@@ -373,67 +357,60 @@ func (l *Limiter) Close() error {
 // or, for n = 0, a unit cost without consuming, and then the key's usage
 // too; n < 0 sets the usage to -1-n.
 func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, int64, error) {
-	c := getCall()
-	c.key, c.n, c.ps = l.keys.key(key), n, ps
+	c := transport.NewCall()
+	c.Key, c.N, c.Policy = l.keys.key(key), n, ps.script()
 	if l.clock != nil {
-		c.now, c.hasNow = l.clock().UnixNano(), true
+		c.Now = l.clock().UnixNano()
 	}
 	if err := l.wait(ctx, op, c); err != nil {
 		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
-	d, used := c.res, c.used
-	putCall(c)
+	d, used := c.Res, c.Used
+	c.Release()
 	d.Limit, d.Policy = p.Limit, *p
 	return d, used, nil
 }
 
-// wait runs c (see batcher.do), with the limiter's timeout from now. It
+// wait sends c (transport.Sender), with the limiter's timeout from now. It
 // returns an error when c has no answer by then, ctx ended first or Redis
 // failed it; then c is not recycled. A call whose context has ended
 // already is never sent.
-func (l *Limiter) wait(ctx context.Context, op string, c *call) error {
+func (l *Limiter) wait(ctx context.Context, op string, c *transport.Call) error {
 	if err := ctx.Err(); err != nil {
 		return l.gaveUp(op, c, err)
 	}
-	c.deadline = time.Now().Add(l.timeout)
-	switch err := l.b.do(ctx, c); {
-	case err == errClosed:
+	c.Deadline = time.Now().Add(l.timeout)
+	switch err := l.tr.Send(ctx, c); {
+	case err == transport.ErrClosed:
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
 	case err != nil:
 		return l.gaveUp(op, c, err)
-	case c.err != nil && (isTimeout(c.err) || ctx.Err() != nil):
+	case c.Err != nil && (transport.IsTimeout(c.Err) || ctx.Err() != nil):
 		// The round trip ran out of time (the limiter's timeout), or the
 		// caller's context ended first: its deadline, if earlier, was the
 		// round trip's.
 		err := ctx.Err()
-		if d, ok := ctx.Deadline(); ok && err == nil && d.Before(c.deadline) {
+		if d, ok := ctx.Deadline(); ok && err == nil && d.Before(c.Deadline) {
 			err = context.DeadlineExceeded
 		}
 		return l.gaveUp(op, c, err)
-	case c.err != nil:
-		return &storeError{op: op, err: c.err, rt: c.rt.Load()}
+	case c.Err != nil:
+		return &storeError{op: op, err: c.Err, rt: c.RoundTrip()}
 	}
 	return nil
 }
 
-// isTimeout reports whether err is a round trip running out of time:
-// a socket deadline, or a context's while go-redis waited for a connection.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
-}
-
 // gaveUp returns the error for a call that Redis did not answer in time
 // (ctxErr nil or errDeadline) or whose context ended (ctxErr).
-func (l *Limiter) gaveUp(op string, c *call, ctxErr error) error {
-	if ctxErr != nil && ctxErr != errDeadline {
+func (l *Limiter) gaveUp(op string, c *transport.Call, ctxErr error) error {
+	if ctxErr != nil && ctxErr != transport.ErrDeadline {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
 	}
-	rt := c.rt.Load()
+	rt := c.RoundTrip()
 	if rt == 0 {
 		return &storeError{op: op, err: fmt.Errorf("not sent to Redis within %v, this process too busy to send it: %w", l.timeout, context.DeadlineExceeded)}
 	}
-	if ctxErr == errDeadline {
+	if ctxErr == transport.ErrDeadline {
 		// The caller stopped waiting before its round trip ended, which
 		// may not even have been written yet: the round trip's sender
 		// counts what became of it.
@@ -459,4 +436,34 @@ func capacityText(p core.Policy) string {
 		return fmt.Sprintf("%v burst is %d", p.Algorithm, p.Burst)
 	}
 	return fmt.Sprintf("%v limit is %d per %v", p.Algorithm, p.Limit, p.Window)
+}
+
+// refused is the error of a call op that the breaker kept from Redis.
+func (l *Limiter) refused(op string) error {
+	retry, cause := l.br.Refused()
+	var se *storeError
+	switch {
+	case errors.As(cause, &se):
+		cause = se.err // without the call's name
+	case cause == nil:
+		cause = errors.New("none recorded")
+	}
+	return &storeError{op: op, err: openError{cause: cause, retry: retry}}
+}
+
+// done tells the breaker the outcome of a call it admitted with t, and
+// reports whether Redis failed the call (err wraps ErrUnavailable).
+func (l *Limiter) done(t outage.Ticket, err error) (failed bool) {
+	if err == nil { // the request path: errors.As would allocate
+		l.br.Done(t, 0, nil)
+		return false
+	}
+	var se *storeError
+	failed = errors.As(err, &se)
+	var rt uint64
+	if failed {
+		rt = se.rt
+	}
+	l.br.Done(t, rt, err)
+	return failed
 }

@@ -295,7 +295,6 @@ type recorder struct {
 	commands  atomic.Int64 // script calls sent, pipelined or not
 	roundTrip atomic.Int64 // single script calls and pipelines of them
 	cross     atomic.Int64 // script calls in the cross-slot form
-	refused   atomic.Int64 // script calls a cluster refused
 	onCmd     func(redis.Cmder)
 }
 
@@ -306,9 +305,6 @@ func (r *recorder) done(cmd redis.Cmder) {
 	}
 	if cmd.Args()[2] == 0 {
 		r.cross.Add(1)
-	}
-	if err := cmd.Err(); err != nil && isClusterRefusal(err) {
-		r.refused.Add(1)
 	}
 }
 
@@ -368,27 +364,6 @@ func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 			r.done(cmd)
 		}
 		return err
-	}
-}
-
-// TestRoute: how a round trip groups its calls into script calls follows
-// the client's type, and nothing else about it (a client's options change
-// no path).
-func TestRoute(t *testing.T) {
-	p := core.TokenBucket(1, time.Second)
-	for _, tc := range []struct {
-		rdb   redis.UniversalClient
-		route route
-	}{
-		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), routeOne},
-		{redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), routeOne},
-		{redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}}), routeOne},
-		{redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), routeCluster},
-		{redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), routePerKey},
-	} {
-		t.Cleanup(func() { _ = tc.rdb.Close() })
-		lim := newLimiter(t, tc.rdb, p)
-		assert.Equal(t, tc.route, lim.b.route, "%T", tc.rdb)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/transport"
 )
 
 // Regression tests for the redisstore defects of issue 8, each named after
@@ -213,50 +214,6 @@ func TestResetUndoneByAnInFlightDenial(t *testing.T) {
 	})
 }
 
-// TestReplyAndDeadlineArrivingTogether is the suspected defect of issue 8:
-// a caller waiting for its answer saw a timeout for a call Redis had
-// answered (and counted) when the answer and the deadline were both there
-// when it looked, because select picks among ready cases at random. The
-// answer must win, every time. The call here is queued behind a flight,
-// with its answer ready and its deadline passed (or its context ended)
-// before the caller looks: each round was a coin toss before.
-func TestReplyAndDeadlineArrivingTogether(t *testing.T) {
-	busy := func() *batcher { return &batcher{maxFlights: 1, flying: 1, queueing: new(queueClock)} } // calls queue
-	answered := func() *call {
-		c := getCall()
-		c.deadline = time.Now()
-		c.state.Store(callSent)
-		c.res = core.Decision{Allowed: true, Remaining: 7}
-		c.done <- struct{}{}
-		return c
-	}
-	check := func(t *testing.T, b *batcher, ctx context.Context) {
-		for range 100 {
-			c := answered()
-			require.NoError(t, b.do(ctx, c), "the answer is there: it wins")
-			assert.Equal(t, core.Decision{Allowed: true, Remaining: 7}, c.res)
-			putCall(c)
-			b.pending = nil
-		}
-	}
-	t.Run("the deadline passed", func(t *testing.T) {
-		check(t, busy(), context.Background())
-	})
-	t.Run("the context ended", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		check(t, busy(), ctx)
-	})
-	t.Run("without an answer it is a timeout", func(t *testing.T) {
-		l := &Limiter{b: busy(), timeout: time.Millisecond}
-		c := getCall()
-		err := l.wait(context.Background(), "AllowN", c)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.ErrorIs(t, err, ErrUnavailable)
-		assert.Equal(t, int32(callAbandoned), c.state.Load(), "not sent yet: no round trip takes it")
-	})
-}
-
 // TestATimedOutCallMayHaveBeenCounted shows what a caller can observe when
 // its call has been written to Redis but the answer comes after the caller
 // gave up (its deadline passed or, here, its context was cancelled: await
@@ -339,4 +296,17 @@ func TestAnEndedContextSendsNothing(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, p.Burst, d.Remaining, "nothing counted")
 	})
+}
+
+// TestACallNotSentInTimeIsATimeout: a call still queued at its deadline
+// (never sent) fails as a timeout of Redis's that the breaker does not
+// count (issue 8).
+func TestACallNotSentInTimeIsATimeout(t *testing.T) {
+	l := &Limiter{timeout: time.Millisecond}
+	err := l.gaveUp("AllowN", transport.NewCall(), transport.ErrDeadline)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, ErrUnavailable)
+	var se *storeError
+	require.ErrorAs(t, err, &se)
+	assert.Zero(t, se.rt, "not sent: no failure of Redis's")
 }

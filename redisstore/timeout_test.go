@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/redistest"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/transport"
 )
 
 // ops are the limiter's calls that go to Redis, each returning its error.
@@ -189,4 +190,140 @@ var errorsOnly Option = func(c *config) error {
 		return err
 	}
 	return WithBreakerFailures(math.MaxInt32)(c)
+}
+
+// TestQueuedCallKeepsItsContextDeadline: a call whose context ends before
+// its WithTimeout returns by its context's deadline, whatever round trip
+// carries it. The issue-24 scenario: a Redis that accepts and never
+// answers, WithTimeout(2s), two round trips hung in flight; a call queued
+// behind them with a 1.5 s context deadline sent its own round trip half
+// its timeout in, carrying the calls queued after it, and returned after
+// 2 s, its round trip bounded by the timeout alone. The same for a call
+// handed the flight when a hung round trip times out. The others return
+// by their own timeout.
+func TestQueuedCallKeepsItsContextDeadline(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := newClient(t, srv.Addr)
+	testQueuedCallKeepsItsContextDeadline(t, rdb, srv.Pause)
+}
+
+func TestQueuedCallKeepsItsContextDeadlineCluster(t *testing.T) {
+	t.Parallel()
+	nodes := redistest.ClusterNodes(t)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = rdb.Close() })
+	testQueuedCallKeepsItsContextDeadline(t, rdb, func() {
+		for _, n := range nodes {
+			n.Pause()
+		}
+	})
+}
+
+func testQueuedCallKeepsItsContextDeadline(t *testing.T, rdb redis.UniversalClient, hang func()) {
+	const timeout, slack = 2 * time.Second, 250 * time.Millisecond
+	var sent atomic.Int64
+	addHook(rdb, hookFunc(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if isScriptCall(cmd) {
+			sent.Add(1)
+		}
+		return next(ctx, cmd)
+	}))
+	lim := newLimiter(t, rdb, core.TokenBucket(100, time.Hour), WithTimeout(timeout), errorsOnly)
+	_, err := lim.Allow(context.Background(), "k") // a Cluster client learns the slots
+	require.NoError(t, err)
+	hang()
+
+	// call makes a call for "k" with ctx's deadline d after now (none: 0)
+	// and checks when it returns.
+	var wg sync.WaitGroup
+	call := func(t *testing.T, name string, d time.Duration) {
+		wg.Go(func() {
+			ctx := context.Background()
+			if d > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d)
+				defer cancel()
+			}
+			start := time.Now()
+			_, err := lim.Allow(ctx, "k")
+			took := time.Since(start)
+			assert.ErrorIs(t, err, context.DeadlineExceeded, name)
+			bound := timeout
+			if d > 0 {
+				bound = d
+			}
+			assert.Less(t, took, bound+slack, "%s returned after %v", name, took)
+		})
+	}
+	flights := func(t *testing.T, n int64) {
+		before := sent.Load()
+		for range n {
+			call(t, "a round trip in flight", 0)
+		}
+		require.Eventually(t, func() bool { return sent.Load() == before+n }, 5*time.Second, time.Millisecond)
+	}
+	begin := sent.Load()
+	flights(t, int64(defaultMaxFlights))
+	require.Eventually(t, func() bool { return transport.Waiting(lim.tr) == 0 }, time.Second, time.Millisecond)
+
+	t.Run("sending its own round trip half its timeout in", func(t *testing.T) {
+		call(t, "the call with a context deadline", 1500*time.Millisecond)
+		require.Eventually(t, func() bool { return transport.Waiting(lim.tr) == 1 }, time.Second, time.Millisecond)
+		call(t, "a call queued after it", 0)
+		call(t, "another call queued after it", 0)
+		require.Eventually(t, func() bool { return transport.Waiting(lim.tr) == 3 }, time.Second, time.Millisecond)
+		wg.Wait()
+	})
+	t.Run("handed the flight by a round trip that timed out", func(t *testing.T) {
+		flights(t, int64(defaultMaxFlights))
+		time.Sleep(timeout * 6 / 10) // queue in the flights' second half
+		call(t, "the call with a context deadline", timeout*6/10)
+		require.Eventually(t, func() bool { return transport.Waiting(lim.tr) == 1 }, time.Second, time.Millisecond)
+		call(t, "a call queued after it", 0)
+		wg.Wait()
+	})
+	assert.Greater(t, sent.Load(), begin+2*int64(defaultMaxFlights), "calls queued and sent")
+}
+
+// TestPingKeepsItsBound: the startup check returns by its context's
+// deadline against a Redis that accepts and never answers (SIGSTOP), and
+// at once against a refused port, with an error that says Redis failed;
+// a live Redis answers.
+func TestPingKeepsItsBound(t *testing.T) {
+	t.Parallel()
+	const bound, slack = 300 * time.Millisecond, 250 * time.Millisecond
+	ping := func(t *testing.T, addr string) (time.Duration, error) {
+		lim := newLimiter(t, newClient(t, addr), core.TokenBucket(10, time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		start := time.Now()
+		err := lim.Ping(ctx)
+		return time.Since(start), err
+	}
+	t.Run("a live Redis answers", func(t *testing.T) {
+		_, err := ping(t, redistest.Addr(t))
+		require.NoError(t, err)
+	})
+	t.Run("a hung Redis fails by the context's deadline", func(t *testing.T) {
+		srv := redistest.Start(t)
+		srv.Pause()
+		took, err := ping(t, srv.Addr)
+		require.ErrorIs(t, err, ErrUnavailable)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.GreaterOrEqual(t, took, bound-10*time.Millisecond, "it waited for the answer")
+		assert.Less(t, took, bound+slack)
+	})
+	t.Run("a refused port fails at once", func(t *testing.T) {
+		srv := redistest.Start(t)
+		srv.Stop()
+		took, err := ping(t, srv.Addr)
+		require.ErrorIs(t, err, ErrUnavailable)
+		assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+		assert.Less(t, took, slack)
+	})
 }

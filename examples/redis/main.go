@@ -12,8 +12,8 @@
 // `redis-server --port 6380 --save ""` in another terminal is enough. Each
 // run uses keys of its own, which Redis expires a minute later.
 //
-// It checks Redis at startup with a Ping bounded by a timeout, as a server
-// should: redisstore.New does not contact Redis. A real server would log
+// It checks Redis at startup with the limiter's Ping bounded by a timeout,
+// as a server should: redisstore.New does not contact Redis. A real server would log
 // the error and start anyway, its limiters deciding locally, each with the
 // shared policy, until the circuit breaker's probe gets an answer; this
 // demo, whose point is the shared limit, stops instead.
@@ -83,6 +83,17 @@ func startAppServer(name, listen, redisAddr, prefix string, p core.Policy) (*app
 		_ = rdb.Close()
 		return nil, err
 	}
+	// The startup check, through the limiter: it keeps its context's
+	// bound, where rdb.Ping with go-redis's defaults does not (its retries
+	// and socket timeouts).
+	pingCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	err = lim.Ping(pingCtx)
+	cancel()
+	if err != nil {
+		_ = lim.Close()
+		_ = rdb.Close()
+		return nil, fmt.Errorf("no Redis at %s (start one, or pass -redis / REDIS_ADDR): %w", redisAddr, err)
+	}
 	mw := nethttp.Middleware(lim)
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -118,15 +129,6 @@ func closeAll(servers []*appServer) {
 // It returns an error (and closes them) if Redis cannot be reached or if
 // the servers together admitted anything but the limit.
 func run(ctx context.Context, out io.Writer, redisAddr string, limit int64, requests int, listen ...string) ([]*appServer, error) {
-	probe := redis.NewClient(&redis.Options{Addr: redisAddr})
-	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	err := probe.Ping(pingCtx).Err()
-	cancel()
-	_ = probe.Close()
-	if err != nil {
-		return nil, fmt.Errorf("no Redis at %s (start one, or pass -redis / REDIS_ADDR): %w", redisAddr, err)
-	}
-
 	p := core.TokenBucket(limit, time.Minute).WithName("shared")
 	prefix := fmt.Sprintf("example-redis-%d", time.Now().UnixNano()) // this run's own keys
 	var servers []*appServer

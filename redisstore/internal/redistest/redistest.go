@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,6 +150,32 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Pause stops the server's process (SIGSTOP) without closing its port: it
+// accepts connections and answers nothing, as a hung Redis does, until
+// Resume or the end of the test.
+func (s *Server) Pause() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.t.Fatalf("redistest: Pause: %s is not running", s.Addr)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("redistest: Pause: %v", err)
+	}
+	s.t.Cleanup(s.Resume) // before Stop, which the cleanups run later
+}
+
+// Resume continues a paused server (SIGCONT); it does nothing to one that
+// is not paused.
+func (s *Server) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
 // Restart starts a stopped server again on the same port, empty.
 func (s *Server) Restart() {
 	s.t.Helper()
@@ -162,8 +189,19 @@ func (s *Server) Restart() {
 // It returns the masters' addresses. It needs redis-server and redis-cli.
 func Cluster(t testing.TB) []string {
 	t.Helper()
+	var addrs []string
+	for _, s := range ClusterNodes(t) {
+		addrs = append(addrs, s.Addr)
+	}
+	return addrs
+}
+
+// ClusterNodes is Cluster, returning the masters' servers (to Pause them).
+func ClusterNodes(t testing.TB) []*Server {
+	t.Helper()
 	need(t, "redis-server")
 	need(t, "redis-cli")
+	var servers []*Server
 	var addrs []string
 	for range 3 {
 		// Each node also listens on its port + 10000 (the cluster bus).
@@ -189,6 +227,7 @@ func Cluster(t testing.TB) []string {
 			t.Fatalf("redistest: cluster node: %v", err)
 		}
 		t.Cleanup(s.Stop)
+		servers = append(servers, s)
 		addrs = append(addrs, s.Addr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -203,7 +242,7 @@ func Cluster(t testing.TB) []string {
 			t.Fatalf("redistest: cluster node %s: %v", addr, err)
 		}
 	}
-	return addrs
+	return servers
 }
 
 func waitClusterOK(ctx context.Context, addr string) error {

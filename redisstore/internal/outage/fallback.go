@@ -1,0 +1,46 @@
+package outage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+// Fallback is the local fallback: an in-memory limiter of the limiter's
+// policy, deciding the calls Redis did not, under the call's policy.
+type Fallback struct{ *core.MemoryLimiter }
+
+// NewFallback returns the fallback of policy p, on the test clock now
+// when there is one.
+func NewFallback(p core.Policy, now func() time.Time) (*Fallback, error) {
+	var opts []core.Option
+	if now != nil {
+		opts = append(opts, core.WithClock(now))
+	}
+	lim, err := core.New(p, opts...)
+	return &Fallback{lim}, err
+}
+
+// Decide decides call op locally under p (given with the call, or the
+// limiter's own): AllowN of cost n, or Peek when n is 0. Its errors are
+// the in-memory limiter's: a cost above p's capacity (a denial) and
+// ErrClosed (Close ran meanwhile).
+func (f *Fallback) Decide(ctx context.Context, op string, p *core.Policy, given bool, key string, n int64) (core.Decision, error) {
+	var d core.Decision
+	var err error
+	switch { // core's limiter never fails on an ended context
+	case n == 0:
+		d, err = f.Peek(ctx, key)
+	case given:
+		d, err = f.AllowPolicy(ctx, *p, key, n)
+	default:
+		d, err = f.AllowN(ctx, key, n)
+	}
+	d.Limit, d.Policy, d.Source = p.Limit, *p, core.SourceFallback
+	if err != nil {
+		err = fmt.Errorf("redisstore: %s in fallback: %w", op, err)
+	}
+	return d, err
+}

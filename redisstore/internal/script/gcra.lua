@@ -1,0 +1,178 @@
+-- The token and leaky bucket of package core (core/tokenbucket.go) for a
+-- batch of calls: the theoretical arrival time (TAT) of each key, stored
+-- as struct '<dHddH': whole µs and the ns remainder, the interval (ns) of
+-- the policy it was written under, and the latest instant it was written
+-- at (µs and ns). Arguments and reply: see doc.go; a policy given with a
+-- call has the header's first four numbers (K = 4). For example:
+--
+--   redis-cli --eval gcra.lua user:1 , 1 0 '' ''
+--
+-- The header: the limiter's own policy, which redisstore writes in as
+-- constants (tonumber on every call costs a quarter of the script's time):
+-- the interval (Window/Limit) and tau (Burst * interval) in ns, the expiry
+-- in ms, 1 if a leaky bucket delays (else 0), and the expiry as text.
+local interval, tau, ttl, delays, ttlS = 6000000000, 60000000000, 60000, 0, '60000'
+
+local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
+local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
+if now_us then now_r = tonumber(ARGV[A]) else local t = redis.call('TIME'); now_us = t[1] * 1000000 + t[2] end
+local h = A - 3 - E * 4 -- the given policies' numbers follow ARGV[h]
+if m == 0 then m = h / (2 + math.min(E, 1)); keys, co = ARGV, m end -- the cross-slot form
+
+local P
+if E > 0 then
+  P = {[0] = {interval, tau, ttl, delays, ttlS}}
+  for e = 1, E do
+    local x = h + (e - 1) * 4
+    P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), ARGV[x + 3]}
+  end
+end
+
+-- Per key: the TAT (false: none), its interval, the instant it was
+-- written at, and the expiry to write ('del': delete).
+local tus, tr, tiv, lu, lr, dirty = {}, {}, {}, {}, {}, {}
+local out = {}
+for i = 1, m do
+  local k, n = keys[i], tonumber(ARGV[co + i])
+  if E > 0 then
+    local p = P[tonumber(ARGV[co + m + i])]
+    interval, tau, ttl, delays, ttlS = p[1], p[2], p[3], p[4], p[5]
+  end
+  local us = tus[k]
+  if us == nil then
+    local v = redis.call('GET', k)
+    us = false
+    if v then us, tr[k], tiv[k], lu[k], lr[k] = struct.unpack('<dHddH', v) end
+    tus[k] = us
+  end
+  local base = 0 -- max(tat, now) - now
+  local stay = false -- a denial decided on a converted state, not written
+  local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
+  if us then
+    base = (us - now_us) * 1000 + tr[k] - now_r
+    if base < 0 then base = 0 end
+    local from = tiv[k]
+    if from ~= interval then
+      -- Written under another rate: the same debt (TAT - now) in units
+      -- of cost, ceil(d * interval / from), at most 2^52 ns, at the later
+      -- of now and the instant it was written at (cu, cr): a clock that
+      -- stepped back converts as if it had stood still there. The product
+      -- may exceed 2^53: the part below one old interval is multiplied by
+      -- binary long division, whose partial remainders stay below 2^53.
+      local cu, cr = now_us, now_r
+      local l = lu[k]
+      if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
+      -- muldiv(x, a, b) is floor(x * a / b), at most 2^53, and whether it
+      -- is exact, for 0 <= x < 2^53 and 0 < a, b <= 2^52: x = q1 * b + r1,
+      -- and r1 * a / b by binary long division, whose partial remainders
+      -- stay below 2^53. Defined here, its closure is made only when a
+      -- call converts.
+      local function muldiv(x, a, b)
+        local q1 = math.floor(x / b)
+        local r1 = x - q1 * b
+        if q1 * a >= 9007199254740992 then return 9007199254740992, false end
+        local q, r, bit = 0, 0, 4503599627370496
+        while bit >= 1 do
+          q, r = q * 2, r * 2
+          if r >= b then q, r = q + 1, r - b end
+          if math.floor(a / bit) % 2 == 1 then
+            r = r + r1
+            if r >= b then q, r = q + 1, r - b end
+          end
+          bit = bit / 2
+        end
+        return math.min(q1 * a + q, 9007199254740992), r == 0
+      end
+      local x = base -- the TAT - now, left where it is
+      local d = (us - cu) * 1000 + tr[k] - cr
+      if d > 0 then
+        local d0, exact = d, true
+        d, exact = muldiv(d, interval, from)
+        if not exact then d = d + 1 end
+        d = math.min(d, 4503599627370496)
+        -- A delaying leaky bucket keeps the requests queued at their
+        -- instants and serves new ones after them.
+        if delays == 1 and d < d0 then d = d0 end
+        base = (cu - now_us) * 1000 + cr - now_r + d -- the new TAT - now
+      else
+        d, base, x = 0, 0, 0
+      end
+      local denied = n > 0 and base + n * interval > tau
+      stay = denied
+      if n == 0 or denied then
+        -- A look or a denial leaves the key recovering at its own rate
+        -- (core's registry.look): full at its TAT, and admitting a cost c
+        -- once its debt then, converted, leaves room for c, that is once
+        -- TAT - t <= floor((tau - c * interval) * from / interval) (and,
+        -- for a delaying leaky bucket, <= tau - c * interval). When its
+        -- debt at (cu, cr) leaves room, only a clock behind (cu, cr)
+        -- denies, and base + c * interval - tau is the answer.
+        local room = tau - math.max(n, 1) * interval
+        local slack = muldiv(room, from, interval)
+        if delays == 1 and slack > room then slack = room end
+        rt = x - slack
+        if d <= room then rt = base - room end
+        rs, rt = math.min(x, 4611686018427387904), math.min(rt, 4611686018427387904)
+      end
+      if n ~= 0 and not denied then
+        -- Decided under this policy from now on; a denial leaves the
+        -- state as it was (core's registry.move).
+        if d > 0 then
+          local t = cr + d
+          local carry = math.floor(t / 1000)
+          tus[k], tr[k], tiv[k] = cu + carry, t - carry * 1000, interval
+          dirty[k] = math.max(ttl, math.ceil(base / 1000000))
+        else
+          tus[k], dirty[k] = false, nil
+        end
+      end
+    end
+  end
+  -- A server clock that stepped back by centuries: spans beyond 2^62 ns
+  -- (which Redis would turn into garbage integers) are reported as 2^62.
+  if base > 4611686018427387904 then base = 4611686018427387904 end
+  if n < 0 then -- Set: usage -1-n
+    local d = (-n - 1) * interval
+    if d == 0 then
+      tus[k], dirty[k] = false, 'del'
+    else
+      local t = now_r + d
+      local carry = math.floor(t / 1000)
+      tus[k], tr[k], tiv[k], lu[k] = now_us + carry, t - carry * 1000, interval, false -- written at now exactly
+      dirty[k] = math.max(ttl, math.ceil(d / 1000000))
+    end
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
+  else
+    local consume, used = n > 0, 0 -- a look's fifth value: the key's usage, ceil(base / interval)
+    if not consume then
+      n, used = 1, math.floor(base / interval)
+      if used * interval < base then used = used + 1 end
+    end
+    local nxt = base + n * interval -- the new TAT - now
+    if nxt > tau then
+      local left = tau - base
+      if left < 0 then left = 0 end
+      if stay then used = -1 end -- decided on a state not written: not to be cached
+      out[i] = struct.pack('<i8i8i8i8i8', 0, math.floor(left / interval), rs or base, rt or nxt - tau, used)
+    elseif not consume then
+      out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - base) / interval), rs or base, 0, used)
+    else
+      local t = now_r + nxt
+      local carry = math.floor(t / 1000)
+      tus[k], tr[k], tiv[k], dirty[k] = now_us + carry, t - carry * 1000, interval, ttlS
+      local delay = 0
+      if delays == 1 then delay = base end
+      out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - nxt) / interval), nxt, 0, delay)
+    end
+  end
+end
+for k, px in pairs(dirty) do
+  if px == 'del' then
+    redis.call('DEL', k)
+  else
+    local cu, cr, l = now_us, now_r, lu[k]
+    if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
+    redis.call('SET', k, struct.pack('<dHddH', tus[k], tr[k], tiv[k], cu, cr), 'PX', px)
+  end
+end
+return table.concat(out)

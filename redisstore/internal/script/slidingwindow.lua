@@ -1,0 +1,238 @@
+-- The sliding window of package core (core/slidingwindow.go) for a batch
+-- of calls: the number of the newest bucket written, the bucket width (ns)
+-- of the policy it was written under, the latest instant it was written
+-- at (µs and ns), and a ring of B+1 counters, bucket b's count at position
+-- b mod (B+1), stored as struct '<dddH' then B+1 times 'I4' (B is the
+-- value's length less 26, over 4, less 1). A request in bucket k is
+-- admitted when the B buckets k-B+1..k hold at most Limit and the B+1
+-- buckets k-B..k at most cap2 = Policy.MaxInWindow() = Limit +
+-- ceil(Limit/B): a client sending steadily at Limit per Window lands up to
+-- that many in B+1 consecutive buckets. Arguments and reply: see doc.go; a
+-- policy given with a call has the header's first six numbers (K = 6).
+-- For example:
+--
+--   redis-cli --eval slidingwindow.lua user:1 , 1 0 '' ''
+--
+-- The header: the limiter's own policy, which redisstore writes in as
+-- constants: the bucket width in whole µs and the ns remainder, Buckets,
+-- Limit, cap2, the expiry in ms, and the struct format of its ring.
+local wa, wb, buckets, limit, cap2, ttl, fmt = 6000000, 0, 10, 100, 110, 66000, '<dddHI4I4I4I4I4I4I4I4I4I4I4'
+
+local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
+local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
+if now_us then now_r = tonumber(ARGV[A]) else local t = redis.call('TIME'); now_us = t[1] * 1000000 + t[2] end
+local h = A - 3 - E * 6 -- the given policies' numbers follow ARGV[h]
+if m == 0 then m = h / (2 + math.min(E, 1)); keys, co = ARGV, m end -- the cross-slot form
+
+-- span returns the number of the span of a µs and b ns (b < 1000) that the
+-- instant us µs r ns falls in, counted from the epoch, the instant's offset
+-- into it in ns, and the span in ns. Every product stays below 2^53, so
+-- they are exact; the float division only guesses the number.
+local function span(a, b, us, r)
+  local w = a * 1000 + b
+  local q = math.floor((us + r / 1000) / (a + b / 1000))
+  local rem = (us - q * a) * 1000 + r - q * b
+  while rem < 0 do q, rem = q - 1, rem + w end
+  while rem >= w do q, rem = q + 1, rem - w end
+  return q, rem, w
+end
+
+local q, rem, w = span(wa, wb, now_us, now_r)
+local ring = buckets + 1
+local ring0, fmt0 = ring, fmt
+local P
+if E > 0 then
+  P = {[0] = {q, rem, w, buckets, limit, cap2, ttl, fmt}}
+  for e = 1, E do
+    local x = h + (e - 1) * 6
+    local eq, erem, ew = span(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), now_us, now_r)
+    local eb = tonumber(ARGV[x + 3])
+    P[e] = {eq, erem, ew, eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dddH' .. string.rep('I4', eb + 1)}
+  end
+end
+
+-- ns from now until, with no further traffic, cost m is admitted and at
+-- least want unit requests remain after it: after(c, ..., 0, limit) is
+-- core's slidingState.untilFull (ResetAfter), after(c, ..., n, n) its
+-- untilAdmits (RetryAfter). Buckets only drop out at bucket boundaries.
+-- c[1] is the newest bucket top, c[2] the bucket width, c[3] and c[4] the
+-- instant it was written at, c[5 + b % ring] bucket b's count. At most
+-- 2^62 ns: Redis would turn a longer span into a meaningless integer.
+local function after(c, top, trailing, all, cost, want)
+  local tr, al = trailing, all
+  for j = 0, ring do
+    if j > 0 then
+      al = al - c[5 + (top - buckets + j - 1) % ring]
+      if j < ring then tr = tr - c[5 + (top - buckets + j) % ring] else tr = 0 end
+    end
+    if tr + cost <= limit and al + cost <= cap2 and math.min(limit - tr - cost, cap2 - al - cost) + cost >= want then
+      if j == 0 then return 0 end
+      return math.min((top + j - q) * w - rem, 4611686018427387904)
+    end
+  end
+  return math.min((top + ring - q) * w - rem, 4611686018427387904)
+end
+
+local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write (0: delete)
+local out = {}
+for i = 1, m do
+  local k, n = keys[i], tonumber(ARGV[co + i])
+  if E > 0 then
+    local p = P[tonumber(ARGV[co + m + i])]
+    q, rem, w, buckets, limit, cap2, ttl, fmt = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]
+    ring = buckets + 1
+  end
+  local c = rings[k]
+  if c == nil then
+    local v = redis.call('GET', k)
+    c = false
+    if v then
+      if #v == 26 + 4 * ring then c = {struct.unpack(fmt, v)} else c = {struct.unpack('<dddH' .. string.rep('I4', (#v - 26) / 4), v)} end
+    end
+    rings[k] = c
+  end
+  local keep, converted = true, false -- whether the ring decided below is the key's state; whether it was converted
+  local frees -- on a converted state: the time until, left where it is, it admits a cost (below)
+  if c and (c[2] ~= w or #c ~= ring + 5) then
+    -- Written under another Window or Buckets (core's
+    -- slidingState.convert): each old bucket counts in the newest bucket
+    -- of this policy that it overlaps, but not after the current one, both
+    -- at the later of now and the instant it was written at (cu, cr).
+    local oring, sw = #c - 5, c[2]
+    local cu, cr = now_us, now_r
+    if c[3] > cu or (c[3] == cu and c[4] > cr) then cu, cr = c[3], c[4] end
+    local oq, orem = span(math.floor(sw / 1000), sw % 1000, cu, cr)
+    local nq, nrem = q, rem
+    if cu ~= now_us or cr ~= now_r then nq, nrem = span(math.floor(w / 1000), w % 1000, cu, cr) end
+    local old = c
+    c = false
+    -- The old ring's newest bucket written is no later than oq, the old
+    -- bucket of (cu, cr); bucket b's last ns is (b + 1 - oq) * sw - orem - 1
+    -- from (cu, cr).
+    for b = oq - oring + 1, old[1] do
+      local x = old[5 + b % oring]
+      local jb = nq + math.floor(((b + 1 - oq) * sw - orem - 1 + nrem) / w)
+      if jb > nq then jb = nq end
+      if x > 0 and nq - jb < ring then
+        if not c then
+          c = {nq, w, cu, cr}
+          for y = 5, ring + 5 do c[y] = 0 end
+        end
+        local y = 5 + jb % ring
+        c[y] = math.min(c[y] + x, 4294967295)
+      end
+    end
+    -- A look or a denial leaves the key where it is (core's
+    -- slidingState.admitsAt): each old bucket b counts in the trailing
+    -- buckets until leaves(b, buckets), then in the one before them until
+    -- leaves(b, ring): until it has left the old ring, or the new bucket
+    -- holding its last ns has left them (ns from (cu, cr)). Both grow with
+    -- b, and the sums only fall: frees(cost) walks the buckets in order to
+    -- the first instant that leaves room for cost, as a time from now.
+    -- Defined here, its closures are made only when a call converts.
+    local lo, hi, off = oq - oring + 1, old[1], (cu - now_us) * 1000 + cr - now_r
+    local function leaves(b, j)
+      return math.min((b + oring - oq) * sw - orem, (math.floor(((b + 1 - oq) * sw - orem - 1 + nrem) / w) + j) * w - nrem)
+    end
+    frees = function(cost)
+      local i1, i2, tr, ol, t = lo, lo, 0, 0, 0
+      for b = lo, hi do tr = tr + old[5 + b % oring] end
+      while true do
+        -- Buckets that hold nothing change no sum.
+        while i1 <= hi and old[5 + i1 % oring] == 0 do i1 = i1 + 1 end
+        while i2 < i1 and old[5 + i2 % oring] == 0 do i2 = i2 + 1 end
+        local e = math.huge
+        if i1 <= hi then e = leaves(i1, buckets) end
+        if i2 < i1 then e = math.min(e, leaves(i2, ring)) end
+        if e > t then
+          if tr + cost <= limit and tr + math.min(ol, 4294967295) + cost <= cap2 then
+            if t == 0 then return 0 end
+            return math.min(t + off, 4611686018427387904)
+          end
+          t = e
+        end
+        if i1 <= hi and leaves(i1, buckets) == e then
+          local x = old[5 + i1 % oring]
+          tr, ol, i1 = tr - x, ol + x, i1 + 1
+        elseif leaves(i2, ring) == e then
+          ol, i2 = ol - old[5 + i2 % oring], i2 + 1
+        end
+      end
+    end
+    -- Decided under this policy from now on if admitted (written below);
+    -- a look or a denial leaves the state as it was (core's
+    -- registry.move).
+    keep, converted = false, true
+  end
+  if n < 0 then -- Set: usage -1-n
+    if n == -1 then
+      rings[k], px[k] = false, 0
+    else
+      c = {q, w, 0, 0}
+      for x = 5, ring + 5 do c[x] = 0 end
+      c[5 + q % ring] = -n - 1
+      rings[k], px[k] = c, math.max(ttl, math.ceil((ring * w - rem) / 1000000))
+    end
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
+  else
+    local consume = n > 0
+    if not consume then n = 1 end
+    -- q is now's bucket. A clock that stepped back counts in the newest
+    -- bucket seen, so it cannot revive buckets that already dropped out.
+    local top = q
+    if c and c[1] > top then top = c[1] end
+    if not c or top - c[1] >= ring then
+      c = {top, w, 0, 0}
+      for x = 5, ring + 5 do c[x] = 0 end
+    else
+      for bk = c[1] + 1, top do c[5 + bk % ring] = 0 end
+      c[1] = top
+    end
+    if keep then rings[k] = c end
+    local all = 0
+    for x = 5, ring + 4 do all = all + c[x] end
+    local trailing = all - c[5 + (top + 1) % ring] -- bucket top-B shares its slot with top+1
+    local left = math.min(limit - trailing, cap2 - all)
+    if left < 0 then left = 0 end
+    if trailing + n > limit or all + n > cap2 then
+      local u = 0
+      if not consume then
+        u = trailing
+      elseif converted then
+        u = -1 -- decided on a state not written: not to be cached
+      end
+      if frees then
+        out[i] = struct.pack('<i8i8i8i8i8', 0, left, frees(limit), frees(n), u)
+      else
+        out[i] = struct.pack('<i8i8i8i8i8', 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u)
+      end
+    else
+      local u = trailing
+      if consume then
+        local x = 5 + top % ring
+        c[x] = c[x] + n
+        trailing, all, left, u = trailing + n, all + n, left - n, 0
+        -- The key lives until its newest bucket drops out: longer than
+        -- ttl only after the clock stepped back.
+        local p = math.ceil(((top + ring - q) * w - rem) / 1000000)
+        if p < ttl then p = ttl end
+        rings[k], px[k] = c, p
+      end
+      local reset = after(c, top, trailing, all, 0, limit)
+      if frees and not consume then reset = frees(limit) end
+      out[i] = struct.pack('<i8i8i8i8i8', 1, left, reset, 0, u)
+    end
+  end
+end
+for k, p in pairs(px) do
+  local c = rings[k]
+  if p == 0 or not c then
+    redis.call('DEL', k)
+  else
+    local len, f = #c - 5, fmt0
+    if len ~= ring0 then f = '<dddH' .. string.rep('I4', len) end
+    if now_us > c[3] or (now_us == c[3] and now_r > c[4]) then c[3], c[4] = now_us, now_r end
+    redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', p)
+  end
+end
+return table.concat(out)

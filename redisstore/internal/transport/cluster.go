@@ -1,0 +1,59 @@
+package transport
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// router is the Sender of a Cluster client: once the client knows the
+// slots, a call goes to its node's batcher (routeNode), so that each
+// node's calls go together and wait for that node alone; until then, and
+// after a server rejected the cross-slot form, to its batcher of
+// routeCluster.
+type router struct {
+	*batcher
+	mu    sync.Mutex
+	nodes map[*redis.Client]*batcher
+}
+
+// Send runs c on its node's batcher when the slots are known (which needs
+// no round trip).
+func (cl *router) Send(ctx context.Context, c *Call) error {
+	if cl.routed.Load() && !cl.noCross.Load() {
+		if n, err := cl.cluster.MasterForKey(ctx, c.Key); err == nil {
+			return cl.node(n).Send(ctx, c)
+		}
+	}
+	return cl.batcher.Send(ctx, c)
+}
+
+// node returns the batcher of a Cluster node, made on first use.
+func (cl *router) node(n *redis.Client) *batcher {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	nb := cl.nodes[n]
+	if nb == nil {
+		nb = &batcher{conf: cl.conf, route: routeNode}
+		if cl.nodes == nil {
+			cl.nodes = make(map[*redis.Client]*batcher)
+		}
+		cl.nodes[n] = nb
+	}
+	return nb
+}
+
+// Close closes every node's batcher, then the client.
+func (cl *router) Close() {
+	cl.batcher.stop()
+	cl.mu.Lock()
+	nodes := cl.nodes
+	cl.mu.Unlock()
+	for _, nb := range nodes {
+		nb.stop()
+	}
+	if cl.own != nil {
+		_ = cl.own.Close()
+	}
+}

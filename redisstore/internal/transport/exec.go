@@ -1,0 +1,269 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
+)
+
+// Options are what NewSender needs besides the client.
+type Options struct {
+	Script     script.Script
+	Timeout    time.Duration
+	MaxBatch   int  // calls one script call decides at most
+	MaxFlights int  // round trips in flight at once
+	TestClock  bool // calls carry their own now: batch only equal ones
+}
+
+// conf is what the batchers of one limiter share.
+type conf struct {
+	Options
+	rdb     redis.UniversalClient // the limiter's own client
+	own     redis.UniversalClient // the same, when NewSender made it: closed by Close
+	cluster *redis.ClusterClient  // the same client, when it is one
+	noCross atomic.Bool           // the server rejected the cross-slot form: per key
+	routed  atomic.Bool           // a Cluster client knows the slots: per node
+
+	queueing *queueClock // when a call last queued, for the readyConns
+}
+
+// route says how the calls of one round trip are grouped into script calls.
+type route uint8
+
+const (
+	// routeOne: one server (a *redis.Client: a single node, or the primary
+	// of a Sentinel failover client). All calls in one script call.
+	routeOne route = iota
+	// routeCluster: a *redis.ClusterClient that does not know the slots
+	// yet: one script call per node, in a cluster pipeline.
+	routeCluster
+	// routePerKey: any other client (a Ring shards keys by its own hash,
+	// which this package cannot see). One script call per key.
+	routePerKey
+	// routeNode: the calls of one Cluster node, sent through the cluster
+	// client: one script call, in the cross-slot form when it decides
+	// several keys.
+	routeNode
+)
+
+// group is one command of a round trip: a script call deciding calls, or
+// a DEL.
+type group struct {
+	calls []*Call
+	cross bool // the cross-slot form
+	eval  bool // send the source (EVAL): the server lacked the script
+	cmd   *redis.Cmd
+}
+
+// exec runs the calls of one round trip and fills in their answers.
+func (b *conf) exec(ctx context.Context, r route, calls []*Call) {
+	id := roundTrips.Add(1)
+	for _, c := range calls {
+		c.rt.Store(id)
+	}
+	b.run(ctx, r, b.group(ctx, r, calls))
+}
+
+// run sends groups, then again those the server could not run as sent,
+// and fills in their calls' answers.
+func (b *conf) run(ctx context.Context, r route, groups []*group) {
+	for round := 0; len(groups) > 0; round++ {
+		for _, g := range groups {
+			g.cmd = b.command(ctx, g)
+		}
+		b.process(ctx, r, groups)
+		var again []*group
+		for _, g := range groups {
+			err := g.cmd.Err()
+			switch {
+			case err == nil || round >= 3 || g.calls[0].Del:
+			case isNoScript(err) && !g.eval:
+				// EVAL runs the script from source and caches it on
+				// that server, so the next EVALSHA there succeeds.
+				g.eval = true
+				again = append(again, g)
+				continue
+			case g.cross && isClusterRefusal(err):
+				// Nothing was written (every read comes before any
+				// write): decide the keys one by one, through the
+				// cluster client's MOVED and ASK handling.
+				if isCompileError(err) {
+					b.noCross.Store(true)
+				}
+				again = append(again, perKey(g.calls)...)
+				continue
+			}
+			b.answer(g)
+		}
+		groups = again
+	}
+}
+
+// group splits the calls of a round trip into commands, each call's
+// order kept among the calls of its key.
+func (b *conf) group(ctx context.Context, r route, calls []*Call) []*group {
+	var groups []*group
+	var decisions []*Call
+	for _, c := range calls {
+		if c.Del {
+			groups = append(groups, &group{calls: []*Call{c}})
+		} else {
+			decisions = append(decisions, c)
+		}
+	}
+	switch {
+	case len(decisions) == 0:
+		return groups
+	case r == routeOne:
+		return append(groups, &group{calls: decisions})
+	case r == routeNode && !b.noCross.Load():
+		return append(groups, &group{calls: decisions, cross: distinctKeys(decisions) > 1})
+	case r == routeCluster && !b.noCross.Load():
+		return append(groups, b.byNode(ctx, decisions)...)
+	default:
+		return append(groups, perKey(decisions)...)
+	}
+}
+
+// byNode returns one group per Cluster node of calls, in order.
+func (b *conf) byNode(ctx context.Context, calls []*Call) []*group {
+	byNode := make(map[*redis.Client]*group)
+	var order []*group
+	for _, c := range calls {
+		node, err := b.cluster.MasterForKey(ctx, c.Key)
+		if err != nil {
+			node = nil // the cluster client reports the error on the call
+		} else {
+			b.routed.Store(true) // from now on Send routes by node
+		}
+		g := byNode[node]
+		if g == nil {
+			g = &group{}
+			byNode[node] = g
+			order = append(order, g)
+		}
+		g.calls = append(g.calls, c)
+	}
+	for _, g := range order {
+		g.cross = distinctKeys(g.calls) > 1
+	}
+	return order
+}
+
+// perKey returns one group per key of calls, in order.
+func perKey(calls []*Call) []*group {
+	byKey := make(map[string]*group)
+	var order []*group
+	for _, c := range calls {
+		g := byKey[c.Key]
+		if g == nil {
+			g = &group{}
+			byKey[c.Key] = g
+			order = append(order, g)
+		}
+		g.calls = append(g.calls, c)
+	}
+	return order
+}
+
+func distinctKeys(calls []*Call) int {
+	for _, c := range calls[1:] {
+		if c.Key != calls[0].Key {
+			return 2
+		}
+	}
+	return 1
+}
+
+// command builds the Redis command of g.
+func (b *conf) command(ctx context.Context, g *group) *redis.Cmd {
+	if g.calls[0].Del {
+		cmd := redis.NewCmd(ctx, "del", g.calls[0].Key)
+		cmd.SetFirstKeyPos(1)
+		return cmd
+	}
+	f := &b.Script.Keyed
+	if g.cross {
+		f = &b.Script.Cross
+	}
+	return script.Command(ctx, f, g.calls, g.cross, g.eval)
+}
+
+// process sends the commands of groups: one alone, several as a pipeline
+// (which a cluster client splits by node and sends to each at once).
+func (b *conf) process(ctx context.Context, r route, groups []*group) {
+	if len(groups) == 1 || r == routeNode {
+		// One node: rather than a cluster pipeline, which sends from a
+		// goroutine per node that a busy process runs late, one command
+		// after the other (there is one but for a Reset, or after a
+		// refusal).
+		for _, g := range groups {
+			_ = b.rdb.Process(ctx, g.cmd)
+		}
+		return
+	}
+	pipe := b.rdb.Pipeline()
+	for _, g := range groups {
+		_ = pipe.Process(ctx, g.cmd)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+}
+
+// answer fills in the answers of g's calls from its command.
+func (b *conf) answer(g *group) {
+	err := g.cmd.Err()
+	if err == nil && !g.calls[0].Del {
+		err = script.Parse(g.cmd.Val(), g.calls)
+	}
+	unsent := isUnsent(err)
+	for _, c := range g.calls {
+		c.Err = err
+		if unsent {
+			c.rt.Store(0)
+		}
+	}
+}
+
+// isNoScript reports whether err says the server does not have the
+// script cached (restart, failover, SCRIPT FLUSH).
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+// isClusterRefusal reports whether err is Redis Cluster refusing a
+// cross-slot script call before it changed anything: a key that another
+// node serves or that is moving, or a server without the flag.
+func isClusterRefusal(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false // no reply from the server: the script may have run
+	}
+	for _, prefix := range []string{"MOVED", "ASK", "TRYAGAIN", "CROSSSLOT"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return strings.Contains(err.Error(), "non local key") || isCompileError(err)
+}
+
+// isCompileError reports whether err is a server refusing the cross-slot
+// form's flag (Redis before 7.0).
+func isCompileError(err error) bool {
+	return strings.Contains(err.Error(), "Error compiling script") || strings.Contains(err.Error(), "shebang")
+}
+
+// isUnsent reports whether err says a command was never written because
+// its deadline had passed: go-redis checks the context before it takes a
+// connection (a deadline passing after that is the socket's,
+// os.ErrDeadlineExceeded), and a readyConn refuses to write (errNotSent).
+// Redis never saw it.
+func isUnsent(err error) bool {
+	return errors.Is(err, errNotSent) || errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, os.ErrDeadlineExceeded)
+}

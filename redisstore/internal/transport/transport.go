@@ -1,0 +1,73 @@
+// Package transport sends redisstore's calls to Redis: through a client of
+// the limiter's own, many concurrent calls in one script call (group
+// commit), and on a Cluster one queue per node.
+package transport
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sender runs calls on Redis.
+type Sender interface {
+	// Send runs c, which the caller made at c.Deadline less the timeout.
+	// It returns nil once c has its answer (Res, Used, or Err, Redis's
+	// error), or the error of a call given up: ErrClosed, ctx's error or
+	// ErrDeadline, and then c must not be released. An answer that is
+	// there when the caller gives up, even at the same instant, wins.
+	Send(ctx context.Context, c *Call) error
+	// Ping sends PING through the limiter's own client.
+	Ping(ctx context.Context) error
+	// Close waits for the round trips in flight (and the calls queued
+	// behind them), refuses new calls and closes the limiter's own client.
+	Close()
+}
+
+// NewSender returns the Sender of a limiter on rdb: a single node, Sentinel,
+// Cluster or Ring client, which it rebuilds as the limiter's own (see
+// ownClient); a client of another type is used as it is.
+func NewSender(rdb redis.UniversalClient, o Options) Sender {
+	q := new(queueClock)
+	own, ok := ownClient(rdb, q)
+	c := &conf{Options: o, rdb: own, queueing: q}
+	if ok {
+		c.own = own
+	}
+	switch rc := own.(type) {
+	case *redis.Client:
+		return &batcher{conf: c, route: routeOne}
+	case *redis.ClusterClient:
+		c.cluster = rc
+		return &router{batcher: &batcher{conf: c, route: routeCluster}}
+	}
+	return &batcher{conf: c, route: routePerKey}
+}
+
+// Waiting returns how many calls wait in s's queues for a round trip, for
+// tests.
+func Waiting(s Sender) int {
+	bs := []*batcher{}
+	switch s := s.(type) {
+	case *batcher:
+		bs = append(bs, s)
+	case *router:
+		bs = append(bs, s.batcher)
+		s.mu.Lock()
+		for _, nb := range s.nodes {
+			bs = append(bs, nb)
+		}
+		s.mu.Unlock()
+	}
+	n := 0
+	for _, b := range bs {
+		b.mu.Lock()
+		for _, c := range b.pending {
+			if c.state.Load() == callPending {
+				n++
+			}
+		}
+		b.mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,56 @@
+package redisstore
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
+)
+
+// pspec is a policy given with a call (AllowPolicy, Get, Set) that differs
+// from the limiter's own in a number its state depends on, as the script
+// receives it. A nil *pspec is the limiter's own policy, whose numbers the
+// script has written in.
+type pspec struct {
+	policy core.Policy    // without its Name
+	args   *script.Policy // its numbers for the scripts
+	id     uint64         // the deny cache's name for it, >= 1; 0 when not cached
+}
+
+// script returns the policy for the scripts: nil for the limiter's own.
+func (ps *pspec) script() *script.Policy {
+	if ps == nil {
+		return nil
+	}
+	return ps.args
+}
+
+// pid is the deny cache's name of the policy: 0 for the limiter's own,
+// and for a policy whose denials are not cached one that no entry has.
+func (ps *pspec) pid() uint64 {
+	switch {
+	case ps == nil:
+		return 0
+	case ps.id == 0:
+		return ^uint64(0)
+	}
+	return ps.id
+}
+
+// cacheable reports whether the deny cache may hold the policy's denials:
+// the limiter's own and every policy the spec cache holds.
+func (ps *pspec) cacheable() bool { return ps == nil || ps.id != 0 }
+
+// maxSpecs bounds the policies a limiter keeps converted for the scripts:
+// plans are few, and policies beyond the bound still work (converted on
+// every call, their denials not cached).
+const maxSpecs = 1024
+
+// specCache holds the specs of the policies given with calls, by policy
+// without its Name.
+type specCache struct {
+	m    sync.Map // core.Policy -> *pspec
+	n    atomic.Int64
+	next atomic.Uint64
+}

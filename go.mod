@@ -7,10 +7,11 @@
 // Keep this file without a require, tests included: `go mod tidy` in a
 // program that imports core or nethttp also loads their tests, so a module
 // imported by one of our tests would land in that program's go.mod. The
-// tests here use internal/testkit (stand-ins for testify, goleak and rapid)
-// instead. `go mod tidy` here must leave this file as it is; .ci/run checks
-// that (scripts/check-modules.sh), and that a throwaway consumer's
-// `go list -m all` lists this module only (scripts/consumer-proof.sh).
+// tests here use the standard library only (plain testing, as x/time/rate
+// and chi write them). `go mod tidy` here must leave this file as it is;
+// .ci/run checks that (scripts/check-modules.sh), and that a throwaway
+// consumer's `go list -m all` lists this module only
+// (scripts/consumer-proof.sh).
 //
 // go 1.25: the tests use testing/synctest.Test and nethttp/adaptertest uses
 // sync.WaitGroup.Go, both new in Go 1.25. (core, keyfunc and nethttp alone

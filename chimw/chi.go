@@ -1,9 +1,10 @@
 package chimw
 
 import (
-	"context"
 	"errors"
 	"net/http"
+	"strings"
+	"sync"
 
 	"github.com/go-chi/chi/v5"
 
@@ -13,54 +14,89 @@ import (
 
 // Limit returns chi middleware limiting requests with lim, for r.Use, r.With
 // or r.Group, as the package documentation describes. It panics as
-// [nethttp.Middleware] does.
+// [nethttp.NewEngine] does.
 func Limit(lim core.Limiter, opts ...nethttp.Option) func(http.Handler) http.Handler {
 	if lim == nil {
 		panic(errors.New("chimw: Limit: nil limiter"))
 	}
-	mw := nethttp.Middleware(lim, opts...)
+	e := nethttp.NewEngine(lim, opts...)
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			next = http.NotFoundHandler()
 		}
-		h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(w, callerRequest(r))
-		}))
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(w, withRoute(r))
+			// Finding the route before chi has routed is a second walk of
+			// its tree: made only when a function of the options, or a
+			// denial handler, is to see the request.
+			er, routed := r, e.PassesRequest()
+			if routed {
+				er = withRoute(r)
+			}
+			if rej := e.Check(w, er); rej != nil {
+				if !routed {
+					er = withRoute(r)
+				}
+				e.Respond(w, er, rej)
+				return
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 }
 
-// withRoute returns the request the middleware decides: r itself when chi
-// has already put the full pattern in Request.Pattern (or knows none yet),
-// and otherwise a shallow copy with the full pattern, which remembers r so
-// that next gets the request as it came.
+// withRoute returns the request the engine decides: r itself when its
+// Pattern is already chi's full route pattern, and otherwise a shallow copy
+// carrying it, so that next gets r as it came.
 func withRoute(r *http.Request) *http.Request {
+	p := routePattern(r)
+	if p == r.Pattern {
+		return r
+	}
+	er := r.WithContext(r.Context())
+	er.Pattern = p
+	return er
+}
+
+// routePattern returns the full pattern of the route chi has matched for r
+// or, in middleware that runs before chi routes (r.Use of a router or of a
+// mounted sub-router), the one it will match: "" when no route matches.
+func routePattern(r *http.Request) string {
 	rc := chi.RouteContext(r.Context())
 	if rc == nil {
-		return r
+		return r.Pattern // not under chi
 	}
-	p := rc.RoutePattern()
-	if p == "" || p == r.Pattern {
-		return r
+	n := len(rc.RoutePatterns)
+	if (n > 0 && !strings.HasSuffix(rc.RoutePatterns[n-1], "/*")) || rc.Routes == nil {
+		return rc.RoutePattern() // routed: r.With, r.Group
 	}
-	kr := r.WithContext(&routeContext{Context: r.Context(), caller: r})
-	kr.Pattern = p
-	return kr
+	// Before routing, or past a mount point only ("/api/*"): look the
+	// request up from the top router (rc.Routes) as chi's routeHTTP will,
+	// on a scratch context, which collects the patterns of every level.
+	method := rc.RouteMethod
+	if method == "" {
+		method = r.Method
+	}
+	path := rc.RoutePath // set by a middleware such as StripSlashes
+	if path == "" || n > 0 {
+		// Past a mount point RoutePath is the sub-router's; the top
+		// router routes the URL's path.
+		path = r.URL.RawPath
+		if path == "" {
+			path = r.URL.Path
+		}
+		if path == "" {
+			path = "/"
+		}
+	}
+	scratch := scratchContexts.Get().(*chi.Context)
+	defer scratchContexts.Put(scratch)
+	scratch.Reset()
+	if rc.Routes.Find(scratch, method, path) == "" {
+		return ""
+	}
+	return scratch.RoutePattern()
 }
 
-// callerRequest undoes withRoute.
-func callerRequest(r *http.Request) *http.Request {
-	if rc, ok := r.Context().(*routeContext); ok {
-		return rc.caller
-	}
-	return r
-}
-
-// routeContext is the context of withRoute's copy: the caller's context,
-// and the caller's request to hand on.
-type routeContext struct {
-	context.Context
-	caller *http.Request
-}
+// scratchContexts holds the routing contexts routePattern looks routes up
+// with (chi pools its own the same way).
+var scratchContexts = sync.Pool{New: func() any { return chi.NewRouteContext() }}

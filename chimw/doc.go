@@ -13,13 +13,15 @@
 // # Route keys
 //
 // keyfunc.Route keys on chi's full route pattern ("/api/users/{id}", never
-// the raw path). chi completes the pattern only once it has routed the
-// request, so use a route key on r.With(...) or inside r.Group(...), whose
-// middleware runs after routing. A middleware given to r.Use runs before its
-// router has routed: it sees no pattern (or only the mount point of a
-// sub-router), and keyfunc.Route then fails with keyfunc.ErrNoKey, which
-// the key-error policy answers (400 by default). Keys that do not depend on
-// the route (IP, API key) work anywhere.
+// the raw path), wherever Limit is mounted. On r.With and in r.Group chi has
+// matched the route before the middleware runs. Middleware given to r.Use
+// runs before its router routes, so there Limit looks the route up in chi's
+// tree itself, as chi is about to (a second lookup, made only when a
+// function of the options or a denial handler is to see the request). A
+// request that matches no route (chi's 404 or 405) has no pattern:
+// keyfunc.Route then fails with keyfunc.ErrNoKey and the key-error policy
+// answers (400 by default; nethttp.WithKeyFallback(keyfunc.IP()) limits such
+// requests per client and lets chi answer them).
 //
 // # Client addresses
 //

@@ -43,3 +43,28 @@ func ExampleLimit() {
 	// 200 limit=2 remaining=0 retry-after=""
 	// 429 limit=2 remaining=0 retry-after="6"
 }
+
+// Every route its own quota per client, from one r.Use: Limit finds the route
+// chi is about to match.
+func ExampleLimit_perRoute() {
+	lim := core.MustNew(core.FixedWindow(1, time.Minute), core.WithClock(fixedClock))
+	defer lim.Close()
+
+	r := chi.NewRouter()
+	r.Use(chimw.Limit(lim, nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP()))))
+	r.Get("/users/{id}", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "a user") })
+	r.Get("/orders/{id}", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "an order") })
+
+	for _, path := range []string{"/users/1", "/orders/1", "/users/2", "/nowhere"} {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		fmt.Println(path, w.Code)
+	}
+	// Output:
+	// /users/1 200
+	// /orders/1 200
+	// /users/2 429
+	// /nowhere 400
+}

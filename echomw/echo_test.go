@@ -1,18 +1,18 @@
 package echomw_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/core/coretest"
@@ -22,7 +22,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/nethttp/adaptertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { adaptertest.VerifyTestMain(m) }
 
 func ok(c echo.Context) error { return c.String(http.StatusOK, "ok") }
 
@@ -68,9 +68,18 @@ func TestAdapterSuite(t *testing.T) {
 func newLim(t *testing.T, limit int64) core.Limiter {
 	clk := func() time.Time { return time.Unix(1_700_000_034, 0) } // 6 s before a minute ends
 	lim, err := core.New(core.FixedWindow(limit, time.Minute), core.WithClock(clk))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lim.Close() })
 	return lim
+}
+
+func wantCode(t *testing.T, w *httptest.ResponseRecorder, want int) {
+	t.Helper()
+	if w.Code != want {
+		t.Errorf("status: got %d, want %d (body %q)", w.Code, want, w.Body.String())
+	}
 }
 
 func send(h http.Handler, method, path string, header ...string) *httptest.ResponseRecorder {
@@ -96,13 +105,22 @@ func TestErrorHandling(t *testing.T) {
 		e.GET("/", ok, limit(t, newLim(t, 1)))
 		send(e, http.MethodGet, "/")
 		w := send(e, http.MethodGet, "/")
-		require.NotNil(t, got)
-		assert.Equal(t, http.StatusTooManyRequests, got.Status)
-		assert.Equal(t, int64(1), got.Decision.Limit)
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, "application/problem+json", w.Header().Get("Content-Type"))
-		assert.Equal(t, "6", w.Header().Get("Retry-After"))
-		assert.Equal(t, "0", w.Header().Get("X-RateLimit-Remaining"))
+		if got == nil {
+			t.Fatal("the error handler got no *nethttp.Rejection")
+		}
+		if got.Status != http.StatusTooManyRequests || got.Decision.Limit != 1 {
+			t.Errorf("rejection: got status %d, limit %d; want %d, 1", got.Status, got.Decision.Limit, http.StatusTooManyRequests)
+		}
+		wantCode(t, w, http.StatusTooManyRequests)
+		if got := w.Header().Get("Content-Type"); got != "application/problem+json" {
+			t.Errorf("Content-Type: got %q, want %q", got, "application/problem+json")
+		}
+		if got := w.Header().Get("Retry-After"); got != "6" {
+			t.Errorf("Retry-After: got %q, want %q", got, "6")
+		}
+		if got := w.Header().Get("X-RateLimit-Remaining"); got != "0" {
+			t.Errorf("X-RateLimit-Remaining: got %q, want %q", got, "0")
+		}
 	})
 	t.Run("writes the answer of WithDenyHandler, which echo then leaves alone", func(t *testing.T) {
 		e := echo.New()
@@ -117,14 +135,20 @@ func TestErrorHandling(t *testing.T) {
 		e.GET("/", ok, limit(t, newLim(t, 1), nethttp.WithDenyHandler(nethttp.ProblemJSON)))
 		send(e, http.MethodGet, "/")
 		w := send(e, http.MethodGet, "/")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, "application/problem+json", w.Header().Get("Content-Type"))
-		assert.Contains(t, w.Body.String(), `"status":429`)
-		require.Len(t, errs, 2)
-		assert.NoError(t, errs[0])
+		wantCode(t, w, http.StatusTooManyRequests)
+		if got := w.Header().Get("Content-Type"); got != "application/problem+json" {
+			t.Errorf("Content-Type: got %q, want %q", got, "application/problem+json")
+		}
+		if body := w.Body.String(); !strings.Contains(body, `"status":429`) {
+			t.Errorf("body: got %q, want the problem JSON of a 429", body)
+		}
+		if len(errs) != 2 || errs[0] != nil {
+			t.Fatalf("errors returned: got %v, want nil and then the denial", errs)
+		}
 		var he *echo.HTTPError
-		require.ErrorAs(t, errs[1], &he, "the denial still reaches echo's error path, for loggers")
-		assert.Equal(t, http.StatusTooManyRequests, he.Code)
+		if !errors.As(errs[1], &he) || he.Code != http.StatusTooManyRequests {
+			t.Errorf("got %v, want an *echo.HTTPError 429: the denial still reaches echo's error path, for loggers", errs[1])
+		}
 	})
 	t.Run("never writes the limiter's error text, even in Debug mode", func(t *testing.T) {
 		e := echo.New()
@@ -132,10 +156,15 @@ func TestErrorHandling(t *testing.T) {
 		secret := errors.New("secret-store-detail")
 		e.GET("/", ok, limit(t, coretest.Failing{Err: secret, P: core.FixedWindow(1, time.Second)}, nethttp.WithFailClosed()))
 		w := send(e, http.MethodGet, "/")
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-		assert.NotContains(t, w.Body.String(), "secret")
-		assert.JSONEq(t, `{"message":"Service Unavailable","error":"code=503, message=Service Unavailable, internal=echomw: Service Unavailable"}`,
-			w.Body.String())
+		wantCode(t, w, http.StatusServiceUnavailable)
+		var body map[string]string
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatalf("body %q: %v", w.Body.String(), err)
+		}
+		want := map[string]string{"message": "Service Unavailable", "error": "code=503, message=Service Unavailable, internal=echomw: Service Unavailable"}
+		if !reflect.DeepEqual(body, want) {
+			t.Errorf("body: got %q, want %q (no secret)", body, want)
+		}
 	})
 	t.Run("unwraps to the cause for logs", func(t *testing.T) {
 		e := echo.New()
@@ -144,16 +173,22 @@ func TestErrorHandling(t *testing.T) {
 		e.HTTPErrorHandler = func(err error, _ echo.Context) { got = err }
 		e.GET("/", ok, limit(t, coretest.Failing{Err: secret, P: core.FixedWindow(1, time.Second)}, nethttp.WithFailClosed()))
 		send(e, http.MethodGet, "/")
-		assert.ErrorIs(t, got, secret)
+		if !errors.Is(got, secret) {
+			t.Errorf("got %v, want it to wrap %v", got, secret)
+		}
 	})
 	t.Run("answers a denied HEAD request without a body", func(t *testing.T) {
 		e := echo.New()
 		e.HEAD("/", ok, limit(t, newLim(t, 1)))
 		send(e, http.MethodHead, "/")
 		w := send(e, http.MethodHead, "/")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Empty(t, w.Body.String())
-		assert.Equal(t, "6", w.Header().Get("Retry-After"))
+		wantCode(t, w, http.StatusTooManyRequests)
+		if w.Body.Len() != 0 {
+			t.Errorf("body: got %q, want none", w.Body.String())
+		}
+		if got := w.Header().Get("Retry-After"); got != "6" {
+			t.Errorf("Retry-After: got %q, want %q", got, "6")
+		}
 	})
 }
 
@@ -169,20 +204,24 @@ func TestRoutes(t *testing.T) {
 		e.GET("/users/:id", ok)
 		send(e, http.MethodGet, "/users/1")
 		send(e, http.MethodGet, "/users/2")
-		assert.Equal(t, []string{"/users/:id", "/users/:id"}, keys)
+		if want := []string{"/users/:id", "/users/:id"}; !reflect.DeepEqual(keys, want) {
+			t.Errorf("keys: got %q, want %q", keys, want)
+		}
 	})
 	t.Run("has no route in e.Pre, which runs before routing", func(t *testing.T) {
 		e := echo.New()
 		e.Pre(limit(t, newLim(t, 10), nethttp.WithKeyFunc(keyfunc.Route())))
 		e.GET("/users/:id", ok)
-		assert.Equal(t, http.StatusBadRequest, send(e, http.MethodGet, "/users/1").Code)
+		wantCode(t, send(e, http.MethodGet, "/users/1"), http.StatusBadRequest)
 	})
 	t.Run("leaves c.Request() as it was for later handlers", func(t *testing.T) {
 		e := echo.New()
 		var pattern string
 		e.GET("/users/:id", func(c echo.Context) error { pattern = c.Request().Pattern; return nil }, limit(t, newLim(t, 10)))
 		send(e, http.MethodGet, "/users/1")
-		assert.Empty(t, pattern)
+		if pattern != "" {
+			t.Errorf("c.Request().Pattern: got %q, want it empty", pattern)
+		}
 	})
 	for _, hooked := range []bool{false, true} {
 		// Without a hook the request is copied for the denial handler only.
@@ -197,9 +236,11 @@ func TestRoutes(t *testing.T) {
 			}
 			e := echo.New()
 			e.GET("/users/:id", ok, limit(t, newLim(t, 1), opts...))
-			assert.Equal(t, http.StatusOK, send(e, http.MethodGet, "/users/1").Code)
-			assert.Equal(t, http.StatusTooManyRequests, send(e, http.MethodGet, "/users/2").Code)
-			assert.Equal(t, []string{"/users/:id"}, patterns)
+			wantCode(t, send(e, http.MethodGet, "/users/1"), http.StatusOK)
+			wantCode(t, send(e, http.MethodGet, "/users/2"), http.StatusTooManyRequests)
+			if want := []string{"/users/:id"}; !reflect.DeepEqual(patterns, want) {
+				t.Errorf("patterns: got %q, want %q", patterns, want)
+			}
 		})
 	}
 }
@@ -210,15 +251,29 @@ func TestWithSkipper(t *testing.T) {
 	e.GET("/", ok, limit(t, newLim(t, 1), echomw.WithSkipper(probe)))
 	for range 3 {
 		w := send(e, http.MethodGet, "/", "X-Probe", "1")
-		assert.Equal(t, http.StatusOK, w.Code)
-		assert.Empty(t, w.Header().Get("X-RateLimit-Limit"))
+		wantCode(t, w, http.StatusOK)
+		if got := w.Header().Get("X-RateLimit-Limit"); got != "" {
+			t.Errorf("X-RateLimit-Limit: got %q, want none", got)
+		}
 	}
-	assert.Equal(t, http.StatusOK, send(e, http.MethodGet, "/").Code)
-	assert.Equal(t, http.StatusTooManyRequests, send(e, http.MethodGet, "/").Code)
+	wantCode(t, send(e, http.MethodGet, "/"), http.StatusOK)
+	wantCode(t, send(e, http.MethodGet, "/"), http.StatusTooManyRequests)
 }
 
 func TestLimitPanicsAtConstruction(t *testing.T) {
-	assert.PanicsWithError(t, "echomw: Limit: nil limiter", func() { echomw.Limit(nil) })
-	assert.PanicsWithError(t, "echomw: WithSkipper: nil function", func() { echomw.WithSkipper(nil) })
-	assert.PanicsWithError(t, "nethttp: NewEngine: nil Option", func() { echomw.Limit(newLim(t, 1), nil) })
+	wantPanic(t, "echomw: Limit: nil limiter", func() { echomw.Limit(nil) })
+	wantPanic(t, "echomw: WithSkipper: nil function", func() { echomw.WithSkipper(nil) })
+	wantPanic(t, "nethttp: NewEngine: nil Option", func() { echomw.Limit(newLim(t, 1), nil) })
+}
+
+// wantPanic checks that f panics with an error whose text is want.
+func wantPanic(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if err, _ := recover().(error); err == nil || err.Error() != want {
+			t.Errorf("panic: got %v, want %q", err, want)
+		}
+	}()
+	f()
 }

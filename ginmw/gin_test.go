@@ -1,16 +1,15 @@
 package ginmw_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/ginmw"
@@ -22,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) {
 	gin.SetMode(gin.TestMode)
-	goleak.VerifyTestMain(m)
+	adaptertest.VerifyTestMain(m)
 }
 
 func ok(c *gin.Context) { c.String(http.StatusOK, "ok") }
@@ -48,10 +47,14 @@ func BenchmarkLimit(b *testing.B) { adaptertest.Benchmark(b, adaptertest.Adapter
 // trusted proxy.
 func BenchmarkClientIP(b *testing.B) {
 	lim, err := core.New(httpbench.Policy)
-	require.NoError(b, err)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(func() { _ = lim.Close() })
 	r := gin.New()
-	require.NoError(b, r.SetTrustedProxies([]string{"10.0.0.0/8"}))
+	if err := r.SetTrustedProxies([]string{"10.0.0.0/8"}); err != nil {
+		b.Fatal(err)
+	}
 	r.GET("/items/:id", ginmw.Limit(lim, nethttp.WithKeyFunc(ginmw.ClientIP())), ok)
 	for _, bc := range []struct{ name, xff string }{{"client=ipv4", "203.0.113.7"}, {"client=ipv6", "2001:db8::7"}} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -87,9 +90,18 @@ func TestAdapterSuite(t *testing.T) {
 
 func newLim(t *testing.T, limit int64) core.Limiter {
 	lim, err := core.New(core.FixedWindow(limit, time.Minute))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lim.Close() })
 	return lim
+}
+
+func wantCode(t *testing.T, w *httptest.ResponseRecorder, want int) {
+	t.Helper()
+	if w.Code != want {
+		t.Errorf("status: got %d, want %d (body %q)", w.Code, want, w.Body.String())
+	}
 }
 
 func get(h http.Handler, path, remote string, header ...string) *httptest.ResponseRecorder {
@@ -110,11 +122,15 @@ func TestAbort(t *testing.T) {
 		r.Use(limit(t, newLim(t, 1)))
 		r.Use(func(*gin.Context) { later++ })
 		r.GET("/", ok)
-		assert.Equal(t, http.StatusOK, get(r, "/", "192.0.2.1:1").Code)
+		wantCode(t, get(r, "/", "192.0.2.1:1"), http.StatusOK)
 		w := get(r, "/", "192.0.2.1:1")
-		assert.Equal(t, http.StatusTooManyRequests, w.Code)
-		assert.Equal(t, "0", w.Header().Get("X-RateLimit-Remaining"), "the headers survive the abort")
-		assert.Equal(t, 1, later)
+		wantCode(t, w, http.StatusTooManyRequests)
+		if got := w.Header().Get("X-RateLimit-Remaining"); got != "0" {
+			t.Errorf("X-RateLimit-Remaining: got %q, want %q: the headers survive the abort", got, "0")
+		}
+		if later != 1 {
+			t.Errorf("later handlers ran %d times, want 1", later)
+		}
 	})
 	t.Run("keys a r.Use limit on the matched route", func(t *testing.T) {
 		var keys []string
@@ -127,20 +143,24 @@ func TestAbort(t *testing.T) {
 		r.GET("/users/:id", ok)
 		get(r, "/users/1", "192.0.2.1:1")
 		get(r, "/users/2", "192.0.2.1:1")
-		assert.Equal(t, []string{"/users/:id", "/users/:id"}, keys)
+		if want := []string{"/users/:id", "/users/:id"}; !reflect.DeepEqual(keys, want) {
+			t.Errorf("keys: got %q, want %q", keys, want)
+		}
 	})
 	t.Run("answers an unmatched route by the key-error policy when keyed on routes", func(t *testing.T) {
 		r := gin.New()
 		r.Use(limit(t, newLim(t, 10), nethttp.WithKeyFunc(keyfunc.Route())))
 		r.GET("/users/:id", ok)
-		assert.Equal(t, http.StatusBadRequest, get(r, "/nowhere", "192.0.2.1:1").Code)
+		wantCode(t, get(r, "/nowhere", "192.0.2.1:1"), http.StatusBadRequest)
 	})
 	t.Run("leaves c.Request as it was for later handlers", func(t *testing.T) {
 		r := gin.New()
 		var pattern string
 		r.GET("/users/:id", limit(t, newLim(t, 10)), func(c *gin.Context) { pattern = c.Request.Pattern })
 		get(r, "/users/1", "192.0.2.1:1")
-		assert.Empty(t, pattern)
+		if pattern != "" {
+			t.Errorf("c.Request.Pattern: got %q, want it empty", pattern)
+		}
 	})
 	for _, hooked := range []bool{false, true} {
 		// Without a hook the request is copied for the denial handler only.
@@ -155,9 +175,11 @@ func TestAbort(t *testing.T) {
 			}
 			r := gin.New()
 			r.GET("/users/:id", limit(t, newLim(t, 1), opts...), ok)
-			assert.Equal(t, http.StatusOK, get(r, "/users/1", "192.0.2.1:1").Code)
-			assert.Equal(t, http.StatusTooManyRequests, get(r, "/users/2", "192.0.2.1:1").Code)
-			assert.Equal(t, []string{"/users/:id"}, patterns)
+			wantCode(t, get(r, "/users/1", "192.0.2.1:1"), http.StatusOK)
+			wantCode(t, get(r, "/users/2", "192.0.2.1:1"), http.StatusTooManyRequests)
+			if want := []string{"/users/:id"}; !reflect.DeepEqual(patterns, want) {
+				t.Errorf("patterns: got %q, want %q", patterns, want)
+			}
 		})
 	}
 }
@@ -173,35 +195,45 @@ func TestClientIP(t *testing.T) {
 		for i := range 100 {
 			codes[get(r, "/", "192.0.2.1:1", spoofed(i)...).Code]++
 		}
-		assert.Equal(t, map[int]int{http.StatusOK: 10, http.StatusTooManyRequests: 90}, codes)
+		if want := (map[int]int{http.StatusOK: 10, http.StatusTooManyRequests: 90}); !reflect.DeepEqual(codes, want) {
+			t.Errorf("codes: got %v, want %v", codes, want)
+		}
 	})
 	t.Run("ClientIP keys on the forwarded client behind a trusted proxy", func(t *testing.T) {
 		r := gin.New()
-		require.NoError(t, r.SetTrustedProxies([]string{"10.0.0.0/8"}))
+		if err := r.SetTrustedProxies([]string{"10.0.0.0/8"}); err != nil {
+			t.Fatal(err)
+		}
 		r.GET("/", limit(t, newLim(t, 1), nethttp.WithKeyFunc(ginmw.ClientIP())), ok)
-		assert.Equal(t, http.StatusOK, get(r, "/", "10.0.0.1:1", "X-Forwarded-For", "203.0.113.1").Code)
-		assert.Equal(t, http.StatusOK, get(r, "/", "10.0.0.1:1", "X-Forwarded-For", "203.0.113.2").Code)
-		assert.Equal(t, http.StatusTooManyRequests, get(r, "/", "10.0.0.2:1", "X-Forwarded-For", "203.0.113.1").Code)
+		wantCode(t, get(r, "/", "10.0.0.1:1", "X-Forwarded-For", "203.0.113.1"), http.StatusOK)
+		wantCode(t, get(r, "/", "10.0.0.1:1", "X-Forwarded-For", "203.0.113.2"), http.StatusOK)
+		wantCode(t, get(r, "/", "10.0.0.2:1", "X-Forwarded-For", "203.0.113.1"), http.StatusTooManyRequests)
 	})
 	t.Run("ClientIP ignores forwarding headers from an untrusted peer", func(t *testing.T) {
 		r := gin.New()
-		require.NoError(t, r.SetTrustedProxies([]string{"10.0.0.0/8"}))
+		if err := r.SetTrustedProxies([]string{"10.0.0.0/8"}); err != nil {
+			t.Fatal(err)
+		}
 		r.GET("/", limit(t, newLim(t, 1), nethttp.WithKeyFunc(ginmw.ClientIP())), ok)
-		assert.Equal(t, http.StatusOK, get(r, "/", "192.0.2.1:1", spoofed(1)...).Code)
-		assert.Equal(t, http.StatusTooManyRequests, get(r, "/", "192.0.2.1:1", spoofed(2)...).Code)
+		wantCode(t, get(r, "/", "192.0.2.1:1", spoofed(1)...), http.StatusOK)
+		wantCode(t, get(r, "/", "192.0.2.1:1", spoofed(2)...), http.StatusTooManyRequests)
 	})
 	t.Run("ClientIP keys are canonical", func(t *testing.T) {
 		r := gin.New()
-		require.NoError(t, r.SetTrustedProxies(nil))
+		if err := r.SetTrustedProxies(nil); err != nil {
+			t.Fatal(err)
+		}
 		r.GET("/", limit(t, newLim(t, 1), nethttp.WithKeyFunc(ginmw.ClientIP())), ok)
-		assert.Equal(t, http.StatusOK, get(r, "/", "[::ffff:192.0.2.1]:1").Code)
-		assert.Equal(t, http.StatusTooManyRequests, get(r, "/", "192.0.2.1:1").Code, "IPv4-mapped is the same client")
-		assert.Equal(t, http.StatusOK, get(r, "/", "[2001:db8::1]:1").Code)
-		assert.Equal(t, http.StatusTooManyRequests, get(r, "/", "[2001:db8::2]:1").Code, "one /64")
+		wantCode(t, get(r, "/", "[::ffff:192.0.2.1]:1"), http.StatusOK)
+		wantCode(t, get(r, "/", "192.0.2.1:1"), http.StatusTooManyRequests) // IPv4-mapped is the same client
+		wantCode(t, get(r, "/", "[2001:db8::1]:1"), http.StatusOK)
+		wantCode(t, get(r, "/", "[2001:db8::2]:1"), http.StatusTooManyRequests) // one /64
 	})
 	t.Run("ClientIP outside Limit is a key error", func(t *testing.T) {
 		_, err := ginmw.ClientIP()(httptest.NewRequest(http.MethodGet, "/", nil))
-		assert.ErrorIs(t, err, keyfunc.ErrNoKey)
+		if !errors.Is(err, keyfunc.ErrNoKey) {
+			t.Errorf("got %v, want ErrNoKey", err)
+		}
 	})
 }
 
@@ -214,14 +246,28 @@ func TestSkip(t *testing.T) {
 	})), ok)
 	for range 3 {
 		w := get(r, "/", "192.0.2.1:1", "X-Probe", "1")
-		assert.Equal(t, http.StatusOK, w.Code)
-		assert.Empty(t, w.Header().Get("X-RateLimit-Limit"))
+		wantCode(t, w, http.StatusOK)
+		if got := w.Header().Get("X-RateLimit-Limit"); got != "" {
+			t.Errorf("X-RateLimit-Limit: got %q, want none", got)
+		}
 	}
-	assert.Equal(t, http.StatusOK, get(r, "/", "192.0.2.1:1").Code)
-	assert.Equal(t, http.StatusTooManyRequests, get(r, "/", "192.0.2.1:1").Code)
+	wantCode(t, get(r, "/", "192.0.2.1:1"), http.StatusOK)
+	wantCode(t, get(r, "/", "192.0.2.1:1"), http.StatusTooManyRequests)
 }
 
 func TestLimitPanicsAtConstruction(t *testing.T) {
-	assert.PanicsWithError(t, "ginmw: Limit: nil limiter", func() { ginmw.Limit(nil) })
-	assert.PanicsWithError(t, "nethttp: NewEngine: nil Option", func() { ginmw.Limit(newLim(t, 1), nil) })
+	wantPanic(t, "ginmw: Limit: nil limiter", func() { ginmw.Limit(nil) })
+	wantPanic(t, "nethttp: NewEngine: nil Option", func() { ginmw.Limit(newLim(t, 1), nil) })
+}
+
+// wantPanic checks that f panics with an error whose text is want.
+func wantPanic(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if err, _ := recover().(error); err == nil || err.Error() != want {
+			t.Errorf("panic: got %v, want %q", err, want)
+		}
+	}()
+	f()
 }

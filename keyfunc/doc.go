@@ -57,7 +57,12 @@
 // the same way, and one written with a zone is refused as an error. IPv4
 // keys are the dotted quad ("192.0.2.1"): two IPv4 addresses never share a
 // key. IPv6 keys are the client's /64 ("2001:db8:1:2::/64"); [IPv6Prefix]
-// changes the length. A RemoteAddr that is not an IP address (empty in a
+// changes the length. An IPv6 address that is not one subscriber's network
+// is keyed whole, whatever IPv6Prefix says: the loopback ("::1", not
+// "::/64"), link-local addresses ("fe80::1", where every neighbour on the
+// link shares fe80::/64), other addresses that are not global unicast, and
+// the NAT64 prefix 64:ff9b::/96, whose addresses are IPv4 clients
+// ("64:ff9b::c000:201"). A RemoteAddr that is not an IP address (empty in a
 // hand-built request, "@" for a Unix socket listener) gives an error
 // wrapping ErrNoKey.
 //

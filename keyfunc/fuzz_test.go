@@ -11,8 +11,9 @@ import (
 )
 
 // checkCanonical checks that key is an IP key in canonical form: the dotted
-// quad of an IPv4 address, or a masked IPv6 /64, and that feeding the key's
-// address back in as the peer gives the same key.
+// quad of an IPv4 address, a masked IPv6 /64, or an IPv6 address that is
+// keyed whole, and that feeding the key's address back in as the peer gives
+// the same key.
 func checkCanonical(t *testing.T, key string) {
 	t.Helper()
 	var a netip.Addr
@@ -21,8 +22,8 @@ func checkCanonical(t *testing.T, key string) {
 		if !a.Is6() || a.Is4In6() || p.Bits() != keyfunc.DefaultIPv6Prefix || p.Masked() != p {
 			t.Fatalf("key %q: a prefix key must be a masked IPv6 /%d", key, keyfunc.DefaultIPv6Prefix)
 		}
-	} else if a, err = netip.ParseAddr(key); err != nil || !a.Is4() {
-		t.Fatalf("key %q is neither an IPv4 address nor an IPv6 prefix", key)
+	} else if a, err = netip.ParseAddr(key); err != nil || a.Is4In6() || canonicalKey(a) != key {
+		t.Fatalf("key %q is neither an IPv4 address, an IPv6 prefix nor an IPv6 address keyed whole", key)
 	}
 	if a.Zone() != "" {
 		t.Fatalf("key %q has a zone", key)
@@ -316,12 +317,7 @@ func FuzzRemoteAddr(f *testing.F) {
 		if err != nil {
 			t.Fatalf("RemoteAddr %q: %v", remote, err)
 		}
-		a = a.Unmap().WithZone("")
-		want := a.String()
-		if !a.Is4() {
-			want = netip.PrefixFrom(a, keyfunc.DefaultIPv6Prefix).Masked().String()
-		}
-		if got != want {
+		if want := canonicalKey(a); got != want {
 			t.Fatalf("RemoteAddr %q: key %q, want %q", remote, got, want)
 		}
 	})

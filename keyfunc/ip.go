@@ -36,9 +36,11 @@ type ipConfig struct {
 
 // TrustProxies names the proxies whose forwarding headers [IP] believes, as
 // CIDR prefixes ("10.0.0.0/8", "2001:db8::/32") or single addresses
-// ("192.0.2.7"), without a zone. Several TrustProxies options add up;
-// without any, the key is always the peer. It is for prefixes written in the
-// program: it panics, naming every invalid entry.
+// ("192.0.2.7"), without a zone. A prefix with host bits set ("10.1.2.3/8")
+// is invalid: it could mean the network or the one address. Several
+// TrustProxies options add up; without any, the key is always the peer. It
+// is for prefixes written in the program: it panics, naming every invalid
+// entry.
 func TrustProxies(cidrs ...string) IPOption {
 	opt, err := parseTrustedProxies("TrustProxies", cidrs)
 	if err != nil {
@@ -99,13 +101,21 @@ func parseTrusted(s string) (netip.Prefix, error) {
 		}
 		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 	}
-	return p.Masked(), nil
+	if m := p.Masked(); m != p {
+		// "10.1.2.3/8" is a typo for one of two things, and trusting a
+		// whole /8 when one proxy was meant lets its neighbours choose
+		// their keys: the reader says which.
+		return netip.Prefix{}, fmt.Errorf("%q has host bits set: write %q for the network or %q for the one address",
+			s, m.String(), p.Addr().String())
+	}
+	return p, nil
 }
 
 // IPv6Prefix sets how many leading bits of an IPv6 client address form its
 // key (default 64), so that one host rotating through the addresses of its
-// prefix is still one client. IPv4 addresses are never masked. It panics
-// unless bits is between 1 and 128.
+// prefix is still one client. IPv4 addresses are never masked, nor IPv6
+// addresses that are keyed whole (loopback, link-local, NAT64: see the
+// package documentation). It panics unless bits is between 1 and 128.
 func IPv6Prefix(bits int) IPOption {
 	if bits < 1 || bits > 128 {
 		panic(fmt.Errorf("keyfunc: IPv6Prefix(%d): bits must be between 1 and 128", bits))
@@ -192,14 +202,29 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 }
 
 // formatKey is the key of the canonical address a: the address for IPv4,
-// its prefix of ipv6Bits for IPv6. Formatting into a stack buffer leaves the
-// key string as the only allocation (Prefix.String would add one for IPv6).
+// its prefix of ipv6Bits for a global unicast IPv6 address, and the address
+// for any other IPv6 address (see wholeIPv6). Formatting into a stack buffer
+// leaves the key string as the only allocation (Prefix.String would add one
+// for IPv6).
 func formatKey(a netip.Addr, ipv6Bits int) string {
 	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128")]byte
-	if a.Is4() {
+	if a.Is4() || wholeIPv6(a) {
 		return string(a.AppendTo(buf[:0]))
 	}
 	return string(netip.PrefixFrom(a, ipv6Bits).Masked().AppendTo(buf[:0]))
+}
+
+// nat64 is the well-known NAT64 prefix (RFC 6052): an address in it is an
+// IPv4 client translated to IPv6, its IPv4 address in the last 32 bits.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// wholeIPv6 reports whether the IPv6 address a is keyed as a whole rather
+// than by its prefix. A prefix stands for one subscriber's network only for a
+// global unicast address. Masked, the loopback ::1 would read "::/64", every
+// link-local neighbour would share fe80::/64, and every IPv4 client of a
+// NAT64 translator would share 64:ff9b::/64.
+func wholeIPv6(a netip.Addr) bool {
+	return !a.IsGlobalUnicast() || nat64.Contains(a)
 }
 
 // clientAddr returns the canonical address of the client.

@@ -21,8 +21,10 @@ func TestIPKeysOnThePeer(t *testing.T) {
 		{"folds an IPv4-mapped IPv6 peer to IPv4", "[::ffff:192.0.2.1]:1234", "192.0.2.1"},
 		{"folds a bare IPv4-mapped IPv6 peer to IPv4", "::ffff:192.0.2.1", "192.0.2.1"},
 		{"keys an IPv6 peer on its /64", "[2001:db8:1:2:3:4:5:6]:1234", "2001:db8:1:2::/64"},
-		{"drops the zone of a link-local peer", "[fe80::1%eth0]:1234", "fe80::/64"},
-		{"keys IPv6 loopback on its /64", "[::1]:1234", "::/64"},
+		{"keys a link-local peer on its address, without the zone", "[fe80::1%eth0]:1234", "fe80::1"},
+		{"keys IPv6 loopback on its address", "[::1]:1234", "::1"},
+		{"keys a NAT64 peer on its address: an IPv4 client each", "[64:ff9b::c000:201]:1234", "64:ff9b::c000:201"},
+		{"keys a unique local IPv6 peer on its /64", "[fd00:1:2:3::4]:1234", "fd00:1:2:3::/64"},
 		{"keys IPv4 loopback on its address", "127.0.0.1:1234", "127.0.0.1"},
 	}
 	for _, tt := range tests {
@@ -80,6 +82,21 @@ func TestIPKeysAreCanonical(t *testing.T) {
 			wantKey(t, ip, request("[2001:db8:1:2ff::7]:1"), tt.want)
 		}
 	})
+	t.Run("IPv6Prefix leaves addresses keyed whole as they are", func(t *testing.T) {
+		ip := keyfunc.IP(keyfunc.IPv6Prefix(48))
+		wantKey(t, ip, request("[::1]:1"), "::1")
+		wantKey(t, ip, request("[fe80::1:2]:1"), "fe80::1:2")
+		wantKey(t, ip, request("[64:ff9b::c000:201]:1"), "64:ff9b::c000:201")
+		wantKey(t, ip, request("[2001:db8:1:2::1]:1"), "2001:db8:1::/48")
+	})
+	t.Run("link-local neighbours and NAT64 clients do not share a key", func(t *testing.T) {
+		ip := keyfunc.IP()
+		for _, pair := range [][2]string{{"[fe80::1]:1", "[fe80::2]:1"}, {"[64:ff9b::c000:201]:1", "[64:ff9b::c000:202]:1"}, {"[::1]:1", "[::]:1"}} {
+			if a, b := mustKey(t, ip, request(pair[0])), mustKey(t, ip, request(pair[1])); a == b {
+				t.Errorf("%s and %s share the key %q", pair[0], pair[1], a)
+			}
+		}
+	})
 	t.Run("an IPv4-mapped address is folded before masking", func(t *testing.T) {
 		ip := keyfunc.IP(keyfunc.IPv6Prefix(8))
 		wantKey(t, ip, request("[::ffff:192.0.2.1]:1"), "192.0.2.1")
@@ -114,6 +131,12 @@ func TestIPOptionErrors(t *testing.T) {
 		{"rejects a zone in an address", func() { keyfunc.TrustProxies("fe80::1%eth0") }, []string{`"fe80::1%eth0"`}},
 		{"rejects a zone in a prefix", func() { keyfunc.TrustProxies("fe80::%eth0/64") }, []string{`"fe80::%eth0/64"`}},
 		{"rejects a short prefix mixing mapped and other IPv6", func() { keyfunc.TrustProxies("::ffff:0:0/80") }, []string{`"::ffff:0:0/80"`}},
+		{"rejects a prefix with host bits set, naming both readings", func() { keyfunc.TrustProxies("10.1.2.3/8") },
+			[]string{`"10.1.2.3/8" has host bits set: write "10.0.0.0/8" for the network or "10.1.2.3" for the one address`}},
+		{"rejects an IPv6 prefix with host bits set", func() { keyfunc.TrustProxies("2001:db8::1/32") },
+			[]string{`write "2001:db8::/32" for the network or "2001:db8::1" for the one address`}},
+		{"rejects an IPv4-mapped prefix with host bits set, in IPv4", func() { keyfunc.TrustProxies("::ffff:10.1.2.3/104") },
+			[]string{`"::ffff:10.1.2.3/104" has host bits set: write "10.0.0.0/8" for the network or "10.1.2.3" for the one address`}},
 		{"rejects an IPv6 prefix of 0 bits", func() { keyfunc.IPv6Prefix(0) }, []string{"IPv6Prefix(0)"}},
 		{"rejects an IPv6 prefix of 129 bits", func() { keyfunc.IPv6Prefix(129) }, []string{"IPv6Prefix(129)"}},
 		{"rejects FromHeaders without TrustProxies", func() { keyfunc.IP(keyfunc.FromHeaders("X-Real-IP")) }, []string{"FromHeaders without TrustProxies"}},
@@ -182,6 +205,13 @@ func TestParseTrustedProxies(t *testing.T) {
 			t.Errorf("TrustProxies panicked with %v, want %s", panicked, want)
 		}
 	})
+	t.Run("returns an error for a prefix with host bits set", func(t *testing.T) {
+		opt, err := keyfunc.ParseTrustedProxies("10.1.2.3/8")
+		const want = `keyfunc: ParseTrustedProxies: "10.1.2.3/8" has host bits set: write "10.0.0.0/8" for the network or "10.1.2.3" for the one address`
+		if opt != nil || err == nil || err.Error() != want {
+			t.Errorf("got %v, want no option and %s", err, want)
+		}
+	})
 	t.Run("still names an entry that is not a prefix once trimmed", func(t *testing.T) {
 		_, err := keyfunc.ParseTrustedProxies(" 10.0.0.0/8", " 10.0.0.0 /8")
 		const want = "keyfunc: ParseTrustedProxies: \"10.0.0.0 /8\" is not a CIDR prefix or IP address"
@@ -200,10 +230,6 @@ func TestIPOptionsThatAreValid(t *testing.T) {
 	t.Run("folds an IPv4-mapped prefix to IPv4", func(t *testing.T) {
 		ip := keyfunc.IP(keyfunc.TrustProxies("::ffff:10.0.0.0/104"))
 		wantKey(t, ip, request(proxyPeer, "X-Forwarded-For", client), client)
-	})
-	t.Run("masks a prefix with host bits set", func(t *testing.T) {
-		ip := keyfunc.IP(keyfunc.TrustProxies("10.1.2.3/8"))
-		wantKey(t, ip, request("10.200.0.1:1", "X-Forwarded-For", client), client)
 	})
 	t.Run("adds up several TrustProxies options", func(t *testing.T) {
 		ip := keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/8"), keyfunc.TrustProxies("192.168.0.0/16"))
@@ -251,7 +277,7 @@ func TestIPTrustedPeerXForwardedFor(t *testing.T) {
 		{"keys a bare IPv6 client on its /64", []string{"2001:db8:1:2::7"}, "2001:db8:1:2::/64"},
 		{"reads a bracketed IPv6 client", []string{"[2001:db8:1:2::7]"}, "2001:db8:1:2::/64"},
 		{"reads a bracketed IPv6 client with a port", []string{"[2001:db8:1:2::7]:4711"}, "2001:db8:1:2::/64"},
-		{"drops an IPv6 zone", []string{"fe80::1%eth0"}, "fe80::/64"},
+		{"drops an IPv6 zone", []string{"fe80::1%eth0"}, "fe80::1"},
 		{"folds an IPv4-mapped client", []string{"::ffff:" + client}, client},
 		{"treats an IPv4-mapped alias of a proxy as that proxy", []string{client + ", ::ffff:10.0.0.2"}, client},
 		{"treats a zoned alias of a proxy as that proxy", []string{client + ", fd00::2%eth0"}, client},
@@ -494,6 +520,7 @@ func TestCanonicalIP(t *testing.T) {
 	ip := keyfunc.IP()
 	for _, addr := range []string{
 		"192.0.2.1", "::ffff:192.0.2.1", "2001:db8:1:2:3:4:5:6", "fe80::1%eth0", "::ffff:192.0.2.1%eth0", "::1", "127.0.0.1",
+		"64:ff9b::c000:201",
 	} {
 		t.Run("keys "+addr+" as IP keys a peer at that address", func(t *testing.T) {
 			key, err := keyfunc.CanonicalIP(addr)

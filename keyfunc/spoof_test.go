@@ -115,9 +115,12 @@ func (b *requestBuilder) appendTo(name, value string) {
 	b.header = append(rest, name, strings.Join(append(lines, value), ", "))
 }
 
-// canonicalKey is the key IP() must give a client, by the package's rules.
+// canonicalKey is the key IP() must give a client, by the package's rules:
+// an IPv4 address as it is; an IPv6 address whole when it is not global
+// unicast or is in the NAT64 prefix, and otherwise its /64.
 func canonicalKey(a netip.Addr) string {
-	if a = a.Unmap(); a.Is4() {
+	a = a.Unmap().WithZone("")
+	if a.Is4() || !a.IsGlobalUnicast() || netip.MustParsePrefix("64:ff9b::/96").Contains(a) {
 		return a.String()
 	}
 	return netip.PrefixFrom(a, 64).Masked().String()

@@ -431,3 +431,43 @@ func TestFailClosedSaysWhenTheBreakerProbes(t *testing.T) {
 	assert.Equal(t, 1500*time.Millisecond, retry.RetryAfter())
 	assert.ErrorIs(t, err, ErrBreakerOpen)
 }
+
+// TestOutageLogsOneLineEachWay: the README's breaker hook, which logs the
+// change from closed and the return to closed, writes exactly two lines
+// for an outage however many probes fail in it, each naming the limiter.
+func TestOutageLogsOneLineEachWay(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := newClient(t, srv.Addr)
+	clock := coretest.NewClock(coretest.Epoch)
+	var lines []string
+	hook := func(c BreakerChange) { // the README's recipe
+		switch {
+		case c.From == BreakerClosed && c.To == BreakerOpen:
+			lines = append(lines, fmt.Sprintf("ratelimit %s: Redis unavailable, limiting locally", c.Policy.Label()))
+		case c.From != BreakerClosed && c.To == BreakerClosed:
+			lines = append(lines, fmt.Sprintf("ratelimit %s: back on Redis", c.Policy.Label()))
+		}
+	}
+	lim := newLimiter(t, rdb, core.SlidingWindow(100, time.Minute).WithName("per-ip"),
+		withClock(clock.Now), WithTimeout(defaultTimeout), WithBreakerHook(hook))
+	ctx := context.Background()
+	srv.Stop()
+	for range defaultBreakerFailures + 20 { // opens, then 20 failed probes
+		_, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		clock.Advance(defaultBreakerProbeInterval)
+	}
+	require.Equal(t, BreakerOpen, breakerState(lim))
+	srv.Restart()
+	deadline := time.Now().Add(15 * time.Second)
+	for breakerState(lim) != BreakerClosed {
+		require.True(t, time.Now().Before(deadline), "no probe got through within 15s of the restart")
+		clock.Advance(defaultBreakerProbeInterval)
+		_, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{
+		"ratelimit per-ip: Redis unavailable, limiting locally",
+		"ratelimit per-ip: back on Redis",
+	}, lines)
+}

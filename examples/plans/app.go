@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,8 +38,12 @@ type config struct {
 	keys  map[string]string      // API key -> plan name
 }
 
-// errUnknownKey is the policy lookup's error for an API key no plan knows.
-var errUnknownKey = errors.New("unknown API key")
+// errUnknownKey is the error of an API key no plan knows: a key error, as a
+// missing key is, so that the middleware answers it with keyError.
+var errUnknownKey = fmt.Errorf("%w: unknown API key", keyfunc.ErrNoKey)
+
+// headerKey is the request's X-API-Key header.
+var headerKey = keyfunc.Header("X-API-Key")
 
 func newApp(reg prometheus.Registerer, logger *slog.Logger, opts ...core.Option) (*app, error) {
 	// The limiter's own policy is the free plan; every plan must use its
@@ -67,6 +70,26 @@ func (a *app) Close() error {
 	return a.lim.Close()
 }
 
+// apiKey is the key function: the request's API key, if a plan knows it.
+func (a *app) apiKey(r *http.Request) (string, error) {
+	key, err := headerKey(r)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := a.config.Load().keys[key]; !ok {
+		return "", errUnknownKey
+	}
+	return key, nil
+}
+
+// keyError answers a request without a known API key: 401, as for any
+// missing or wrong credential, naming the header to send. The error is not
+// written: it may quote the request.
+func keyError(w http.ResponseWriter, _ *http.Request, _ error) {
+	w.Header().Set("WWW-Authenticate", `ApiKey header="X-API-Key"`)
+	http.Error(w, "Unauthorized: send a valid API key in the X-API-Key header", http.StatusUnauthorized)
+}
+
 // policyFor is the per-request policy lookup: the plan of the request's
 // API key, as configured right now.
 func (a *app) policyFor(_ *http.Request, key string) (core.Policy, error) {
@@ -78,9 +101,11 @@ func (a *app) policyFor(_ *http.Request, key string) (core.Policy, error) {
 	return p, nil
 }
 
-// API is the rate-limited API. A request whose key is on no plan fails the
-// policy lookup, and WithFailClosed answers it 503 rather than letting it
-// through unlimited (a real API would check the key before, and answer 401).
+// API is the rate-limited API. A request without an API key, or with one
+// no plan knows, is a key error, answered 401 by keyError before any
+// limiter is asked. Should the plan lookup still fail (a key's plan
+// removed), WithFailClosed answers 503 rather than letting it through
+// unlimited.
 func (a *app) API() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, _ *http.Request) {
@@ -88,7 +113,8 @@ func (a *app) API() http.Handler {
 		fmt.Fprintln(w, `["apple","pear"]`)
 	})
 	return nethttp.Middleware(a.lim,
-		nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")),
+		nethttp.WithKeyFunc(a.apiKey),
+		nethttp.WithKeyErrorHandler(keyError),
 		nethttp.WithPolicyFunc(a.policyFor),
 		nethttp.WithFailClosed(),
 		nethttp.WithHeaderStyle(nethttp.HeadersBoth),

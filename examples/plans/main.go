@@ -8,13 +8,18 @@
 //	go run ./examples/plans
 //	curl -i -H 'X-API-Key: alice' http://127.0.0.1:8080/api/items   # X-RateLimit-Limit: 5, RateLimit-Policy: "free";q=5;w=60
 //	curl -i -H 'X-API-Key: bob' http://127.0.0.1:8080/api/items     # X-RateLimit-Limit: 50, "pro"
+//	curl -i -H 'X-API-Key: eve' http://127.0.0.1:8080/api/items     # 401: a key no plan knows
 //	curl -X PUT -d pro http://127.0.0.1:8081/admin/keys/alice/plan  # alice upgraded
 //	curl -X PUT -d 500 http://127.0.0.1:8081/admin/plans/pro/limit  # every pro key: 500 per minute
 //	curl http://127.0.0.1:8081/admin/keys/alice                    # alice's usage under her plan
 //	curl http://127.0.0.1:8081/metrics
 //
-// The admin server listens on loopback only and has no authentication: a
-// real one sits behind the operator's own access control.
+// A request without an API key, or with a key on no plan, is answered 401
+// Unauthorized with a WWW-Authenticate header naming X-API-Key, and no
+// limiter is asked (such requests are cheap to answer; an API worried about
+// clients guessing keys puts a per-IP limit in front). The admin server
+// listens on loopback only and has no authentication: a real one sits
+// behind the operator's own access control.
 package main
 
 import (

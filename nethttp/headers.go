@@ -93,10 +93,11 @@ func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
 const maxRenderers = 256
 
 // rendererFor returns the renderer for decisions of p: the engine's own for
-// the limiter's policy, otherwise one kept in a sync.Map, which requests
-// read without a lock, built at the first request under p.
+// the limiter's policy (and, with HeadersNone, for any: it writes only
+// Retry-After), otherwise one kept in a sync.Map, which requests read
+// without a lock, built at the first request under p.
 func (e *Engine) rendererFor(p *core.Policy) *renderer {
-	if *p == e.render.policy {
+	if e.render.style == HeadersNone || *p == e.render.policy {
 		return &e.render
 	}
 	if rd, ok := e.renders.Load(*p); ok {

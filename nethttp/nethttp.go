@@ -127,7 +127,10 @@ func (e *Engine) Check(w http.ResponseWriter, r *http.Request, view func() *http
 	e.setHeaders(w.Header(), &ev)
 	e.delay(&ev)
 	e.emit(&ev)
-	return e.rejection(&ev, view)
+	if ev.Outcome.status() == 0 || e.cfg.dryRun {
+		return nil // served
+	}
+	return rejection(&ev, view)
 }
 
 // skipped reports whether a WithSkip function exempts r.
@@ -158,8 +161,24 @@ func (e *Engine) decide(ev *Event) {
 		}
 		p = &chosen
 	}
-	err := e.call(ev, p)
-	ev.Outcome, ev.Err = outcomeOf(ev.Request.Context(), ev.Decision.Allowed, err, e.cfg.failClosed, e.cfg.dryRun), err
+	// The limiter's call; the clock is read for the hooks' Latency only.
+	ctx := ev.Request.Context()
+	var start time.Time
+	if len(e.cfg.hooks) > 0 {
+		start = time.Now()
+	}
+	var err error
+	if e.plim == nil {
+		ev.Decision, err = e.lim.AllowN(ctx, ev.Key, ev.Cost)
+	} else {
+		ev.Decision, err = e.plim.AllowPolicy(ctx, *p, ev.Key, ev.Cost)
+	}
+	if !start.IsZero() {
+		ev.Latency = time.Since(start)
+	}
+	ev.LimiterCalled = true
+	// Its classification.
+	ev.Outcome, ev.Err = outcomeOf(ctx, ev.Decision.Allowed, err, e.cfg.failClosed, e.cfg.dryRun), err
 	if ev.Outcome != OutcomeAllowed {
 		e.keepKnown(ev, p)
 	}
@@ -226,26 +245,6 @@ func (e *Engine) policyFailed(ev *Event, err error) {
 	ev.Decision, ev.LimiterCalled = core.Decision{}, false
 }
 
-// call asks the limiter to decide ev's request under p, into ev.Decision,
-// and returns its error. The clock is read for the hooks' Latency only.
-func (e *Engine) call(ev *Event, p *core.Policy) (err error) {
-	ctx := ev.Request.Context()
-	var start time.Time
-	if len(e.cfg.hooks) > 0 {
-		start = time.Now()
-	}
-	if e.plim == nil {
-		ev.Decision, err = e.lim.AllowN(ctx, ev.Key, ev.Cost)
-	} else {
-		ev.Decision, err = e.plim.AllowPolicy(ctx, *p, ev.Key, ev.Cost)
-	}
-	if !start.IsZero() {
-		ev.Latency = time.Since(start)
-	}
-	ev.LimiterCalled = true
-	return err
-}
-
 // keepKnown keeps of the limiter's answer to a call under p, not an
 // admission, what its outcome (classified by OutcomeOf's rule) says is
 // known.
@@ -282,29 +281,28 @@ func (e *Engine) keepKnown(ev *Event, p *core.Policy) {
 }
 
 // setHeaders writes the rate-limit fields of ev's outcome: those of the
-// decision; for a limiter failure, what is known of the limit, never
-// Remaining or Reset, which are not (and on a 503, Retry-After when the
-// error knows it); nothing for a key or cost error or a request whose
-// context ended while the limiter decided.
+// decision; for a limiter failure, what is known of the limit
+// (setKnown); nothing for a key or cost error or a request whose context
+// ended while the limiter decided.
 func (e *Engine) setHeaders(h http.Header, ev *Event) {
-	d := &ev.Decision
 	switch ev.Outcome {
 	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
-		// Without header fields a denial needs only Retry-After, which
-		// any renderer writes.
-		rd := &e.render
-		if rd.style != HeadersNone {
-			rd = e.rendererFor(&d.Policy)
-		}
-		rd.write(h, d, ev.Outcome == OutcomeDenied)
+		e.rendererFor(&ev.Decision.Policy).write(h, &ev.Decision, ev.Outcome == OutcomeDenied)
 	case OutcomeFailedOpen, OutcomeFailedClosed:
-		if d.Policy != (core.Policy{}) {
-			e.rendererFor(&d.Policy).writeKnown(h, d.Limit)
-		}
-		if ev.Outcome == OutcomeFailedClosed {
-			if after := retryAfter(ev.Err); after > 0 {
-				h.Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(after), 1), 10))
-			}
+		e.setKnown(h, ev)
+	}
+}
+
+// setKnown writes what is known of the limit after a limiter failure, never
+// Remaining or Reset, which are not; and on a 503, Retry-After when the
+// error knows it.
+func (e *Engine) setKnown(h http.Header, ev *Event) {
+	if d := &ev.Decision; d.Policy != (core.Policy{}) {
+		e.rendererFor(&d.Policy).writeKnown(h, d.Limit)
+	}
+	if ev.Outcome == OutcomeFailedClosed {
+		if after := retryAfter(ev.Err); after > 0 {
+			h.Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(after), 1), 10))
 		}
 	}
 }
@@ -348,20 +346,15 @@ func (e *Engine) emit(ev *Event) {
 	}
 }
 
-// rejection is the answer to ev: nil when the request is served (its
-// outcome serves it, or WithDryRun serves them all), else a Rejection with
-// the status of its outcome, and the request Respond's handlers get (view's,
-// if Check has not called it yet).
-func (e *Engine) rejection(ev *Event, view func() *http.Request) *Rejection {
-	status := ev.Outcome.status()
-	if status == 0 || e.cfg.dryRun {
-		return nil
-	}
+// rejection is the answer to ev, a request not served: a Rejection with the
+// status of its outcome, and the request Respond's handlers get (view's, if
+// Check has not called it yet).
+func rejection(ev *Event, view func() *http.Request) *Rejection {
 	r := ev.Request
 	if view != nil && (ev.Outcome == OutcomeDenied || ev.Outcome == OutcomeKeyError) {
 		r = view()
 	}
-	return &Rejection{Outcome: ev.Outcome, Status: status, Decision: ev.Decision, Err: ev.Err, request: r}
+	return &Rejection{Outcome: ev.Outcome, Status: ev.Outcome.status(), Decision: ev.Decision, Err: ev.Err, request: r}
 }
 
 // canceled reports whether err comes from ctx having ended: the caller's

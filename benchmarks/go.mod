@@ -6,7 +6,7 @@
 // ../scripts/tidy.sh.
 module github.com/go-ratelimit/ratelimit/benchmarks
 
-go 1.25.0
+go 1.26.0
 
 replace github.com/go-ratelimit/ratelimit => ..
 
@@ -17,11 +17,15 @@ require (
 	github.com/go-chi/httprate v0.16.1
 	github.com/go-ratelimit/ratelimit v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/chimw v0.0.0-00010101000000-000000000000
+	github.com/go-ratelimit/ratelimit/echo5mw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/echomw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/ginmw v0.0.0-00010101000000-000000000000
+	github.com/go-ratelimit/ratelimit/grpcmw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/redisstore v0.0.0-00010101000000-000000000000
 	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/labstack/echo/v5 v5.4.6
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/stretchr/testify v1.11.1
@@ -29,6 +33,7 @@ require (
 	github.com/ulule/limiter/v3 v3.11.2
 	go.uber.org/ratelimit v0.3.1
 	golang.org/x/time v0.15.0
+	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -69,17 +74,20 @@ require (
 	go.mongodb.org/mongo-driver/v2 v2.5.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	golang.org/x/arch v0.22.0 // indirect
-	golang.org/x/crypto v0.55.0 // indirect
-	golang.org/x/net v0.58.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
-	google.golang.org/protobuf v1.36.10 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 replace github.com/go-ratelimit/ratelimit/chimw => ../chimw
 
 replace github.com/go-ratelimit/ratelimit/core/coretest => ../core/coretest
+
+replace github.com/go-ratelimit/ratelimit/echo5mw => ../echo5mw
 
 replace github.com/go-ratelimit/ratelimit/echomw => ../echomw
 
@@ -88,3 +96,5 @@ replace github.com/go-ratelimit/ratelimit/ginmw => ../ginmw
 replace github.com/go-ratelimit/ratelimit/nethttp/adaptertest => ../nethttp/adaptertest
 
 replace github.com/go-ratelimit/ratelimit/redisstore => ../redisstore
+
+replace github.com/go-ratelimit/ratelimit/grpcmw => ../grpcmw

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/httprate"
 	"github.com/labstack/echo/v4"
 	echomiddleware "github.com/labstack/echo/v4/middleware"
+	echo5 "github.com/labstack/echo/v5"
 	"github.com/sethvargo/go-limiter/httplimit"
 	"github.com/sethvargo/go-limiter/memorystore"
 	"github.com/throttled/throttled/v2"
@@ -21,11 +22,11 @@ import (
 )
 
 // Stack is one handler chain of scenario 4: a router (plain net/http, gin,
-// echo or chi), optionally a rate-limit middleware keyed by the client's address,
+// echo v4, echo v5 or chi), optionally a rate-limit middleware keyed by the client's address,
 // and a handler that answers 200 with no body. The overhead of a limiter is
 // its stack's time minus the bare stack of the same router, in the same run.
 type Stack struct {
-	Router string // "nethttp", "gin", "echo" or "chi"
+	Router string // "nethttp", "gin", "echo" (v4), "echo5" or "chi"
 	Lib    string // "bare" for the router without a limiter
 	// SetsHeaders is true for a middleware that writes rate-limit headers
 	// (X-RateLimit-* or similar) on every response: the ones the issue's
@@ -48,6 +49,7 @@ func Stacks() []Stack {
 		{Router: "gin", Lib: "ulule", SetsHeaders: true, New: ululeGinStack},
 		{Router: "echo", Lib: "bare", New: func(Limit) (http.Handler, error) { return echoStack(), nil }},
 		{Router: "echo", Lib: "echo", SetsHeaders: false, New: echoLimiterStack},
+		{Router: "echo5", Lib: "bare", New: func(Limit) (http.Handler, error) { return echo5Stack(), nil }},
 		{Router: "chi", Lib: "bare", New: func(Limit) (http.Handler, error) { return chiStack(), nil }},
 	}
 	return append(s, oursStacks()...)
@@ -144,6 +146,13 @@ func echoLimiterStack(l Limit) (http.Handler, error) {
 		Rate: rate.Limit(l.perSecond()), Burst: int(l.N), ExpiresIn: defaultTTL,
 	})
 	return echoStack(echomiddleware.RateLimiter(store)), nil
+}
+
+// echo5Stack is an echo v5 server, one route, the given middlewares on it.
+func echo5Stack(mws ...echo5.MiddlewareFunc) *echo5.Echo {
+	e := echo5.New()
+	e.GET("/", func(c *echo5.Context) error { return c.NoContent(http.StatusOK) }, mws...)
+	return e
 }
 
 // chiStack is a chi router, one route, the given middlewares in front of it

@@ -3,7 +3,8 @@
 // is simpler than six, and `go run ./examples/demo` works from the
 // repository root through go.work.
 //
-// go 1.25.0: gin v1.12.0 and echo v4.16.0 declare it.
+// go 1.26.0: examples/grpc uses grpcmw, whose google.golang.org/grpc
+// v1.85.0 declares it (gin v1.12.0, echo v4.16.0 and echo v5.4.6 declare 1.25.0).
 //
 // Published go.mod: no replace here. It requires this repository's other
 // modules at the placeholder v0.0.0-00010101000000-000000000000, which the
@@ -12,23 +13,29 @@
 // ./scripts/tidy.sh, not `go mod tidy` (which ignores go.work).
 module github.com/go-ratelimit/ratelimit/examples
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-ratelimit/ratelimit v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/chimw v0.0.0-00010101000000-000000000000
+	github.com/go-ratelimit/ratelimit/echo5mw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/echomw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/ginmw v0.0.0-00010101000000-000000000000
+	github.com/go-ratelimit/ratelimit/grpcmw v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/otelhook v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/promhook v0.0.0-00010101000000-000000000000
 	github.com/go-ratelimit/ratelimit/redisstore v0.0.0-00010101000000-000000000000
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/labstack/echo/v5 v5.4.6
 	github.com/prometheus/client_golang v1.24.1
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
+	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -74,9 +81,10 @@ require (
 	go.uber.org/atomic v1.11.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/arch v0.22.0 // indirect
-	golang.org/x/crypto v0.54.0 // indirect
-	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )

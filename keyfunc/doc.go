@@ -14,6 +14,9 @@
 // mistake in the program; proxy prefixes read from configuration are parsed
 // with [ParseTrustedProxies], which returns the error instead.
 //
+// [PeerIP], [JoinKeys] and [BoundKey] are the same keys for transports other than HTTP
+// (package grpcmw keys gRPC calls with them).
+//
 // # Client IP: the peer, unless you say otherwise
 //
 // [IP] keys on the TCP peer, http.Request.RemoteAddr, which a client cannot

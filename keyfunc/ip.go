@@ -3,7 +3,6 @@ package keyfunc
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"net/textproto"
 	"slices"
@@ -153,15 +152,7 @@ func FromHeaders(names ...string) IPOption {
 // wrapping [ErrNoKey]. IP panics when [FromHeaders] is given without
 // TrustProxies.
 func IP(opts ...IPOption) Func {
-	c := &ipConfig{
-		ipv6Bits: defaultIPv6Prefix,
-		headers:  []string{headerXForwardedFor, headerForwarded, headerXRealIP},
-	}
-	for _, o := range opts {
-		if o != nil {
-			o(c)
-		}
-	}
+	c := newIPConfig(opts)
 	if c.setHeaders && len(c.trusted) == 0 {
 		panic(errors.New("keyfunc: IP: FromHeaders without TrustProxies: headers are only read from trusted proxies"))
 	}
@@ -182,23 +173,6 @@ func CanonicalIP(ip string) (string, error) {
 		return ip, nil
 	}
 	return formatKey(canonicalAddr(a), defaultIPv6Prefix), nil
-}
-
-func (c *ipConfig) key(r *http.Request) (string, error) {
-	// The common case first: an IPv4 peer that is not a trusted proxy. netip
-	// accepts only the canonical dotted quad for IPv4 (no leading zeros, no
-	// short forms), so the host part of RemoteAddr is the key as it stands:
-	// no formatting and no allocation.
-	if host, ok := splitIPv4Port(r.RemoteAddr); ok {
-		if a, err := netip.ParseAddr(host); err == nil && a.Is4() && !c.isTrusted(a) {
-			return host, nil
-		}
-	}
-	a, err := c.clientAddr(r)
-	if err != nil {
-		return "", err
-	}
-	return formatKey(a, c.ipv6Bits), nil
 }
 
 // formatKey is the key of the canonical address a: the address for IPv4,
@@ -225,26 +199,6 @@ var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 // NAT64 translator would share 64:ff9b::/64.
 func wholeIPv6(a netip.Addr) bool {
 	return !a.IsGlobalUnicast() || nat64.Contains(a)
-}
-
-// clientAddr returns the canonical address of the client.
-func (c *ipConfig) clientAddr(r *http.Request) (netip.Addr, error) {
-	peer, err := peerAddr(r.RemoteAddr)
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	if !c.isTrusted(peer) {
-		return peer, nil
-	}
-	for _, name := range c.headers {
-		if lines := r.Header[name]; len(lines) > 0 {
-			// The first header present decides, even when it turns out
-			// malformed: falling through to the next one would let a client
-			// choose which header is believed by spoiling the others.
-			return c.walk(name, lines, peer), nil
-		}
-	}
-	return peer, nil
 }
 
 func (c *ipConfig) isTrusted(a netip.Addr) bool {

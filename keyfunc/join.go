@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 )
 
 // Join returns a Func whose key combines the keys of fs, in order:
@@ -32,9 +31,7 @@ func Join(fs ...Func) Func {
 			if err != nil {
 				return "", err
 			}
-			key = strconv.AppendInt(key, int64(len(part)), 10)
-			key = append(key, ':')
-			key = append(key, part...)
+			key = appendPart(key, part)
 		}
 		return boundKeyBytes(key), nil
 	}

@@ -127,3 +127,40 @@ func TestHashedKeysNeverCollideWithRawKeys(t *testing.T) {
 		}
 	})
 }
+
+func TestJoinKeysIsJoinsEncoding(t *testing.T) {
+	r := request("192.0.2.1:1")
+	static := keyfunc.Static
+	for _, parts := range [][]string{
+		{"a"},
+		{"a:b", "c"},
+		{"a", "b:c"},
+		{"1:a"},
+		{"a", ""},
+		{"/pkg.Service/Method", "192.0.2.1"},
+		{strings.Repeat("a", 200), strings.Repeat("b", 60)}, // hashed
+	} {
+		fs := make([]keyfunc.Func, len(parts))
+		for i, p := range parts {
+			fs[i] = static(p)
+		}
+		if got, want := keyfunc.JoinKeys(parts...), mustKey(t, keyfunc.Join(fs...), r); got != want {
+			t.Errorf("JoinKeys(%q) = %q, want Join's %q", parts, got, want)
+		}
+	}
+	if got, want := keyfunc.JoinKeys("/pkg.Service/Method", "192.0.2.1"), "19:/pkg.Service/Method9:192.0.2.1"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestBoundKeyIsHeadersBound(t *testing.T) {
+	apiKey := keyfunc.Header("X-API-Key")
+	for _, v := range []string{"k-1", strings.Repeat("k", 256), strings.Repeat("k", 257), keyfunc.HashedKeyPrefix + "x"} {
+		if got, want := keyfunc.BoundKey(v), mustKey(t, apiKey, request("192.0.2.1:1", "X-API-Key", v)); got != want {
+			t.Errorf("BoundKey(%.20q...) = %q, want Header's %q", v, got, want)
+		}
+	}
+	if got := keyfunc.BoundKey(strings.Repeat("k", 257)); len(got) != 50 {
+		t.Errorf("a 257-byte key gives %q, want a hash", got)
+	}
+}

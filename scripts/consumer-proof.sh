@@ -5,7 +5,8 @@
 #  1. A program that imports core, keyfunc and nethttp depends on no
 #     third-party module: `go list -m all` lists the program and the root
 #     module only, and every package built is ours or the standard library's.
-#  2. A program that imports only one router adapter (chimw, ginmw, echomw)
+#  2. A program that imports only one router adapter (chimw, ginmw, echomw,
+#     echo5mw, grpcmw)
 #     lists the root module, the adapter, and exactly the modules and versions
 #     that a program importing only the router itself lists: nothing our
 #     tests use (testify, goleak) reaches it. For chimw: chi, the root module
@@ -32,6 +33,8 @@ adapters=(
 	"chimw github.com/go-chi/chi/v5"
 	"ginmw github.com/gin-gonic/gin"
 	"echomw github.com/labstack/echo/v4"
+	"echo5mw github.com/labstack/echo/v5"
+	"grpcmw google.golang.org/grpc"
 )
 
 tmp=$(mktemp -d)

@@ -1,6 +1,6 @@
 // Package exampleapp checks the application that examples/nethttp,
-// examples/chi, examples/gin and examples/echo each build with their router,
-// so that the four stay alike and do not rot.
+// examples/chi, examples/gin, examples/echo and examples/echo5 each build with
+// their router, so that the five stay alike and do not rot.
 package exampleapp
 
 import (

@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-ratelimit/ratelimit/chimw"
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/grpcmw"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"github.com/go-ratelimit/ratelimit/nethttp/sloghook"
@@ -24,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
 )
 
 // The snippets of README.md, in order.
@@ -38,6 +40,7 @@ var _ = []func(){
 	snippet8,
 	snippet9,
 	snippet10,
+	snippet11,
 }
 
 func snippet1() {
@@ -46,7 +49,7 @@ func snippet1() {
 	perRouteIP := nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP()))
 	r := chi.NewRouter()
 	r.With(chimw.Limit(logins, perRouteIP)).Post("/login", func(w http.ResponseWriter, r *http.Request) {})
-//line snippets.go:50
+//line snippets.go:53
 	_ = logins
 	_ = perRouteIP
 	_ = r
@@ -62,7 +65,7 @@ func snippet2() {
 			w.Header().Set("WWW-Authenticate", `ApiKey header="X-API-Key"`)
 			http.Error(w, "an X-API-Key header is required", http.StatusUnauthorized)
 		})))
-//line snippets.go:66
+//line snippets.go:69
 	_ = perKey
 	_ = r
 }
@@ -74,7 +77,7 @@ func snippet3() {
 	mux := http.NewServeMux()
 	http.ListenAndServe("127.0.0.1:8080", nethttp.Middleware(lim, nethttp.WithHook(logs.Handle))(mux))
 	logs.Flush() // at shutdown: the counts not yet logged
-//line snippets.go:78
+//line snippets.go:81
 	_ = lim
 	_ = logs
 	_ = mux
@@ -90,7 +93,7 @@ func snippet4() {
 	mux := http.NewServeMux()
 	mux.Handle("/", nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(app))
 	mux.Handle("GET /metrics", promhttp.Handler()) // not limited
-//line snippets.go:94
+//line snippets.go:97
 	_ = lim
 	_ = m
 	_ = app
@@ -106,7 +109,7 @@ func snippet5() {
 	}
 	m.WatchKeys("per-ip", lim) // ratelimit.keys{ratelimit.limiter="per-ip"}
 	mw := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))
-//line snippets.go:110
+//line snippets.go:113
 	_ = lim
 	_ = m
 	_ = err
@@ -114,16 +117,29 @@ func snippet5() {
 }
 
 func snippet6() {
-//line README.md:200
+//line README.md:199
+	lim := core.MustNew(core.TokenBucket(100, time.Minute)) // 100 per minute per caller address
+	srv := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(lim,
+			grpcmw.WithMethodPolicy("/auth.Auth/Login", core.TokenBucket(5, time.Minute).WithName("login")))),
+		grpc.ChainStreamInterceptor(grpcmw.StreamServerInterceptor(lim)),
+	)
+//line snippets.go:128
+	_ = lim
+	_ = srv
+}
+
+func snippet7() {
+//line README.md:225
 	core.FixedWindow(100, time.Minute)                   // ≤ 100 in each minute on the clock
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
 	core.LeakyBucket(10, time.Second).WithBurst(50)      // served at a steady 10/s, 50 may queue
-//line snippets.go:123
+//line snippets.go:139
 }
 
-func snippet7() {
-//line README.md:220
+func snippet8() {
+//line README.md:245
 	lim, err := core.New(core.TokenBucket(100, time.Minute), core.WithMaxKeys(1_000_000))
 	if err != nil {
 		log.Fatal(err) // an invalid policy is an error that names the field (core.MustNew panics with it)
@@ -136,7 +152,7 @@ func snippet7() {
 	d, err = lim.Peek(ctx, key)      // look without consuming
 	err = lim.Reset(ctx, key)        // forget a key
 	err = lim.Wait(ctx, key, 1)      // block until admitted (clients of other APIs)
-//line snippets.go:140
+//line snippets.go:156
 	_ = lim
 	_ = err
 	_ = ctx
@@ -144,8 +160,8 @@ func snippet7() {
 	_ = d
 }
 
-func snippet8() {
-//line README.md:246
+func snippet9() {
+//line README.md:271
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -153,15 +169,15 @@ func snippet8() {
 	}
 	defer lim.Close()
 	perIP := nethttp.Middleware(lim) // limits locally while Redis is down: see "When Redis fails"
-//line snippets.go:157
+//line snippets.go:173
 	_ = rdb
 	_ = lim
 	_ = err
 	_ = perIP
 }
 
-func snippet9() {
-//line README.md:283
+func snippet10() {
+//line README.md:308
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute))
 	if err != nil {
@@ -173,7 +189,7 @@ func snippet9() {
 		log.Printf("redis: %v (limiting locally until it answers)", err)
 	}
 	cancel()
-//line snippets.go:177
+//line snippets.go:193
 	_ = rdb
 	_ = lim
 	_ = err
@@ -181,8 +197,8 @@ func snippet9() {
 	_ = cancel
 }
 
-func snippet10() {
-//line README.md:301
+func snippet11() {
+//line README.md:326
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute).WithName("per-ip"),
 		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
@@ -193,7 +209,7 @@ func snippet10() {
 				log.Printf("ratelimit %s: back on Redis", c.Policy.Label())
 			}
 		}))
-//line snippets.go:197
+//line snippets.go:213
 	_ = rdb
 	_ = lim
 	_ = err

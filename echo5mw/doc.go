@@ -1,0 +1,41 @@
+// Package echo5mw is rate-limiting middleware for echo v5
+// (github.com/labstack/echo/v5); package echomw serves echo v4.
+//
+//	lim := core.MustNew(core.TokenBucket(100, time.Minute))
+//	e := echo.New()
+//	e.Use(echo5mw.Limit(lim))                        // key: the TCP peer address
+//	e.POST("/login", login, echo5mw.Limit(loginLim)) // a stricter limit on one route
+//
+// [Limit] takes nethttp's options (and [WithSkipper]) and decides exactly
+// as [nethttp.Middleware]. [NewStore] serves echo's own rate limiter
+// (middleware.RateLimiterWithConfig) instead.
+//
+// # Errors, echo's way
+//
+// A rejected request is returned as an *echo.HTTPError with the status
+// nethttp would answer, so it goes through echo's HTTPErrorHandler like any
+// other error, and the rate-limit headers and Retry-After already on the
+// response stay there. echo's default handler answers {"message":"Too Many
+// Requests"}. A custom handler gets the *[nethttp.Rejection] with errors.As
+// (see the Limit example). A handler given with nethttp.WithDenyHandler or
+// nethttp.WithKeyErrorHandler writes its answer itself, and echo's handler
+// leaves the committed response. The error's message never carries the
+// limiter's error text (echo.DefaultHTTPErrorHandler(true) would show it);
+// only the Rejection it unwraps to does.
+//
+// # Route keys
+//
+// keyfunc.Route keys on echo's route, c.Path() ("/users/:id", never the raw
+// path). echo routes before running middleware registered with e.Use, a
+// group or a route, so a route key works there; middleware registered with
+// e.Pre runs before routing, sees no route, and keyfunc.Route then fails with
+// keyfunc.ErrNoKey (400 by default).
+//
+// # Client addresses
+//
+// The default key is the TCP peer address (keyfunc.IP). Behind a proxy use
+// keyfunc.IP(keyfunc.TrustProxies("10.0.0.0/8")), which reads forwarding
+// headers only from the proxies you name. c.RealIP(), which echo's own rate
+// limiter keys on, is the peer address too unless e.IPExtractor says
+// otherwise.
+package echo5mw

@@ -1,0 +1,267 @@
+package grpcmw
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/keyfunc"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+	"google.golang.org/grpc"
+)
+
+// UnaryServerInterceptor returns a unary server interceptor that limits
+// calls with lim, keyed by the caller's address unless [WithKey] says
+// otherwise:
+//
+//	grpc.NewServer(grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(lim)))
+//
+// One interceptor per server is the intended use ([WithMethodPolicy] gives
+// methods limits of their own): gRPC joins header metadata, so a second
+// one adds its values to the same fields. It panics for a nil limiter, a
+// nil Option, or a WithMethodPolicy the limiter cannot apply.
+func UnaryServerInterceptor(lim core.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
+	l := newLimiter("UnaryServerInterceptor", lim, opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if err := l.call(ctx, info.FullMethod, req); err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+// limiter is what every interceptor of this package runs: the decision of
+// one call, or of one message of a stream.
+type limiter struct {
+	cfg     config
+	lim     core.Limiter
+	plim    core.PolicyLimiter // lim, with method policies
+	own     *rule              // the limiter's policy
+	methods map[string]*rule   // WithMethodPolicy
+}
+
+// rule is a policy with the renderer of its fields.
+type rule struct {
+	policy core.Policy
+	render *nethttp.Renderer
+	method bool // a method's own policy: keys are joined to the method
+}
+
+func newLimiter(fn string, lim core.Limiter, opts []Option) *limiter {
+	if lim == nil {
+		panic(fmt.Errorf("grpcmw: %s: nil limiter", fn))
+	}
+	if v := reflect.ValueOf(lim); v.Kind() == reflect.Pointer && v.IsNil() {
+		// Typically the limiter of a constructor whose error was ignored.
+		panic(fmt.Errorf("grpcmw: %s: nil limiter (a nil %T)", fn, lim))
+	}
+	l := &limiter{lim: lim}
+	for _, o := range opts {
+		if o == nil {
+			panic(fmt.Errorf("grpcmw: %s: nil Option", fn))
+		}
+		o(&l.cfg)
+	}
+	if l.cfg.key == nil {
+		l.cfg.key = Peer()
+	}
+	l.own = &rule{policy: lim.Policy(), render: nethttp.NewRenderer(lim.Policy(), l.cfg.style)}
+	if len(l.cfg.methods) > 0 {
+		if err := l.methodRules(); err != nil {
+			panic(fmt.Errorf("grpcmw: %s: WithMethodPolicy: %w", fn, err))
+		}
+	}
+	return l
+}
+
+// methodRules checks the WithMethodPolicy policies and builds their rules.
+func (l *limiter) methodRules() error {
+	pl, ok := l.lim.(core.PolicyLimiter)
+	if !ok {
+		return fmt.Errorf("needs a core.PolicyLimiter, and %T is not one", l.lim)
+	}
+	l.plim, l.methods = pl, make(map[string]*rule, len(l.cfg.methods))
+	for m, p := range l.cfg.methods {
+		switch err := p.Validate(); {
+		case !strings.HasPrefix(m, "/"):
+			return fmt.Errorf("method %q is not a full method (/package.Service/Method)", m)
+		case err != nil:
+			return fmt.Errorf("%s: %w", m, err)
+		case p.Algorithm != l.own.policy.Algorithm:
+			return fmt.Errorf("%s: %v policy for a %v limiter: %w", m, p.Algorithm, l.own.policy.Algorithm, core.ErrAlgorithmMismatch)
+		}
+		l.methods[m] = &rule{policy: p, render: nethttp.NewRenderer(p, l.cfg.style), method: true}
+	}
+	return nil
+}
+
+// call decides a unary call or the opening of a stream, writes its header
+// metadata, waits out a leaky-bucket delay, and returns the status error
+// to answer with, or nil to serve the call.
+func (l *limiter) call(ctx context.Context, method string, msg any) error {
+	for _, skip := range l.cfg.skip {
+		if skip(ctx, method) {
+			return nil
+		}
+	}
+	key, r, err := l.keyOf(ctx, method)
+	if err != nil {
+		return err
+	}
+	return l.decide(ctx, r, key, method, msg, true)
+}
+
+// keyOf returns the key of a call and the rule it is decided under, or the
+// status error of a call without a key (nil under WithDryRun, with an empty
+// key).
+func (l *limiter) keyOf(ctx context.Context, method string) (string, *rule, error) {
+	r := l.own
+	if mr, ok := l.methods[method]; ok {
+		r = mr
+	}
+	key, err := l.cfg.key(ctx, method)
+	if err != nil {
+		l.emit(nethttp.Event{Outcome: nethttp.OutcomeKeyError, Decision: known(r, core.Decision{}), Err: err})
+		if l.cfg.dryRun {
+			return "", nil, nil
+		}
+		return "", nil, statusNoKey
+	}
+	if r.method {
+		key = keyfunc.JoinKeys(method, key)
+	}
+	return key, r, nil
+}
+
+// decide decides one call or message of cost from WithCostFunc under r and
+// answers it: fields says whether to write the header metadata.
+func (l *limiter) decide(ctx context.Context, r *rule, key, method string, msg any, fields bool) error {
+	if r == nil { // no key, under WithDryRun
+		return nil
+	}
+	n, err := l.costOf(ctx, method, msg)
+	if err != nil {
+		l.emit(nethttp.Event{Key: key, Outcome: nethttp.OutcomeCostError, Decision: known(r, core.Decision{}), Err: err})
+		if l.cfg.dryRun {
+			return nil
+		}
+		return statusBadCost
+	}
+	var start time.Time
+	hooked := len(l.cfg.hooks) > 0
+	if hooked {
+		start = time.Now() // read for the hooks' Latency only
+	}
+	var d core.Decision
+	if r.method {
+		d, err = l.plim.AllowPolicy(ctx, r.policy, key, n)
+	} else {
+		d, err = l.lim.AllowN(ctx, key, n)
+	}
+	ev := nethttp.Event{Key: key, Cost: n, Decision: d, Err: err, LimiterCalled: true}
+	if hooked {
+		ev.Latency = time.Since(start)
+	}
+	ev.Outcome = nethttp.OutcomeOf(ctx, d, err, l.cfg.failClosed, l.cfg.dryRun)
+	ans := l.answer(ctx, r, &ev, fields)
+	l.emit(ev)
+	return ans
+}
+
+// costOf is the cost of a call or message: 1, or WithCostFunc's.
+func (l *limiter) costOf(ctx context.Context, method string, msg any) (int64, error) {
+	if l.cfg.cost == nil {
+		return 1, nil
+	}
+	n, err := l.cfg.cost(ctx, method, msg)
+	if err != nil {
+		return 0, fmt.Errorf("cost function: %w", err)
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
+	}
+	return n, nil
+}
+
+// answer carries out ev.Outcome: it writes the metadata fields (if fields),
+// waits an admitted call's delay, and returns the status error to answer
+// with, or nil to serve the call. It fills in what ev learns on the way.
+func (l *limiter) answer(ctx context.Context, r *rule, ev *nethttp.Event, fields bool) error {
+	d := ev.Decision
+	switch ev.Outcome {
+	case nethttp.OutcomeAllowed, nethttp.OutcomeDryRun:
+		if fields && l.cfg.style != nethttp.HeadersNone { // HeadersNone writes only a denial's retry-after
+			setHeader(ctx, r.render, d, false)
+		}
+		if d.Delay > 0 && !l.cfg.dryRun {
+			if err := wait(ctx, d.Delay); err != nil {
+				ev.Outcome, ev.Err = nethttp.OutcomeCanceled, err
+				return contextStatus(err)
+			}
+		}
+		return nil
+	case nethttp.OutcomeDenied:
+		if ev.Err != nil { // a cost above capacity: waiting cannot help
+			d.Allowed, d.RetryAfter = false, 0
+			if d.Policy == (core.Policy{}) { // from a store that failed too
+				d = known(r, d)
+			}
+			ev.Decision = d
+		}
+		if fields {
+			setHeader(ctx, r.render, d, true)
+		}
+		return denial(d)
+	case nethttp.OutcomeCanceled:
+		ev.Decision = known(r, d)
+		return contextStatus(ctx.Err())
+	case nethttp.OutcomeCostError: // a store's ErrInvalidCost: cannot come from costOf
+		ev.Decision = known(r, d)
+		return statusBadCost
+	}
+	// A failure: what is known of the limit, never Remaining or Reset.
+	ev.Decision = known(r, d)
+	if fields && l.cfg.style != nethttp.HeadersNone {
+		setKnown(ctx, r.render, ev.Decision.Limit)
+	}
+	if ev.Outcome == nethttp.OutcomeFailedOpen {
+		return nil
+	}
+	return unavailable(ev.Err)
+}
+
+// known is what is known of the limit of a call under r whose decision d
+// failed or was never made: the store's Limit, Policy and Source, or else
+// those of r's policy.
+func known(r *rule, d core.Decision) core.Decision {
+	k := core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
+	if k.Policy == (core.Policy{}) {
+		k.Policy = r.policy
+	}
+	if k.Limit == 0 {
+		k.Limit = k.Policy.Limit
+	}
+	return k
+}
+
+func (l *limiter) emit(ev nethttp.Event) {
+	for _, h := range l.cfg.hooks {
+		h(ev)
+	}
+}
+
+// wait holds an admitted leaky-bucket call for d, and lets it go at once,
+// with the context's error, if the call's context ends first.
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,133 @@
+package grpcmw
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// Option configures [UnaryServerInterceptor], [StreamServerInterceptor]
+// and [NewLimiter]. An option given a nil function or an invalid value
+// panics, naming itself. Each option replaces an earlier one of the same
+// name, except WithMethodPolicy, WithSkip and WithHook, which add up.
+type Option func(*config)
+
+type config struct {
+	key        KeyFunc
+	methods    map[string]core.Policy
+	cost       func(ctx context.Context, fullMethod string, msg any) (int64, error)
+	perMessage bool
+	skip       []func(ctx context.Context, fullMethod string) bool
+	failClosed bool
+	dryRun     bool
+	style      nethttp.HeaderStyle
+	hooks      []func(nethttp.Event)
+}
+
+func nilFunc(option string) error { return fmt.Errorf("grpcmw: %s: nil function", option) }
+
+// WithKey sets how a call is turned into the key it is limited under
+// (default [Peer]). A call without a key is answered codes.Unauthenticated:
+// the caller did not say who it is (a missing API key, most often); it is
+// never let through unlimited.
+func WithKey(f KeyFunc) Option {
+	if f == nil {
+		panic(nilFunc("WithKey"))
+	}
+	return func(c *config) { c.key = f }
+}
+
+// WithMethodPolicy limits calls of fullMethod ("/package.Service/Method")
+// under p instead of the limiter's own policy: one line per method that
+// has a limit of its own. Its calls are counted apart from every other
+// method's (their key is joined to the method, as [Join](Method(), key)
+// would), and the other methods share the limiter's policy. The limiter
+// must be a [core.PolicyLimiter] (the in-memory limiter and the Redis store
+// are) and p valid and of the limiter's algorithm: the interceptor panics
+// at construction otherwise.
+//
+//	grpcmw.WithMethodPolicy("/auth.Auth/Login", core.TokenBucket(5, time.Minute).WithName("login"))
+func WithMethodPolicy(fullMethod string, p core.Policy) Option {
+	return func(c *config) {
+		if c.methods == nil {
+			c.methods = map[string]core.Policy{}
+		}
+		c.methods[fullMethod] = p
+	}
+}
+
+// WithCostFunc sets the cost of a call: msg is the request of a unary call,
+// nil when a stream opens, and each message a stream receives under
+// [WithPerMessage]. The default cost is 1. An error from f, or a cost <= 0,
+// is a server bug: the call is answered codes.Internal (served under
+// WithDryRun).
+func WithCostFunc(f func(ctx context.Context, fullMethod string, msg any) (int64, error)) Option {
+	if f == nil {
+		panic(nilFunc("WithCostFunc"))
+	}
+	return func(c *config) { c.cost = f }
+}
+
+// WithPerMessage also limits each message a stream receives, with the cost
+// of [WithCostFunc] (1 by default), under the key and policy of the stream.
+// The stream's opening is still decided first, so opening streams is never
+// free. A denied message makes the handler's RecvMsg return the
+// ResourceExhausted error (with RetryInfo): a handler that returns the
+// error ends the stream with it. Per-message decisions write no header
+// metadata (the stream's headers have usually gone); a leaky bucket's delay
+// paces the messages.
+func WithPerMessage() Option {
+	return func(c *config) { c.perMessage = true }
+}
+
+// WithSkip exempts the calls for which f returns true (health checks,
+// internal callers): they pass untouched, with no metadata and no hooks
+// called. A call is skipped when any WithSkip function returns true.
+func WithSkip(f func(ctx context.Context, fullMethod string) bool) Option {
+	if f == nil {
+		panic(nilFunc("WithSkip"))
+	}
+	return func(c *config) { c.skip = append(c.skip, f) }
+}
+
+// WithFailClosed answers codes.Unavailable when the limiter fails (a store
+// error other than a denial), with RetryInfo when the error has a method
+// RetryAfter() time.Duration returning more than 0 (the Redis store's
+// errors while its circuit breaker is open). The default is to fail open:
+// the call is served. A limiter used after its Close ([core.ErrClosed]) is
+// answered Unavailable whatever the failure policy. This is
+// [nethttp.OutcomeOf]'s rule, the one every adapter follows.
+func WithFailClosed() Option {
+	return func(c *config) { c.failClosed = true }
+}
+
+// WithDryRun decides every call, writes the metadata and calls the hooks,
+// but never blocks: denied calls are served (as [nethttp.OutcomeDryRun],
+// without retry-after), leaky-bucket delays are not waited, and calls with
+// key, cost or limiter errors are served too.
+func WithDryRun() Option {
+	return func(c *config) { c.dryRun = true }
+}
+
+// WithHeaderStyle chooses the rate-limit fields of the header metadata
+// (default [nethttp.HeadersXRateLimit]), as for HTTP: the same fields, named
+// in lower case. It panics for a value not declared.
+func WithHeaderStyle(s nethttp.HeaderStyle) Option {
+	if s > nethttp.HeadersNone {
+		panic(fmt.Errorf("grpcmw: WithHeaderStyle: unknown header style %v", s))
+	}
+	return func(c *config) { c.style = s }
+}
+
+// WithHook adds f, called with the [nethttp.Event] of every call (and, under
+// WithPerMessage, every message) that is not skipped, on the call's
+// goroutine: keep it fast. Event.Request is nil; the rest is as for HTTP, so
+// nethttp/sloghook, promhook and otelhook work unchanged.
+func WithHook(f func(nethttp.Event)) Option {
+	if f == nil {
+		panic(nilFunc("WithHook"))
+	}
+	return func(c *config) { c.hooks = append(c.hooks, f) }
+}

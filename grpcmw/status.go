@@ -1,0 +1,127 @@
+package grpcmw
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// The answers that depend on nothing: built once. None carries the cause,
+// which may hold what the client sent or details of the store.
+var (
+	statusNoKey   = status.Error(codes.Unauthenticated, "grpcmw: the call carries no rate-limit key")
+	statusBadCost = status.Error(codes.Internal, "grpcmw: invalid call cost")
+)
+
+// denial is the status of a denied call: ResourceExhausted with RetryInfo
+// (the exact RetryAfter: a gRPC client can wait a Duration, so it is not
+// rounded up to seconds as the retry-after field is) and a QuotaFailure
+// naming the policy. A cost above capacity has no RetryInfo: waiting
+// cannot help.
+func denial(d core.Decision) error {
+	v := &errdetails.QuotaFailure_Violation{
+		QuotaId:     d.Policy.Label(),
+		QuotaValue:  d.Limit,
+		Description: "rate limit exceeded: " + d.Policy.String(),
+	}
+	msg := "grpcmw: rate limit exceeded"
+	if d.RetryAfter <= 0 {
+		msg = "grpcmw: the call costs more than the rate limit ever admits"
+		v.Description = "the call costs more than the rate limit ever admits: " + d.Policy.String()
+	}
+	st := status.New(codes.ResourceExhausted, msg)
+	quota := &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{v}}
+	var err error
+	if d.RetryAfter > 0 {
+		st, err = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d.RetryAfter)}, quota)
+	} else {
+		st, err = st.WithDetails(quota)
+	}
+	if err != nil { // cannot happen: the details marshal, and the code is not OK
+		return status.Error(codes.ResourceExhausted, msg)
+	}
+	return st.Err()
+}
+
+// unavailable is the status of a call refused because the limiter failed
+// (WithFailClosed, or a closed limiter), with RetryInfo when the error
+// knows when to retry.
+func unavailable(cause error) error {
+	st := status.New(codes.Unavailable, "grpcmw: rate limiter unavailable")
+	var known interface{ RetryAfter() time.Duration }
+	if errors.As(cause, &known) && known.RetryAfter() > 0 {
+		if withRetry, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(known.RetryAfter())}); err == nil {
+			st = withRetry
+		}
+	}
+	return st.Err()
+}
+
+// contextStatus is the status of a call whose own context ended while it
+// was decided or delayed: Canceled or DeadlineExceeded.
+func contextStatus(err error) error {
+	return status.FromContextError(err).Err()
+}
+
+// setHeader sends the rate-limit fields of d as header metadata, rendered
+// by nethttp's renderer (the fields of every HTTP response) and named in
+// lower case, as HTTP/2 and gRPC metadata spell names. deny is as for
+// [nethttp.Renderer.Write].
+func setHeader(ctx context.Context, rd *nethttp.Renderer, d core.Decision, deny bool) {
+	h := make(http.Header, 4)
+	rd.Write(h, d, deny)
+	send(ctx, h)
+}
+
+// setKnown sends what is known of a limit whose decision is not.
+func setKnown(ctx context.Context, rd *nethttp.Renderer, limit int64) {
+	h := make(http.Header, 2)
+	rd.WriteKnown(h, limit)
+	send(ctx, h)
+}
+
+// send renames the fields of h to lower case, in place, and sets them as
+// the call's header metadata. h is not used again: a ServerTransportStream
+// may keep the map it is given. (Rendering into maps from a sync.Pool saved
+// two allocations of eleven per call only when the pooled map itself was
+// given to gRPC, which would break a stream that keeps it.) An error
+// (headers already sent by a handler that called grpc.SendHeader) leaves
+// the call as it is.
+func send(ctx context.Context, h http.Header) {
+	if len(h) == 0 {
+		return
+	}
+	for k, v := range h {
+		lk, ok := lowerNames[k]
+		if !ok {
+			lk = strings.ToLower(k)
+		}
+		if lk != k {
+			delete(h, k)
+			h[lk] = v
+		}
+	}
+	_ = grpc.SetHeader(ctx, metadata.MD(h))
+}
+
+// lowerNames maps the canonical names the renderer writes to the lower-case
+// names of metadata, so that renaming allocates nothing.
+var lowerNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{nethttp.HeaderLimit, nethttp.HeaderRemaining, nethttp.HeaderReset,
+		nethttp.HeaderRetryAfter, nethttp.HeaderRateLimitPolicy, nethttp.HeaderRateLimit} {
+		m[http.CanonicalHeaderKey(n)] = strings.ToLower(n)
+	}
+	return m
+}()

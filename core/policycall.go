@@ -63,7 +63,7 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 		return &l.rule, nil
 	}
 	if r, ok := l.rules.Load(p); ok {
-		return r, nil
+		return r.(*rule), nil
 	}
 	if p.Algorithm != l.rule.policy.Algorithm {
 		return nil, fmt.Errorf("%w: %v given to a %v limiter", ErrAlgorithmMismatch, p.Algorithm, l.rule.policy.Algorithm)
@@ -72,7 +72,14 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.rules.LoadOrStore(p, &c), nil
+	if l.nrules.Add(1) > maxRules {
+		return &c, nil // full: the count stays above the bound, and nothing more is kept
+	}
+	r, loaded := l.rules.LoadOrStore(p, &c)
+	if loaded {
+		l.nrules.Add(-1)
+	}
+	return r.(*rule), nil
 }
 
 var _ PolicyLimiter = (*MemoryLimiter)(nil)

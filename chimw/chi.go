@@ -26,17 +26,10 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) func(http.Handler) http.Han
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// Finding the route before chi has routed is a second walk of
-			// its tree: made only when a function of the options, or a
-			// denial handler, is to see the request.
-			er, routed := r, e.PassesRequest()
-			if routed {
-				er = withRoute(r)
-			}
-			if rej := e.Check(w, er); rej != nil {
-				if !routed {
-					er = withRoute(r)
-				}
-				e.Respond(w, er, rej)
+			// its tree: the engine asks for it only when a function of the
+			// options, or a denial handler, is to see the request.
+			if rej := e.Check(w, r, func() *http.Request { return withRoute(r) }); rej != nil {
+				e.Respond(w, rej)
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/go-ratelimit/ratelimit/internal/cow"
 )
 
 // MemoryLimiter is the in-memory [Limiter] and [PolicyLimiter]: one policy
@@ -26,9 +24,10 @@ type MemoryLimiter struct {
 	all     decider // for a policy made with AllOf (composite.go)
 	keys    keys
 	rule    rule
-	// rules holds the rules of the policies given with calls
-	// (AllowPolicy), at most maxRules.
-	rules   cow.Map[Policy, *rule]
+	// rules maps the policies given with calls (AllowPolicy) to their
+	// compiled *rule; nrules counts them, at most maxRules.
+	rules   sync.Map
+	nrules  atomic.Int64
 	testNow func() int64 // WithClock, made monotonic; nil for the real clock
 	// testPause, when set (tests only), runs after a test clock is read:
 	// it lets a test hold a request between its clock reading and its
@@ -134,7 +133,7 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	if c.sweep == 0 {
 		c.sweep = min(max(p.Recovery(), time.Second), time.Minute)
 	}
-	l := &MemoryLimiter{rule: r, rules: cow.Map[Policy, *rule]{Max: maxRules}, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &MemoryLimiter{rule: r, stop: make(chan struct{}), done: make(chan struct{})}
 	if c.clock != nil {
 		l.testNow = monotonic(c.clock)
 	}

@@ -64,7 +64,7 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 		return &l.rule, nil
 	}
 	if r, ok := l.rules.Load(p); ok {
-		return r, nil
+		return r.(*rule), nil
 	}
 	if p.Algorithm != l.rule.policy.Algorithm {
 		return nil, fmt.Errorf("%w: %v given to a %v limiter", ErrAlgorithmMismatch, p.Algorithm, l.rule.policy.Algorithm)
@@ -79,7 +79,14 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 	case l.all == nil && len(c.parts) > 0:
 		return nil, fmt.Errorf("%w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", ErrAlgorithmMismatch)
 	}
-	return l.rules.LoadOrStore(p, &c), nil
+	if l.nrules.Add(1) > maxRules {
+		return &c, nil // full: the count stays above the bound, and nothing more is kept
+	}
+	r, loaded := l.rules.LoadOrStore(p, &c)
+	if loaded {
+		l.nrules.Add(-1)
+	}
+	return r.(*rule), nil
 }
 
 var _ PolicyLimiter = (*MemoryLimiter)(nil)

@@ -27,33 +27,19 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 	}, opts...)...)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c *echo.Context) error {
-			r, copied := checkRequest(e, c)
+			// The copy costs two allocations: the engine makes it only
+			// when a function of the options, or a handler, is to see it.
 			w := c.Response()
-			rej := e.Check(w, r)
+			rej := e.Check(w, c.Request(), func() *http.Request { return engineRequest(c, "") })
 			if rej == nil {
 				return next(c)
 			}
-			if rej.Status == http.StatusTooManyRequests || rej.Status == http.StatusBadRequest {
-				if !copied {
-					r = engineRequest(c, "")
-				}
-				e.Respond(w, r, rej) // a handler option's answer, if there is one
+			if rej.Outcome == nethttp.OutcomeDenied || rej.Outcome == nethttp.OutcomeKeyError {
+				e.Respond(w, rej) // a handler option's answer, if there is one
 			}
 			return httpError(rej)
 		}
 	}
-}
-
-// checkRequest returns the request e.Check is to see for c, and whether it
-// is engineRequest's copy. The copy costs two allocations, so it is made
-// only when a function of the options is to see the request
-// (Engine.PassesRequest); otherwise Check reads c.Request() as it came, and
-// Limit copies it only for a handler option's answer.
-func checkRequest(e *nethttp.Engine, c *echo.Context) (*http.Request, bool) {
-	if e.PassesRequest() {
-		return engineRequest(c, ""), true
-	}
-	return c.Request(), false
 }
 
 // httpError is the error Limit returns for rej, and a Store's Allow: an

@@ -88,7 +88,7 @@ func (s *Store) Allow(identifier string) (bool, error) {
 }
 
 func (s *Store) allow(w http.ResponseWriter, r *http.Request) (bool, error) {
-	if rej := s.e.Check(w, r); rej != nil {
+	if rej := s.e.Check(w, r, nil); rej != nil {
 		return false, httpError(rej)
 	}
 	return true, nil

@@ -27,23 +27,13 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 	}, opts...)...)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			// The copy costs two allocations: made only when a function
-			// of the options, or a handler option, is to see it.
-			r := c.Request()
-			copied := e.PassesRequest()
-			if copied {
-				r = engineRequest(c)
-			}
 			w := c.Response()
-			rej := e.Check(w, r)
+			rej := e.Check(w, c.Request(), func() *http.Request { return engineRequest(c) })
 			if rej == nil {
 				return next(c)
 			}
-			if rej.Status == http.StatusTooManyRequests || rej.Status == http.StatusBadRequest {
-				if !copied {
-					r = engineRequest(c)
-				}
-				e.Respond(w, r, rej) // a handler option's answer, if there is one
+			if rej.Outcome == nethttp.OutcomeDenied || rej.Outcome == nethttp.OutcomeKeyError {
+				e.Respond(w, rej) // a handler option's answer, if there is one
 			}
 			return echo.NewHTTPError(rej.Status, http.StatusText(rej.Status)).SetInternal(&rejectionError{rej})
 		}
@@ -63,10 +53,11 @@ func (e *rejectionError) Error() string {
 
 func (e *rejectionError) Unwrap() error { return e.rej }
 
-// engineRequest is the request the engine and the key functions see: a
-// shallow copy of c.Request() carrying the echo context (for WithSkipper) and
-// echo's route, c.Path(), in Pattern, which keyfunc.Route reads. The
-// handlers after this middleware get c.Request() unchanged.
+// engineRequest is the request the options' functions see (the view of
+// Engine.Check): a shallow copy of c.Request() carrying the echo context
+// (for WithSkipper) and echo's route, c.Path(), in Pattern, which
+// keyfunc.Route reads. The handlers after this middleware get c.Request()
+// unchanged.
 func engineRequest(c echo.Context) *http.Request {
 	r := c.Request()
 	r = r.WithContext(&echoContext{Context: r.Context(), c: c})

@@ -22,18 +22,8 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
 	}
 	e := nethttp.NewEngine(lim, opts...)
 	return func(c *gin.Context) {
-		// The copy costs two allocations: made only when a function of
-		// the options, or a denial handler, is to see it.
-		r := c.Request
-		copied := e.PassesRequest()
-		if copied {
-			r = engineRequest(c)
-		}
-		if rej := e.Check(c.Writer, r); rej != nil {
-			if !copied {
-				r = engineRequest(c)
-			}
-			e.Respond(c.Writer, r, rej)
+		if rej := e.Check(c.Writer, c.Request, func() *http.Request { return engineRequest(c) }); rej != nil {
+			e.Respond(c.Writer, rej)
 			c.Abort()
 			return
 		}
@@ -41,10 +31,10 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
 	}
 }
 
-// engineRequest is the request the engine and the key functions see: a
-// shallow copy of c.Request carrying the gin context (for ClientIP) and
-// gin's route pattern in Pattern, which keyfunc.Route reads. The handlers
-// after this middleware get c.Request unchanged.
+// engineRequest is the request the options' functions see (the view of
+// Engine.Check): a shallow copy of c.Request carrying the gin context (for
+// ClientIP) and gin's route pattern in Pattern, which keyfunc.Route reads.
+// The handlers after this middleware get c.Request unchanged.
 func engineRequest(c *gin.Context) *http.Request {
 	r := c.Request.WithContext(&ginContext{Context: c.Request.Context(), c: c})
 	r.Pattern = c.FullPath()

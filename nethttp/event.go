@@ -47,44 +47,60 @@ type Event struct {
 // Outcome is what the middleware did with a request.
 type Outcome uint8
 
-// The outcomes of a request.
-const (
-	OutcomeAllowed      Outcome = iota // admitted, served by the next handler
-	OutcomeDenied                      // answered 429
-	OutcomeDryRun                      // denied, but served under WithDryRun
-	OutcomeFailedOpen                  // limiter or policy lookup failed; served (the default, and under WithDryRun)
-	OutcomeFailedClosed                // limiter or policy lookup failed; answered 503 (WithFailClosed)
-	OutcomeKeyError                    // no key: answered 400 (served under WithDryRun)
-	OutcomeCostError                   // cost function failed or gave <= 0: answered 500 (served under WithDryRun)
-	// OutcomeCanceled: the request's own context ended (the client hung
-	// up, a server timeout) while the limiter or the policy function was
-	// deciding, or during a leaky-bucket delay. Not a limiter failure: the
-	// answer is 503 (served under WithDryRun), without rate-limit headers
-	// after a failed decision, with them after a delay.
-	OutcomeCanceled
-)
+// OutcomeAllowed: admitted, served by the next handler.
+const OutcomeAllowed Outcome = 0
+
+// OutcomeDenied: answered 429.
+const OutcomeDenied Outcome = 1
+
+// OutcomeDryRun: denied, but served under WithDryRun.
+const OutcomeDryRun Outcome = 2
+
+// OutcomeFailedOpen: the limiter or the policy lookup failed; served (the
+// default, and under WithDryRun).
+const OutcomeFailedOpen Outcome = 3
+
+// OutcomeFailedClosed: the limiter or the policy lookup failed; answered
+// 503 (WithFailClosed).
+const OutcomeFailedClosed Outcome = 4
+
+// OutcomeKeyError: no key; answered 400 (served under WithDryRun).
+const OutcomeKeyError Outcome = 5
+
+// OutcomeCostError: the cost function failed or gave <= 0; answered 500
+// (served under WithDryRun).
+const OutcomeCostError Outcome = 6
+
+// OutcomeCanceled: the request's own context ended (the client hung up, a
+// server timeout) while the limiter or the policy function was deciding,
+// or during a leaky-bucket delay. Not a limiter failure: the answer is 503
+// (served under WithDryRun), without rate-limit headers after a failed
+// decision, with them after a delay.
+const OutcomeCanceled Outcome = 7
+
+// outcomes is what follows from each Outcome: its name, the status of the
+// answer to a request rejected with it (0: the request is served) and that
+// Rejection's message.
+var outcomes = [...]struct {
+	name, rejection string
+	status          int
+}{
+	OutcomeAllowed:      {"allowed", "", 0},
+	OutcomeDenied:       {"denied", "rate limit exceeded", http.StatusTooManyRequests},
+	OutcomeDryRun:       {"dry-run", "", 0},
+	OutcomeFailedOpen:   {"failed-open", "", 0},
+	OutcomeFailedClosed: {"failed-closed", "limiter failed", http.StatusServiceUnavailable},
+	OutcomeKeyError:     {"key-error", "no rate-limit key", http.StatusBadRequest},
+	OutcomeCostError:    {"cost-error", "invalid request cost", http.StatusInternalServerError},
+	OutcomeCanceled:     {"canceled", "request ended before it was served", http.StatusServiceUnavailable},
+}
 
 // String returns the outcome as metrics label it: "allowed", "denied",
 // "dry-run", "failed-open", "failed-closed", "key-error", "cost-error" or
 // "canceled".
 func (o Outcome) String() string {
-	switch o {
-	case OutcomeAllowed:
-		return "allowed"
-	case OutcomeDenied:
-		return "denied"
-	case OutcomeDryRun:
-		return "dry-run"
-	case OutcomeFailedOpen:
-		return "failed-open"
-	case OutcomeFailedClosed:
-		return "failed-closed"
-	case OutcomeKeyError:
-		return "key-error"
-	case OutcomeCostError:
-		return "cost-error"
-	case OutcomeCanceled:
-		return "canceled"
+	if int(o) < len(outcomes) {
+		return outcomes[o].name
 	}
 	return "Outcome(" + strconv.Itoa(int(o)) + ")"
 }
@@ -127,9 +143,21 @@ func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Op
 // ([core.ErrClosed]); dryRun serves every request. It does not look at
 // d.Delay, which the caller waits out before serving.
 func OutcomeOf(ctx context.Context, d core.Decision, err error, failClosed, dryRun bool) Outcome {
-	switch {
-	case err == nil && d.Allowed:
+	return outcomeOf(ctx, d.Allowed, err, failClosed, dryRun)
+}
+
+// outcomeOf is OutcomeOf for a decision that admitted the request or not:
+// the engine's call, which copies no Decision.
+func outcomeOf(ctx context.Context, allowed bool, err error, failClosed, dryRun bool) Outcome {
+	if err == nil && allowed { // inlined: the path of every admitted request
 		return OutcomeAllowed
+	}
+	return notAdmitted(ctx, err, failClosed, dryRun)
+}
+
+// notAdmitted is outcomeOf for a denial or an error.
+func notAdmitted(ctx context.Context, err error, failClosed, dryRun bool) Outcome {
+	switch {
 	case err == nil || errors.Is(err, core.ErrCostExceedsCapacity):
 		if dryRun {
 			return OutcomeDryRun
@@ -137,10 +165,27 @@ func OutcomeOf(ctx context.Context, d core.Decision, err error, failClosed, dryR
 		return OutcomeDenied
 	case errors.Is(err, core.ErrInvalidCost):
 		return OutcomeCostError
+	}
+	return failureOutcome(ctx, err, failClosed, dryRun)
+}
+
+// failureOutcome is OutcomeOf for err, a failure to decide: of the limiter,
+// or of the WithPolicyFunc function.
+func failureOutcome(ctx context.Context, err error, failClosed, dryRun bool) Outcome {
+	switch {
 	case canceled(ctx, err):
 		return OutcomeCanceled
 	case dryRun || !failClosed && !errors.Is(err, core.ErrClosed):
 		return OutcomeFailedOpen
 	}
 	return OutcomeFailedClosed
+}
+
+// status is the status of the answer to a request rejected with outcome o,
+// and 0 for the outcomes that serve the request.
+func (o Outcome) status() int {
+	if int(o) < len(outcomes) {
+		return outcomes[o].status
+	}
+	return 0
 }

@@ -29,13 +29,18 @@ func toyLimit(lim core.Limiter, opts ...nethttp.Option) func(next toyHandler) to
 	e := nethttp.NewEngine(lim, opts...)
 	return func(next toyHandler) toyHandler {
 		return func(c *toyContext) error {
-			// The engine decides a shallow copy carrying the route for
-			// keyfunc.Route; the caller's request is not modified.
-			r := c.R.WithContext(c.R.Context())
-			r.Pattern = c.Route
-			if rej := e.Check(c.W, r); rej != nil {
-				e.Respond(c.W, r, rej) // the headers are set; this writes the status and body
-				return nil             // and the chain stops here
+			// The options' functions see a shallow copy carrying the
+			// route, for keyfunc.Route; the caller's request is not
+			// modified. The engine makes it only if a function is to
+			// see it.
+			view := func() *http.Request {
+				r := c.R.WithContext(c.R.Context())
+				r.Pattern = c.Route
+				return r
+			}
+			if rej := e.Check(c.W, c.R, view); rej != nil {
+				e.Respond(c.W, rej) // the headers are set; this writes the status and body
+				return nil          // and the chain stops here
 			}
 			return next(c)
 		}

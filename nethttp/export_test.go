@@ -11,12 +11,16 @@ import (
 // renderer alone, for the tests of package nethttp_test.
 func WriteHeaders(h http.Header, d core.Decision, style HeaderStyle, resetUnix bool) {
 	rd := newRenderer(d.Policy, style, resetUnix)
-	rd.write(h, d, !d.Allowed)
+	rd.write(h, &d, !d.Allowed)
 }
 
 // CachedRenderers is how many renderers e keeps for policies other than its
 // limiter's own.
-func CachedRenderers(e *Engine) int { return e.renders.Len() }
+func CachedRenderers(e *Engine) int {
+	n := 0
+	e.renders.Range(func(any, any) bool { n++; return true })
+	return n
+}
 
 // MaxRenderers is the bound on CachedRenderers.
 const MaxRenderers = maxRenderers

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
@@ -37,23 +36,24 @@ const (
 // 503 when the retry time is known (see WithFailClosed).
 type HeaderStyle uint8
 
-const (
-	HeadersXRateLimit HeaderStyle = iota // X-RateLimit-*, the fields most clients read: the default
-	HeadersIETF                          // RateLimit-Policy and RateLimit
-	HeadersBoth                          // both sets
-	HeadersNone                          // no rate-limit fields
-)
+// HeadersXRateLimit writes X-RateLimit-Limit, -Remaining and -Reset, the
+// fields most clients read: the default.
+const HeadersXRateLimit HeaderStyle = 0
+
+// HeadersIETF writes RateLimit-Policy and RateLimit
+// (draft-ietf-httpapi-ratelimit-headers-11).
+const HeadersIETF HeaderStyle = 1
+
+// HeadersBoth writes the fields of HeadersXRateLimit and of HeadersIETF.
+const HeadersBoth HeaderStyle = 2
+
+// HeadersNone writes no rate-limit field (Retry-After still goes on a
+// denial).
+const HeadersNone HeaderStyle = 3
 
 func (s HeaderStyle) String() string {
-	switch s {
-	case HeadersXRateLimit:
-		return "XRateLimit"
-	case HeadersIETF:
-		return "IETF"
-	case HeadersBoth:
-		return "Both"
-	case HeadersNone:
-		return "None"
+	if s.valid() {
+		return [...]string{"XRateLimit", "IETF", "Both", "None"}[s]
 	}
 	return "HeaderStyle(" + strconv.Itoa(int(s)) + ")"
 }
@@ -93,32 +93,25 @@ func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
 const maxRenderers = 256
 
 // rendererFor returns the renderer for decisions of p: the engine's own for
-// the limiter's policy, otherwise one kept in a copy-on-write map that
-// requests read without a lock, built at the first request under p.
-func (e *Engine) rendererFor(p core.Policy) *renderer {
-	if p == e.render.policy {
+// the limiter's policy (and, with HeadersNone, for any: it writes only
+// Retry-After), otherwise one kept in a sync.Map, which requests read
+// without a lock, built at the first request under p.
+func (e *Engine) rendererFor(p *core.Policy) *renderer {
+	if e.render.style == HeadersNone || *p == e.render.policy {
 		return &e.render
 	}
-	if rd, ok := e.renders.Load(p); ok {
-		return rd
+	if rd, ok := e.renders.Load(*p); ok {
+		return rd.(*renderer)
 	}
-	rd := newRenderer(p, e.render.style, e.render.resetUnix)
-	return e.renders.LoadOrStore(p, &rd)
-}
-
-// value is one header value being rendered: a ready string, or the span
-// [i, j) of the buffer that is turned into one string once every value has
-// been appended to it.
-type value struct {
-	s    string
-	i, j int
-}
-
-// number appends n to b.
-func number(b []byte, n int64) ([]byte, value) {
-	i := len(b)
-	b = strconv.AppendInt(b, n, 10)
-	return b, value{i: i, j: len(b)}
+	rd := newRenderer(*p, e.render.style, e.render.resetUnix)
+	if e.nrenders.Add(1) > maxRenderers {
+		return &rd // full: the count stays above the bound, and nothing more is kept
+	}
+	kept, loaded := e.renders.LoadOrStore(*p, &rd)
+	if loaded {
+		e.nrenders.Add(-1)
+	}
+	return kept.(*renderer)
 }
 
 // write sets the header fields for d, a decision of rd.policy (see
@@ -127,30 +120,12 @@ func number(b []byte, n int64) ([]byte, value) {
 // caller passes false for an admission and for a dry-run denial, which is
 // served, and so must neither tell the client to come back later nor take
 // the X-RateLimit-* fields from a tighter limit.
-func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
-	retry := deny && d.RetryAfter > 0
-	if deny && !retry {
-		// Waiting cannot end this denial (a cost above capacity): no
-		// Retry-After, whatever an earlier writer left.
-		delete(h, keyRetryAfter)
-	}
+func (rd *renderer) write(h http.Header, d *core.Decision, deny bool) {
 	if !d.Allowed && d.RetryAfter <= 0 {
-		// A cost above capacity: the key's state is beside the point
-		// (and unknown to a store that failed), so what is known of the
-		// limit, never Remaining or Reset. A denial is about this limit:
-		// an outer limit's fields would describe another one.
-		if deny {
-			delete(h, keyLimit)
-			delete(h, keyRemaining)
-			delete(h, keyReset)
-		}
-		rd.writeKnown(h, d.Limit)
+		rd.writeBeyondCapacity(h, d.Limit, deny)
 		return
 	}
 	x, ietf := rd.style.x(), rd.style.ietf()
-	if !x && !ietf && !retry {
-		return
-	}
 	var reset int64
 	if x {
 		reset = rd.resetValue(d.ResetAfter)
@@ -160,19 +135,26 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 		// above its own Remaining) or the same number with a later reset.
 		x = deny || moreRestrictive(h, d.Remaining, reset)
 	}
+	if x || deny || ietf {
+		rd.set(h, d, reset, x, deny, ietf)
+	}
+}
 
-	// First every value that is not cached goes into one buffer, which
-	// becomes one string whose substrings are those values; then one slice
-	// backs all the values, each header a one-element window of it.
+// set sets the fields write chose: X-RateLimit-* (x, with reset),
+// Retry-After (retry), RateLimit-Policy and RateLimit (ietf). First every
+// value that is not cached goes into one buffer, which becomes one string
+// whose substrings are those values; then one slice backs all the values,
+// each header a one-element window of it: two allocations, whatever the
+// style.
+func (rd *renderer) set(h http.Header, d *core.Decision, reset int64, x, retry, ietf bool) {
 	var buf [96]byte
 	b := buf[:0]
-	var limit, remaining, resetV, retryV, rateLimit value
+	var limit, remaining, resetV, retryV, policy, rateLimit value
 	n := 0
 	if x {
 		n += 3
-		if d.Limit == rd.policy.Limit {
-			limit = value{s: rd.limit}
-		} else {
+		limit = value{s: rd.limit}
+		if d.Limit != rd.policy.Limit {
 			b, limit = number(b, d.Limit)
 		}
 		b, remaining = number(b, d.Remaining)
@@ -184,7 +166,9 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 	}
 	if ietf {
 		n += 2
+		b, policy = rd.policyMember(b, h)
 		i := len(b)
+		b = appendMembers(b, h[keyRateLimit])
 		b = append(b, rd.name...)
 		b = append(b, ";r="...)
 		b = strconv.AppendInt(b, d.Remaining, 10)
@@ -192,36 +176,49 @@ func (rd *renderer) write(h http.Header, d core.Decision, deny bool) {
 		b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
 		rateLimit = value{i: i, j: len(b)}
 	}
-	var s string
-	if len(b) > 0 {
-		s = string(b)
-	}
-
+	s := string(b) // "" without an allocation when b is empty
 	all := make([]string, n)
 	n = 0
-	put := func(key, v string) {
-		all[n] = v
+	put := func(key string, v value) {
+		all[n] = v.in(s)
 		h[key] = all[n : n+1 : n+1]
 		n++
 	}
 	if x {
-		put(keyLimit, limit.in(s))
-		put(keyRemaining, remaining.in(s))
-		put(keyReset, resetV.in(s))
+		put(keyLimit, limit)
+		put(keyRemaining, remaining)
+		put(keyReset, resetV)
 	}
 	if retry {
-		put(keyRetryAfter, retryV.in(s))
+		put(keyRetryAfter, retryV)
 	}
 	if ietf {
-		put(keyPolicy, appendMember(h[keyPolicy], rd.policyItem))
-		put(keyRateLimit, appendMember(h[keyRateLimit], rateLimit.in(s)))
+		put(keyPolicy, policy)
+		put(keyRateLimit, rateLimit)
 	}
 }
 
+// writeBeyondCapacity writes the fields of a denial of a cost above
+// capacity: the key's state is beside the point (and unknown to a store
+// that failed), so what is known of the limit, never Remaining or Reset.
+// When it is the answer (deny), Retry-After goes (waiting cannot end this
+// denial, whatever an earlier writer left), and so do an outer limit's
+// X-RateLimit-* fields, which describe another limit.
+func (rd *renderer) writeBeyondCapacity(h http.Header, limit int64, deny bool) {
+	if deny {
+		delete(h, keyRetryAfter)
+		delete(h, keyLimit)
+		delete(h, keyRemaining)
+		delete(h, keyReset)
+	}
+	rd.writeKnown(h, limit)
+}
+
 // writeKnown sets what is known of a limit whose decision is not (the
-// limiter failed, or the cost is above capacity): X-RateLimit-Limit, unless an outer limit has set its
-// own, complete fields, and this policy's member of RateLimit-Policy. Never
-// Remaining, Reset or the RateLimit field, which would be guesses.
+// limiter failed, or the cost is above capacity): X-RateLimit-Limit, unless
+// an outer limit has set its own, complete fields, and this policy's member
+// of RateLimit-Policy. Never Remaining, Reset or the RateLimit field, which
+// would be guesses.
 func (rd *renderer) writeKnown(h http.Header, limit int64) {
 	if rd.style.x() && len(h[keyLimit]) == 0 {
 		v := rd.limit
@@ -231,8 +228,46 @@ func (rd *renderer) writeKnown(h http.Header, limit int64) {
 		h[keyLimit] = []string{v}
 	}
 	if rd.style.ietf() {
-		h[keyPolicy] = []string{appendMember(h[keyPolicy], rd.policyItem)}
+		b, v := rd.policyMember(nil, h)
+		h[keyPolicy] = []string{v.in(string(b))}
 	}
+}
+
+// policyMember is the RateLimit-Policy value: this policy's member, after
+// those of outer limits already in h, if any, appended to b. Several
+// policies on one request are listed together, none overwritten.
+func (rd *renderer) policyMember(b []byte, h http.Header) ([]byte, value) {
+	old := h[keyPolicy]
+	if len(old) == 0 {
+		return b, value{s: rd.policyItem}
+	}
+	i := len(b)
+	b = append(appendMembers(b, old), rd.policyItem...)
+	return b, value{i: i, j: len(b)}
+}
+
+// appendMembers appends to b the lines of a structured-field list already
+// in the response, each followed by ", ", for one more member to follow.
+func appendMembers(b []byte, lines []string) []byte {
+	for _, l := range lines {
+		b = append(b, l...)
+		b = append(b, ", "...)
+	}
+	return b
+}
+
+// value is one header value: a ready string, or the span [i, j) of the
+// rendered buffer.
+type value struct {
+	s    string
+	i, j int
+}
+
+// number appends n to b.
+func number(b []byte, n int64) ([]byte, value) {
+	i := len(b)
+	b = strconv.AppendInt(b, n, 10)
+	return b, value{i: i, j: len(b)}
 }
 
 // in returns the value, taking it from the rendered buffer s if it is there.
@@ -267,16 +302,6 @@ func headerInt(h http.Header, key string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(v[0], 10, 64)
 	return n, err == nil
-}
-
-// appendMember adds one member to a structured-field list held in old (the
-// lines of the field already in the response): several policies on one
-// request are listed together, none overwritten.
-func appendMember(old []string, member string) string {
-	if len(old) == 0 {
-		return member
-	}
-	return strings.Join(old, ", ") + ", " + member
 }
 
 func (rd *renderer) resetValue(d time.Duration) int64 {

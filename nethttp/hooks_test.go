@@ -239,7 +239,7 @@ func TestCallerCancellationIsNotALimiterFailure(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		e := nethttp.NewEngine(blocking{p: p})
-		rej := e.Check(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil))
+		rej := e.Check(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), nil)
 		if rej == nil {
 			t.Fatalf("rej: got nil")
 		}

@@ -7,10 +7,11 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
-	"github.com/go-ratelimit/ratelimit/internal/cow"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 )
 
@@ -38,11 +39,10 @@ type Engine struct {
 	lim      core.Limiter
 	plim     core.PolicyLimiter // lim, with WithPolicyFunc
 	cfg      config
-	render   renderer                        // for lim.Policy()
-	renders  cow.Map[core.Policy, *renderer] // for other policies: see rendererFor
-	deny     func(http.ResponseWriter, *http.Request, core.Decision)
-	keyError func(http.ResponseWriter, *http.Request, error)
-	passes   bool // see PassesRequest
+	render   renderer     // for lim.Policy()
+	renders  sync.Map     // core.Policy to *renderer, for other policies: see rendererFor
+	nrenders atomic.Int64 // in renders, at most maxRenderers
+	passes   bool         // a function of the options gets the request: see Check
 }
 
 // NewEngine returns the engine of Middleware(lim, opts...). It panics as
@@ -59,36 +59,30 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 		// Typically the limiter of a constructor whose error was ignored.
 		panic(fmt.Errorf("nethttp: %s: nil limiter (a nil %T)", fn, lim))
 	}
-	e := &Engine{lim: lim, deny: denyText, keyError: keyErrorText, renders: cow.Map[core.Policy, *renderer]{Max: maxRenderers}}
+	e := &Engine{lim: lim, cfg: config{deny: denyText, keyError: keyErrorText}}
+	c := &e.cfg
 	for _, o := range opts {
 		if o == nil {
 			panic(fmt.Errorf("nethttp: %s: nil Option", fn))
 		}
-		o(&e.cfg)
+		o(c)
 	}
-	c := &e.cfg
 	e.passes = c.key != nil || c.fallback != nil || c.cost != nil || len(c.skip) > 0 || c.policy != nil || len(c.hooks) > 0
-	if e.cfg.key == nil {
-		e.cfg.key = keyfunc.IP()
-	}
-	if e.cfg.deny != nil {
-		e.deny = e.cfg.deny
-	}
-	if e.cfg.keyError != nil {
-		e.keyError = e.cfg.keyError
+	if c.key == nil {
+		c.key = keyfunc.IP()
 	}
 	p := lim.Policy()
 	if err := checkPolicyName(p.Name); err != nil {
 		panic(fmt.Errorf("nethttp: %s: %w", fn, err))
 	}
-	if e.cfg.policy != nil {
+	if c.policy != nil {
 		pl, ok := lim.(core.PolicyLimiter)
 		if !ok {
 			panic(fmt.Errorf("nethttp: %s: WithPolicyFunc needs a core.PolicyLimiter, and %T is not one", fn, lim))
 		}
 		e.plim = pl
 	}
-	e.render = newRenderer(p, e.cfg.style, e.cfg.resetUnix)
+	e.render = newRenderer(p, c.style, c.resetUnix)
 	return e
 }
 
@@ -99,8 +93,8 @@ func (e *Engine) wrap(next http.Handler) http.Handler {
 		next = http.NotFoundHandler()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rej := e.Check(w, r); rej != nil {
-			e.Respond(w, r, rej)
+		if rej := e.Check(w, r, nil); rej != nil {
+			e.Respond(w, rej)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -111,194 +105,256 @@ func (e *Engine) wrap(next http.Handler) http.Handler {
 // leaky-bucket delay and calls the hooks, but writes no status and no body.
 // It returns nil when the request goes on to the next handler, and otherwise
 // the [Rejection] to answer, with Respond or the router's own error
-// rendering. r is the request the key functions see: for [keyfunc.Route], a
-// shallow copy with the router's route pattern in Request.Pattern (see the
-// Engine example), never the caller's request modified.
-func (e *Engine) Check(w http.ResponseWriter, r *http.Request) *Rejection {
-	for _, skip := range e.cfg.skip {
-		if skip(r) {
-			return nil
-		}
+// rendering.
+//
+// r is the request as it came. view, when not nil, returns the request that
+// the functions of the options (key, skip, cost and policy functions,
+// hooks) and Respond's handlers see instead: for an adapter, a shallow copy
+// of r carrying the router's route pattern in Request.Pattern (for
+// [keyfunc.Route]) and the router's own context, never r modified (see the
+// Engine example). Check calls view at most once, and only when such a
+// function is to see the request, so that a request no function reads
+// costs no copy.
+func (e *Engine) Check(w http.ResponseWriter, r *http.Request, view func() *http.Request) *Rejection {
+	if view != nil && e.passes {
+		r, view = view(), nil
 	}
-	key, err := e.cfg.key(r)
-	if err != nil && e.cfg.fallback != nil {
-		key, err = e.cfg.fallback(r)
+	if e.skipped(r) {
+		return nil
 	}
-	if err != nil {
-		return e.reject(Event{Request: r, Outcome: OutcomeKeyError, Decision: e.knownBeforeCall(), Err: err},
-			&Rejection{Status: http.StatusBadRequest, Err: err, kind: kindKey})
+	ev := Event{Request: r}
+	e.decide(&ev)
+	e.setHeaders(w.Header(), &ev)
+	e.delay(&ev)
+	e.emit(&ev)
+	if ev.Outcome.status() == 0 || e.cfg.dryRun {
+		return nil // served
 	}
-	n := int64(1)
-	if e.cfg.cost != nil {
-		if n, err = e.cfg.cost(r); err != nil {
-			err = fmt.Errorf("cost function: %w", err)
-		} else if n <= 0 {
-			err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
-		}
-		if err != nil {
-			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Decision: e.knownBeforeCall(), Err: err},
-				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
-		}
-	}
-
-	var p core.Policy // the request's own policy, with WithPolicyFunc
-	if e.cfg.policy != nil {
-		var perr error
-		p, perr = e.cfg.policy(r, key)
-		if perr == nil {
-			perr = checkPolicyName(p.Name)
-		}
-		if perr != nil {
-			// No policy, so nothing known to write: a zero Decision.
-			return e.failure(w, Event{Request: r, Key: key, Cost: n, Err: fmt.Errorf("policy func: %w", perr)})
-		}
-	}
-	// The clock is read for the hooks' Latency only.
-	hooked := len(e.cfg.hooks) > 0
-	var (
-		d       core.Decision
-		start   time.Time
-		latency time.Duration
-	)
-	if hooked {
-		start = time.Now()
-	}
-	if e.plim == nil {
-		d, err = e.lim.AllowN(r.Context(), key, n)
-	} else {
-		d, err = e.plim.AllowPolicy(r.Context(), p, key, n)
-	}
-	if hooked {
-		latency = time.Since(start)
-	}
-	if err != nil {
-		switch {
-		case errors.Is(err, core.ErrCostExceedsCapacity):
-			// A decision, not a failure: deny, and the zero RetryAfter
-			// keeps Retry-After out, as waiting cannot help. err stays,
-			// for the hooks and the Rejection.
-			d.Allowed, d.RetryAfter = false, 0
-		case errors.Is(err, core.ErrInvalidCost):
-			applied := e.render.policy
-			if e.plim != nil {
-				applied = p
-			}
-			known := core.Decision{Limit: applied.Limit, Policy: applied}
-			return e.reject(Event{Request: r, Key: key, Outcome: OutcomeCostError, Decision: known, Err: err, Latency: latency},
-				&Rejection{Status: http.StatusInternalServerError, Err: err, kind: kindCost})
-		default:
-			if e.plim != nil {
-				if verr := p.Validate(); verr != nil {
-					// An invalid policy from the policy func: no limit is
-					// known, so nothing is advertised (checked here, off
-					// the path of every request, as the limiter rejects it).
-					return e.failure(w, Event{Request: r, Key: key, Cost: n, Err: fmt.Errorf("policy func: %w", verr), Latency: latency})
-				}
-			}
-			// What is known of the limit: the store's Limit and Policy,
-			// or else those of the policy the call was to apply.
-			known := core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
-			if known.Policy == (core.Policy{}) {
-				known.Policy = e.render.policy
-				if e.plim != nil {
-					known.Policy = p
-				}
-			}
-			if known.Limit == 0 {
-				known.Limit = known.Policy.Limit
-			}
-			return e.failure(w, Event{Request: r, Key: key, Cost: n, Decision: known, Err: err, Latency: latency, LimiterCalled: true})
-		}
-	}
-	// Without header fields a denial needs only Retry-After, which any
-	// renderer writes.
-	rd := &e.render
-	if rd.style != HeadersNone {
-		rd = e.rendererFor(d.Policy)
-	}
-	rd.write(w.Header(), d, !d.Allowed && !e.cfg.dryRun)
-	var rej *Rejection
-	outcome := OutcomeAllowed
-	switch {
-	case e.cfg.dryRun:
-		if !d.Allowed {
-			outcome = OutcomeDryRun
-		}
-	case !d.Allowed:
-		outcome = OutcomeDenied
-		rej = &Rejection{Status: http.StatusTooManyRequests, Decision: d, Err: err, kind: kindDenied}
-	case d.Delay > 0:
-		if rej = e.delay(r, d); rej != nil {
-			outcome, err = OutcomeCanceled, rej.Err
-		}
-	}
-	if hooked {
-		e.emit(Event{Request: r, Key: key, Cost: n, Outcome: outcome, Decision: d, Err: err, Latency: latency, LimiterCalled: true})
-	}
-	return rej
+	return rejection(&ev, view)
 }
 
-// PassesRequest reports whether Check hands its request to a function of
-// the options (a key, skip, cost or policy function, or a hook). When it
-// does not, Check reads only the request's RemoteAddr and context, so an
-// adapter may pass the request as it came and build its copy only for
-// Respond.
-func (e *Engine) PassesRequest() bool { return e.passes }
-
-// knownBeforeCall is what an Event can say of the limit before the policy
-// is looked up: the limiter's own Limit and Policy, or nothing with
-// WithPolicyFunc, whose policy depends on the key.
-func (e *Engine) knownBeforeCall() core.Decision {
-	if e.cfg.policy != nil {
-		return core.Decision{}
+// skipped reports whether a WithSkip function exempts r.
+func (e *Engine) skipped(r *http.Request) bool {
+	for _, skip := range e.cfg.skip {
+		if skip(r) {
+			return true
+		}
 	}
-	return core.Decision{Limit: e.render.policy.Limit, Policy: e.render.policy}
+	return false
+}
+
+// decide fills in ev up to the limiter's classified answer: the request's
+// key, its cost and its policy, then the limiter's call. A step that fails
+// records its outcome and error, and the steps after it do not run.
+func (e *Engine) decide(ev *Event) {
+	if !e.keyOf(ev) || !e.costOf(ev) {
+		if e.cfg.policy == nil { // else the policy, chosen later, is not known
+			ev.Decision = core.Decision{Limit: e.render.policy.Limit, Policy: e.render.policy}
+		}
+		return
+	}
+	p := &e.render.policy // the limiter's own, unless WithPolicyFunc chooses
+	var chosen core.Policy
+	if e.cfg.policy != nil {
+		if !e.policyOf(ev, &chosen) {
+			return
+		}
+		p = &chosen
+	}
+	// The limiter's call; the clock is read for the hooks' Latency only.
+	ctx := ev.Request.Context()
+	var start time.Time
+	if len(e.cfg.hooks) > 0 {
+		start = time.Now()
+	}
+	var err error
+	if e.plim == nil {
+		ev.Decision, err = e.lim.AllowN(ctx, ev.Key, ev.Cost)
+	} else {
+		ev.Decision, err = e.plim.AllowPolicy(ctx, *p, ev.Key, ev.Cost)
+	}
+	if !start.IsZero() {
+		ev.Latency = time.Since(start)
+	}
+	ev.LimiterCalled = true
+	// Its classification.
+	ev.Outcome, ev.Err = outcomeOf(ctx, ev.Decision.Allowed, err, e.cfg.failClosed, e.cfg.dryRun), err
+	if ev.Outcome != OutcomeAllowed {
+		e.keepKnown(ev, p)
+	}
+}
+
+// keyOf sets ev.Key, from the key function or else its fallback.
+func (e *Engine) keyOf(ev *Event) bool {
+	key, err := e.cfg.key(ev.Request)
+	if err != nil && e.cfg.fallback != nil {
+		key, err = e.cfg.fallback(ev.Request)
+	}
+	if err != nil {
+		ev.Outcome, ev.Err = OutcomeKeyError, err
+		return false
+	}
+	ev.Key = key
+	return true
+}
+
+// costOf sets ev.Cost: 1, or the cost function's (costFromFunc).
+func (e *Engine) costOf(ev *Event) bool {
+	if e.cfg.cost == nil {
+		ev.Cost = 1
+		return true
+	}
+	return e.costFromFunc(ev)
+}
+
+// costFromFunc sets ev.Cost to the cost function's, which must be > 0.
+func (e *Engine) costFromFunc(ev *Event) bool {
+	n, err := e.cfg.cost(ev.Request)
+	if err != nil {
+		err = fmt.Errorf("cost function: %w", err)
+	} else if n <= 0 {
+		err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
+	}
+	if err != nil {
+		ev.Outcome, ev.Err = OutcomeCostError, err
+		return false
+	}
+	ev.Cost = n
+	return true
+}
+
+// policyOf sets *p to the policy the WithPolicyFunc function chooses for
+// ev's request.
+func (e *Engine) policyOf(ev *Event, p *core.Policy) bool {
+	var err error
+	if *p, err = e.cfg.policy(ev.Request, ev.Key); err == nil {
+		err = checkPolicyName(p.Name)
+	}
+	if err != nil {
+		e.policyFailed(ev, err)
+		return false
+	}
+	return true
+}
+
+// policyFailed records a policy the WithPolicyFunc function could not give:
+// a failure, with no policy known, so nothing to advertise.
+func (e *Engine) policyFailed(ev *Event, err error) {
+	ev.Err = fmt.Errorf("policy func: %w", err)
+	ev.Outcome = failureOutcome(ev.Request.Context(), ev.Err, e.cfg.failClosed, e.cfg.dryRun)
+	ev.Decision, ev.LimiterCalled = core.Decision{}, false
+}
+
+// keepKnown keeps of the limiter's answer to a call under p, not an
+// admission, what its outcome (classified by OutcomeOf's rule) says is
+// known.
+func (e *Engine) keepKnown(ev *Event, p *core.Policy) {
+	d := &ev.Decision
+	switch ev.Outcome {
+	case OutcomeDenied, OutcomeDryRun:
+		if ev.Err != nil {
+			// A cost above capacity: the zero RetryAfter keeps
+			// Retry-After out, as waiting cannot help.
+			d.Allowed, d.RetryAfter = false, 0
+		}
+	case OutcomeCostError: // the limiter refused the cost: not a call that decided
+		*d, ev.LimiterCalled = core.Decision{Limit: p.Limit, Policy: *p}, false
+	default: // a failure, or the request's context ended while the limiter decided
+		if e.plim != nil {
+			if verr := p.Validate(); verr != nil {
+				// An invalid policy from the policy func, checked here,
+				// off the path of every request, as the limiter rejects it.
+				e.policyFailed(ev, verr)
+				return
+			}
+		}
+		// What is known of the limit: the store's Limit and Policy, or
+		// else those of the policy the call was to apply.
+		*d = core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
+		if d.Policy == (core.Policy{}) {
+			d.Policy = *p
+		}
+		if d.Limit == 0 {
+			d.Limit = d.Policy.Limit
+		}
+	}
+}
+
+// setHeaders writes the rate-limit fields of ev's outcome: those of the
+// decision; for a limiter failure, what is known of the limit
+// (setKnown); nothing for a key or cost error or a request whose context
+// ended while the limiter decided.
+func (e *Engine) setHeaders(h http.Header, ev *Event) {
+	switch ev.Outcome {
+	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
+		e.rendererFor(&ev.Decision.Policy).write(h, &ev.Decision, ev.Outcome == OutcomeDenied)
+	case OutcomeFailedOpen, OutcomeFailedClosed:
+		e.setKnown(h, ev)
+	}
+}
+
+// setKnown writes what is known of the limit after a limiter failure, never
+// Remaining or Reset, which are not; and on a 503, Retry-After when the
+// error knows it.
+func (e *Engine) setKnown(h http.Header, ev *Event) {
+	if d := &ev.Decision; d.Policy != (core.Policy{}) {
+		e.rendererFor(&d.Policy).writeKnown(h, d.Limit)
+	}
+	if ev.Outcome == OutcomeFailedClosed {
+		if after := retryAfter(ev.Err); after > 0 {
+			h.Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(after), 1), 10))
+		}
+	}
+}
+
+// retryAfter is the time err says to wait before retrying (the Redis
+// store's errors while its circuit breaker is open), or 0.
+func retryAfter(err error) time.Duration {
+	var known interface{ RetryAfter() time.Duration }
+	if errors.As(err, &known) {
+		return known.RetryAfter()
+	}
+	return 0
+}
+
+// delay holds an admitted leaky-bucket request for its Delay (not under
+// WithDryRun). A timer, not time.Sleep, so that a request whose context
+// ends (client gone, server timeout) is let go at once, with a 503 rather
+// than the empty 200 the server would send if the handler returned without
+// writing.
+func (e *Engine) delay(ev *Event) {
+	if ev.Outcome == OutcomeAllowed && ev.Decision.Delay > 0 && !e.cfg.dryRun {
+		wait(ev)
+	}
+}
+
+// wait holds ev's request for its Delay, or until its context ends.
+func wait(ev *Event) {
+	t := time.NewTimer(ev.Decision.Delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ev.Request.Context().Done():
+		ev.Outcome, ev.Err = OutcomeCanceled, ev.Request.Context().Err()
+	}
 }
 
 // emit calls the hooks with ev.
-func (e *Engine) emit(ev Event) {
+func (e *Engine) emit(ev *Event) {
 	for _, h := range e.cfg.hooks {
-		h(ev)
+		h(*ev)
 	}
 }
 
-// reject reports a key or cost error to the hooks and applies the policy for
-// it: rej, or nil (serve) in dry-run mode.
-func (e *Engine) reject(ev Event, rej *Rejection) *Rejection {
-	e.emit(ev)
-	if e.cfg.dryRun {
-		return nil
+// rejection is the answer to ev, a request not served: a Rejection with the
+// status of its outcome, and the request Respond's handlers get (view's, if
+// Check has not called it yet).
+func rejection(ev *Event, view func() *http.Request) *Rejection {
+	r := ev.Request
+	if view != nil && (ev.Outcome == OutcomeDenied || ev.Outcome == OutcomeKeyError) {
+		r = view()
 	}
-	return rej
-}
-
-// failure handles a limiter or policy-function failure, ev.Err: a request
-// whose own context has ended is canceled (503, no headers: the client is
-// gone); otherwise the request is served (fail open, or dry run) or answered
-// 503 (WithFailClosed), either way with the limit and policy known from
-// ev.Decision, never Remaining or Reset, which are not.
-func (e *Engine) failure(w http.ResponseWriter, ev Event) *Rejection {
-	if canceled(ev.Request.Context(), ev.Err) {
-		ev.Outcome = OutcomeCanceled
-		return e.reject(ev, &Rejection{Status: http.StatusServiceUnavailable, Decision: ev.Decision, Err: ev.Err, kind: kindCanceled})
-	}
-	if ev.Decision.Policy != (core.Policy{}) {
-		e.rendererFor(ev.Decision.Policy).writeKnown(w.Header(), ev.Decision.Limit)
-	}
-	// A limiter used after its Close is a mistake of the program, not an
-	// outage: answered 503 whatever the failure policy, never unlimited.
-	if e.cfg.dryRun || !e.cfg.failClosed && !errors.Is(ev.Err, core.ErrClosed) {
-		ev.Outcome = OutcomeFailedOpen
-		e.emit(ev)
-		return nil
-	}
-	ev.Outcome = OutcomeFailedClosed
-	e.emit(ev)
-	var known interface{ RetryAfter() time.Duration }
-	if errors.As(ev.Err, &known) && known.RetryAfter() > 0 {
-		w.Header().Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(known.RetryAfter()), 1), 10))
-	}
-	return &Rejection{Status: http.StatusServiceUnavailable, Decision: ev.Decision, Err: ev.Err, kind: kindStore}
+	return &Rejection{Outcome: ev.Outcome, Status: ev.Outcome.status(), Decision: ev.Decision, Err: ev.Err, request: r}
 }
 
 // canceled reports whether err comes from ctx having ended: the caller's
@@ -312,30 +368,16 @@ func canceled(ctx context.Context, err error) bool {
 		errors.Is(err, context.Cause(ctx))
 }
 
-// delay holds an admitted leaky-bucket request for d.Delay. A timer, not
-// time.Sleep, so that a request whose context ends (client gone, server
-// timeout) is let go at once, with a 503 rather than the empty 200 the
-// server would send if the handler returned without writing.
-func (e *Engine) delay(r *http.Request, d core.Decision) *Rejection {
-	t := time.NewTimer(d.Delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-r.Context().Done():
-		return &Rejection{Status: http.StatusServiceUnavailable, Decision: d, Err: r.Context().Err(), kind: kindCanceled}
-	}
-}
-
-// Respond writes the answer to a rejection from Check, as Middleware does
-// ([WithDenyHandler], [WithKeyErrorHandler], or a plain-text status). Nothing
-// from the request or from rej.Err is written.
-func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection) {
-	switch rej.kind {
-	case kindDenied:
-		e.deny(w, r, rej.Decision)
-	case kindKey:
-		e.keyError(w, r, rej.Err)
+// Respond writes the answer to a rejection from Check, as Middleware does:
+// [WithDenyHandler]'s or [WithKeyErrorHandler]'s (they get the request the
+// options' functions see: see Check), or a plain-text status. Nothing from
+// the request or from rej.Err is written.
+func (e *Engine) Respond(w http.ResponseWriter, rej *Rejection) {
+	switch rej.Outcome {
+	case OutcomeDenied:
+		e.cfg.deny(w, rej.request, rej.Decision)
+	case OutcomeKeyError:
+		e.cfg.keyError(w, rej.request, rej.Err)
 	default:
 		http.Error(w, http.StatusText(rej.Status), rej.Status)
 	}
@@ -347,6 +389,10 @@ func (e *Engine) Respond(w http.ResponseWriter, r *http.Request, rej *Rejection)
 // can get the decision with errors.As. Hooks get the same facts, and more,
 // in an [Event].
 type Rejection struct {
+	// Outcome is what the middleware did with the request: OutcomeDenied,
+	// OutcomeKeyError, OutcomeCostError, OutcomeFailedClosed or
+	// OutcomeCanceled, as in its Event.
+	Outcome Outcome
 	// Status is the answer's status, by Outcome: 429 OutcomeDenied, 400
 	// OutcomeKeyError, 500 OutcomeCostError (Err wraps core.ErrInvalidCost
 	// for a cost <= 0), 503 OutcomeFailedClosed and OutcomeCanceled (Err is,
@@ -354,36 +400,17 @@ type Rejection struct {
 	Status int
 	// Decision is as in the request's Event: the limiter's decision for 429
 	// and for a delayed request whose context ended, what is known of the
-	// limit for a failure, zero otherwise.
+	// limit otherwise.
 	Decision core.Decision
 	Err      error // the cause, as in Event.Err, for logs: never send it to the client
 
-	kind rejectionKind
+	request *http.Request // for Respond's handlers
 }
 
-type rejectionKind uint8
-
-const (
-	kindDenied rejectionKind = iota
-	kindKey
-	kindCost
-	kindStore
-	kindCanceled
-)
-
 func (r *Rejection) Error() string {
-	var what string
-	switch r.kind {
-	case kindDenied:
-		what = "rate limit exceeded"
-	case kindKey:
-		what = "no rate-limit key"
-	case kindCost:
-		what = "invalid request cost"
-	case kindStore:
-		what = "limiter failed"
-	case kindCanceled:
-		what = "request ended before it was served"
+	what := r.Outcome.String()
+	if int(r.Outcome) < len(outcomes) && outcomes[r.Outcome].rejection != "" {
+		what = outcomes[r.Outcome].rejection
 	}
 	if r.Err != nil {
 		return "nethttp: " + what + ": " + r.Err.Error()

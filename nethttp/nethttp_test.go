@@ -920,10 +920,10 @@ func TestMiddlewareLargeNumbers(t *testing.T) {
 
 func TestRejectionError(t *testing.T) {
 	cause := errors.New("cause")
-	if got, want := (&nethttp.Rejection{Status: 429}).Error(), "nethttp: rate limit exceeded"; got != want {
+	if got, want := (&nethttp.Rejection{Outcome: nethttp.OutcomeDenied, Status: 429}).Error(), "nethttp: rate limit exceeded"; got != want {
 		t.Errorf("Error(): got %q, want %q", got, want)
 	}
-	rej := &nethttp.Rejection{Status: 429, Err: cause}
+	rej := &nethttp.Rejection{Outcome: nethttp.OutcomeDenied, Status: 429, Err: cause}
 	if rej == nil || rej.Error() != "nethttp: rate limit exceeded: cause" {
 		t.Errorf("rej: got %v, want %q", rej, "nethttp: rate limit exceeded: cause")
 	}
@@ -1012,30 +1012,122 @@ type retryError struct{ after time.Duration }
 func (e retryError) Error() string             { return "store down" }
 func (e retryError) RetryAfter() time.Duration { return e.after }
 
-func TestEnginePassesRequest(t *testing.T) {
-	lim := newLimiter(t, core.FixedWindow(10, time.Minute), newClock(t0))
-	key := func(*http.Request) (string, error) { return "k", nil }
+// TestEngineView: Check calls an adapter's view only when a function of the
+// options or a handler of Respond is to see the request, at most once, and
+// those functions and handlers get the view, never the request as it came.
+func TestEngineView(t *testing.T) {
+	type seen struct{ views, calls int } // views made; calls of functions, each given the view
+	for _, c := range []struct {
+		name string
+		opts func(saw func(*http.Request)) []nethttp.Option
+		// what Check does with the first request (admitted, but for a
+		// key error) and the second (denied)
+		first, second seen
+	}{
+		{"no option", func(func(*http.Request)) []nethttp.Option { return nil }, seen{0, 0}, seen{1, 1}},
+		{"options that get no request", func(func(*http.Request)) []nethttp.Option {
+			return []nethttp.Option{nethttp.WithHeaderStyle(nethttp.HeadersIETF), nethttp.WithResetAsUnixTime(), nethttp.WithFailClosed()}
+		}, seen{0, 0}, seen{1, 1}},
+		{"WithKeyFunc", func(saw func(*http.Request)) []nethttp.Option {
+			return []nethttp.Option{nethttp.WithKeyFunc(func(r *http.Request) (string, error) { saw(r); return "k", nil })}
+		}, seen{1, 1}, seen{1, 2}},
+		{"WithKeyFallback, not needed", func(saw func(*http.Request)) []nethttp.Option {
+			return []nethttp.Option{nethttp.WithKeyFallback(func(r *http.Request) (string, error) { saw(r); return "k", nil })}
+		}, seen{1, 0}, seen{1, 1}},
+		{"WithSkip", func(saw func(*http.Request)) []nethttp.Option {
+			return []nethttp.Option{nethttp.WithSkip(func(r *http.Request) bool { saw(r); return false })}
+		}, seen{1, 1}, seen{1, 2}},
+		{"WithCostFunc", func(saw func(*http.Request)) []nethttp.Option {
+			return []nethttp.Option{nethttp.WithCostFunc(func(r *http.Request) (int64, error) { saw(r); return 1, nil })}
+		}, seen{1, 1}, seen{1, 2}},
+		{"WithPolicyFunc", func(saw func(*http.Request)) []nethttp.Option {
+			return []nethttp.Option{nethttp.WithPolicyFunc(func(r *http.Request, _ string) (core.Policy, error) {
+				saw(r)
+				return core.FixedWindow(1, time.Minute), nil
+			})}
+		}, seen{1, 1}, seen{1, 2}},
+		{"WithHook", func(saw func(*http.Request)) []nethttp.Option {
+			return []nethttp.Option{nethttp.WithHook(func(ev nethttp.Event) { saw(ev.Request) })}
+		}, seen{1, 1}, seen{1, 2}},
+		{"a key error", func(saw func(*http.Request)) []nethttp.Option {
+			return []nethttp.Option{
+				nethttp.WithKeyFunc(func(r *http.Request) (string, error) { saw(r); return "", keyfunc.ErrNoKey }),
+				nethttp.WithKeyErrorHandler(func(w http.ResponseWriter, r *http.Request, _ error) { saw(r) }),
+			}
+		}, seen{1, 2}, seen{1, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got seen
+			view := httptest.NewRequest(http.MethodGet, "/view", nil)
+			view.RemoteAddr = "192.0.2.1:1234"
+			saw := func(r *http.Request) {
+				if r != view {
+					t.Errorf("a function got the request for %v, not the view", r.URL)
+				}
+				got.calls++
+			}
+			deny := nethttp.WithDenyHandler(func(w http.ResponseWriter, r *http.Request, _ core.Decision) {
+				saw(r)
+				w.WriteHeader(http.StatusTooManyRequests)
+			})
+			lim := newLimiter(t, core.FixedWindow(1, time.Minute), newClock(t0))
+			e := nethttp.NewEngine(lim, append(c.opts(saw), deny)...)
+			for i, want := range []seen{c.first, c.second} {
+				got = seen{}
+				r := httptest.NewRequest(http.MethodGet, "/", nil)
+				r.RemoteAddr = "192.0.2.1:1234"
+				w := httptest.NewRecorder()
+				if rej := e.Check(w, r, func() *http.Request { got.views++; return view }); rej != nil {
+					e.Respond(w, rej)
+				}
+				if got != want {
+					t.Errorf("request %d: got %+v, want %+v", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestRejectionIsTheEvent: a Rejection is the classification of its
+// request's Event: the same outcome, decision and cause, and the status of
+// that outcome.
+func TestRejectionIsTheEvent(t *testing.T) {
+	p := core.FixedWindow(1, time.Minute).WithName("per-ip")
+	canceledCtx, cancel := context.WithCancel(context.Background())
+	cancel()
 	for _, c := range []struct {
 		name   string
+		lim    core.Limiter
 		opts   []nethttp.Option
-		passes bool
+		ctx    context.Context
+		status int
 	}{
-		{"no option", nil, false},
-		{"options that get no request", []nethttp.Option{
-			nethttp.WithFailClosed(), nethttp.WithDryRun(), nethttp.WithHeaderStyle(nethttp.HeadersIETF), nethttp.WithResetAsUnixTime(),
-			// Respond's handlers: an adapter builds the copy for Respond anyway.
-			nethttp.WithDenyHandler(nethttp.ProblemJSON),
-			nethttp.WithKeyErrorHandler(func(http.ResponseWriter, *http.Request, error) {}),
-		}, false},
-		{"WithKeyFunc", []nethttp.Option{nethttp.WithKeyFunc(key)}, true},
-		{"WithKeyFallback", []nethttp.Option{nethttp.WithKeyFallback(key)}, true},
-		{"WithSkip", []nethttp.Option{nethttp.WithSkip(func(*http.Request) bool { return false })}, true},
-		{"WithCostFunc", []nethttp.Option{nethttp.WithCostFunc(func(*http.Request) (int64, error) { return 1, nil })}, true},
-		{"WithPolicyFunc", []nethttp.Option{nethttp.WithPolicyFunc(func(*http.Request, string) (core.Policy, error) { return lim.Policy(), nil })}, true},
-		{"WithHook", []nethttp.Option{nethttp.WithHook(func(nethttp.Event) {})}, true},
+		{"denied", newLimiter(t, p, newClock(t0)), nil, context.Background(), http.StatusTooManyRequests},
+		{"key error", newLimiter(t, p, newClock(t0)), []nethttp.Option{nethttp.WithKeyFunc(func(*http.Request) (string, error) {
+			return "", keyfunc.ErrNoKey
+		})}, context.Background(), http.StatusBadRequest},
+		{"cost error", newLimiter(t, p, newClock(t0)), []nethttp.Option{nethttp.WithCostFunc(func(*http.Request) (int64, error) {
+			return 0, nil
+		})}, context.Background(), http.StatusInternalServerError},
+		{"failed closed", coretest.Failing{P: p, Err: errors.New("store down")}, []nethttp.Option{nethttp.WithFailClosed()},
+			context.Background(), http.StatusServiceUnavailable},
+		{"canceled", coretest.Failing{P: p, Err: context.Canceled}, nil, canceledCtx, http.StatusServiceUnavailable},
 	} {
-		if got := nethttp.NewEngine(lim, c.opts...).PassesRequest(); got != c.passes {
-			t.Errorf("%v: got %v, want %v", c.name, got, c.passes)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			var last nethttp.Event
+			e := nethttp.NewEngine(c.lim, append(c.opts, nethttp.WithHook(func(ev nethttp.Event) { last = ev }))...)
+			var rej *nethttp.Rejection
+			for range 2 { // the second request, for the denial
+				r := httptest.NewRequestWithContext(c.ctx, http.MethodGet, "/", nil)
+				rej = e.Check(httptest.NewRecorder(), r, nil)
+			}
+			if rej == nil {
+				t.Fatalf("Check: got nil, want a rejection")
+			}
+			if rej.Outcome != last.Outcome || rej.Status != c.status || rej.Decision != last.Decision || rej.Err != last.Err {
+				t.Errorf("rejection: got %v %d %+v %v, want the event's %v, status %d, %+v %v",
+					rej.Outcome, rej.Status, rej.Decision, rej.Err, last.Outcome, c.status, last.Decision, last.Err)
+			}
+		})
 	}
 }

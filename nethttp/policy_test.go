@@ -323,8 +323,8 @@ func TestPolicyRenderersAreBounded(t *testing.T) {
 			return policyOf(i), err
 		}))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rej := e.Check(w, r); rej != nil {
-			e.Respond(w, r, rej)
+		if rej := e.Check(w, r, nil); rej != nil {
+			e.Respond(w, rej)
 		}
 	})
 	n := nethttp.MaxRenderers + 44
@@ -364,7 +364,7 @@ func TestPolicyRenderersUnderConcurrency(t *testing.T) {
 				w := httptest.NewRecorder()
 				r := httptest.NewRequest(http.MethodGet, "/", nil)
 				r.Header.Set("X-Plan", name)
-				if err := e.Check(w, r); err != nil {
+				if err := e.Check(w, r, nil); err != nil {
 					t.Errorf("Check: %v", err)
 					return
 				}
@@ -412,10 +412,10 @@ func TestEngineAllocations(t *testing.T) {
 			e := nethttp.NewEngine(tc.lim, append([]nethttp.Option{static}, tc.opts...)...)
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			w := httpbench.NewDiscardWriter()
-			e.Check(w, r) // the first request under a policy caches its strings
+			e.Check(w, r, nil) // the first request under a policy caches its strings
 			got := testing.AllocsPerRun(100, func() {
 				w.Reset()
-				if e.Check(w, r) != nil {
+				if e.Check(w, r, nil) != nil {
 					panic("rejected")
 				}
 			})

@@ -31,7 +31,7 @@ func NewRenderer(p core.Policy, style HeaderStyle) *Renderer {
 // as Middleware sets them. deny says whether d is the denial the request is
 // answered with: false for an admission and for a denial served under
 // [WithDryRun], which must not tell the client to come back later.
-func (r *Renderer) Write(h http.Header, d core.Decision, deny bool) { r.rd.write(h, d, deny) }
+func (r *Renderer) Write(h http.Header, d core.Decision, deny bool) { r.rd.write(h, &d, deny) }
 
 // WriteKnown sets what is known of the limit when no decision is (the
 // limiter failed): the limit and the policy, never Remaining or Reset.

@@ -15,14 +15,16 @@
 //   - ratelimit.requests (counter, {request}): every request the middleware
 //     did not skip, by ratelimit.policy, ratelimit.outcome
 //     ([nethttp.Outcome.String]) and ratelimit.source ([core.Source.String];
-//     "store" when the limiter was not asked: key and cost errors).
+//     "none" when the limiter was not called, [nethttp.Event].LimiterCalled
+//     false: key and cost errors, a failed policy lookup).
 //   - ratelimit.store.duration (histogram, s): Event.Latency, by
 //     ratelimit.policy, for every request where the limiter was called.
 //   - ratelimit.keys (asynchronous up-down counter, {key}, so that the keys
 //     of several limiters or servers add up): [Metrics.WatchKeys], by
 //     ratelimit.limiter.
 //   - ratelimit.fallback.active (asynchronous gauge, 1):
-//     [Metrics.SetFallbackActive], by ratelimit.store.
+//     [Metrics.SetFallbackActive], one series per limiter, by
+//     ratelimit.limiter.
 //
 // ratelimit.policy is as promhook's policy label: [core.Policy].Name, or for
 // an unnamed policy the one the RateLimit-Policy header gives it

@@ -38,7 +38,15 @@ func ExampleNew() {
 	lim := core.MustNew(core.FixedWindow(2, time.Minute).WithName("per-ip"), core.WithClock(fixedClock))
 	defer lim.Close()
 	m.WatchKeys(lim.Policy().Name, lim)
-	m.SetFallbackActive("redis", false) // from redisstore's WithBreakerHook hook
+	// A Redis limiter reports its fallback from its breaker hook (otelhook
+	// does not import redisstore), one series per limiter:
+	//
+	//	redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
+	//		m.SetFallbackActive(c.Policy.Label(), c.To != redisstore.BreakerClosed)
+	//	})
+	//
+	// and once at startup, for a series that starts at 0:
+	m.SetFallbackActive(lim.Policy().Label(), false)
 
 	h := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "hello")
@@ -78,7 +86,7 @@ func ExampleNew() {
 		fmt.Println(l)
 	}
 	// Output:
-	// ratelimit.fallback.active {ratelimit.store=redis} = 0
+	// ratelimit.fallback.active {ratelimit.limiter=per-ip} = 0
 	// ratelimit.keys {ratelimit.limiter=per-ip} = 1
 	// ratelimit.requests {ratelimit.outcome=allowed,ratelimit.policy=per-ip,ratelimit.source=store} = 2
 	// ratelimit.requests {ratelimit.outcome=denied,ratelimit.policy=per-ip,ratelimit.source=store} = 1

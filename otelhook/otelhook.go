@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -29,7 +28,6 @@ const (
 	outcomeKey = attribute.Key("ratelimit.outcome")
 	sourceKey  = attribute.Key("ratelimit.source")
 	limiterKey = attribute.Key("ratelimit.limiter")
-	storeKey   = attribute.Key("ratelimit.store")
 )
 
 // DefaultDurationBoundaries are the bucket boundaries, in seconds, of the
@@ -42,7 +40,10 @@ var DefaultDurationBoundaries = []float64{
 
 const (
 	numOutcomes = int(nethttp.OutcomeCanceled) + 1
-	numSources  = int(core.SourceFallback) + 1
+	// noSource is the index, after the core.Source values, of the requests
+	// the limiter was not called for (key and cost errors, a failed policy
+	// lookup), whose ratelimit.source is "none".
+	noSource = int(core.SourceFallback) + 1
 	// maxCachedPolicies bounds the cache of attribute sets: policies are
 	// meant to be few (a plan, a route), but a WithPolicyFunc that builds
 	// policies per client must not grow memory without bound. Beyond it,
@@ -60,13 +61,14 @@ type Metrics struct {
 	fallback metric.Int64ObservableGauge
 	reg      metric.Registration
 
-	// attrs maps a policy to its precomputed options; copied on write
-	// under mu, read without a lock.
-	attrs atomic.Pointer[map[core.Policy]*policyAttrs]
+	// attrs maps a policy to its *policyAttrs; nattrs counts them, at
+	// most maxCachedPolicies.
+	attrs  sync.Map
+	nattrs atomic.Int64
 
 	mu       sync.Mutex
 	watched  map[string]watch
-	stores   map[string]storeState
+	limiters map[string]fallbackState // SetFallbackActive's, by limiter
 	closed   bool
 	closeErr error
 }
@@ -74,7 +76,7 @@ type Metrics struct {
 // policyAttrs are the measurement options of one policy, built once so that
 // Observe allocates nothing for them.
 type policyAttrs struct {
-	add [numOutcomes][numSources][]metric.AddOption
+	add [numOutcomes][noSource + 1][]metric.AddOption
 	rec []metric.RecordOption
 }
 
@@ -83,7 +85,7 @@ type watch struct {
 	opt []metric.ObserveOption
 }
 
-type storeState struct {
+type fallbackState struct {
 	active bool
 	opt    []metric.ObserveOption
 }
@@ -104,7 +106,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 		mp = otel.GetMeterProvider()
 	}
 	meter := mp.Meter(scopeName)
-	m := &Metrics{watched: map[string]watch{}, stores: map[string]storeState{}}
+	m := &Metrics{watched: map[string]watch{}, limiters: map[string]fallbackState{}}
 	var errs [5]error
 	m.requests, errs[0] = meter.Int64Counter(requestsName,
 		metric.WithUnit("{request}"),
@@ -118,7 +120,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 		metric.WithDescription("Keys held by the watched in-memory rate limiters."))
 	m.fallback, errs[3] = meter.Int64ObservableGauge(fallbackActiveName,
 		metric.WithUnit("1"),
-		metric.WithDescription("1 while a rate-limit store is decided by its local fallback, 0 otherwise."))
+		metric.WithDescription("1 while a rate limiter's store is decided by its local fallback, 0 otherwise, by limiter."))
 	if err := errors.Join(errs[:4]...); err != nil {
 		return nil, err
 	}
@@ -126,7 +128,6 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if errs[4] != nil {
 		return nil, errs[4]
 	}
-	m.attrs.Store(&map[core.Policy]*policyAttrs{})
 	return m, nil
 }
 
@@ -141,10 +142,13 @@ func (m *Metrics) Observe(ev nethttp.Event) {
 	p := ev.Decision.Policy
 	pa := m.policy(p)
 	o, s := int(ev.Outcome), int(ev.Decision.Source)
-	if pa != nil && o < numOutcomes && s < numSources {
+	if !ev.LimiterCalled {
+		s = noSource
+	}
+	if pa != nil && o < numOutcomes && s <= noSource {
 		m.requests.Add(ctx, 1, pa.add[o][s]...)
 	} else {
-		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(p.Label(), ev.Outcome, ev.Decision.Source)))
+		m.requests.Add(ctx, 1, metric.WithAttributeSet(requestSet(p.Label(), ev.Outcome, sourceName(s))))
 	}
 	if ev.LimiterCalled {
 		if pa != nil {
@@ -158,35 +162,37 @@ func (m *Metrics) Observe(ev nethttp.Event) {
 // policy returns the options of p, building them on first use; nil once
 // maxCachedPolicies other policies are cached.
 func (m *Metrics) policy(p core.Policy) *policyAttrs {
-	if pa, ok := (*m.attrs.Load())[p]; ok {
-		return pa
+	if pa, ok := m.attrs.Load(p); ok {
+		return pa.(*policyAttrs)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.attrs.Load()
-	if pa, ok := old[p]; ok {
-		return pa
-	}
-	if len(old) >= maxCachedPolicies {
-		return nil
+	if m.nattrs.Add(1) > maxCachedPolicies {
+		return nil // full: the count stays above the bound
 	}
 	name := p.Label()
 	pa := &policyAttrs{rec: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(policyKey.String(name)))}}
 	for o := range numOutcomes {
-		for s := range numSources {
-			set := requestSet(name, nethttp.Outcome(o), core.Source(s))
+		for s := range noSource + 1 {
+			set := requestSet(name, nethttp.Outcome(o), sourceName(s))
 			pa.add[o][s] = []metric.AddOption{metric.WithAttributeSet(set)}
 		}
 	}
-	next := make(map[core.Policy]*policyAttrs, len(old)+1)
-	maps.Copy(next, old)
-	next[p] = pa
-	m.attrs.Store(&next)
-	return pa
+	kept, loaded := m.attrs.LoadOrStore(p, pa)
+	if loaded {
+		m.nattrs.Add(-1)
+	}
+	return kept.(*policyAttrs)
 }
 
-func requestSet(policy string, o nethttp.Outcome, s core.Source) attribute.Set {
-	return attribute.NewSet(policyKey.String(policy), outcomeKey.String(o.String()), sourceKey.String(s.String()))
+func requestSet(policy string, o nethttp.Outcome, source string) attribute.Set {
+	return attribute.NewSet(policyKey.String(policy), outcomeKey.String(o.String()), sourceKey.String(source))
+}
+
+// sourceName is the ratelimit.source of s, a core.Source or noSource.
+func sourceName(s int) string {
+	if s == noSource {
+		return "none"
+	}
+	return core.Source(s).String()
 }
 
 // WatchKeys reports lim.Len() (for a *core.MemoryLimiter, the keys it
@@ -211,25 +217,28 @@ func (m *Metrics) UnwatchKeys(name string) {
 	delete(m.watched, name)
 }
 
-// SetFallbackActive sets ratelimit.fallback.active{ratelimit.store=store}
-// to 1 while a store's fallback decides in its place, else 0. Call it from
-// redisstore's breaker hook:
+// SetFallbackActive sets ratelimit.fallback.active{ratelimit.limiter=limiter}
+// to 1 while the store of the limiter named limiter is decided by its local
+// fallback, else 0: one series per limiter, as each has its own breaker.
+// otelhook does not import redisstore: call it from each limiter's breaker
+// hook, which names the limiter by its policy:
 //
 //	redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
-//		m.SetFallbackActive("redis", c.To != redisstore.BreakerClosed)
+//		m.SetFallbackActive(c.Policy.Label(), c.To != redisstore.BreakerClosed)
 //	})
 //
-// A store is reported from its first call on: call it with false at startup
-// for a series that starts at 0.
-func (m *Metrics) SetFallbackActive(store string, active bool) {
+// A limiter is reported from its first call on: call it with false at
+// startup (m.SetFallbackActive(policy.Label(), false)) for a series that
+// starts at 0.
+func (m *Metrics) SetFallbackActive(limiter string, active bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st, ok := m.stores[store]
+	st, ok := m.limiters[limiter]
 	if !ok {
-		st.opt = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(storeKey.String(store)))}
+		st.opt = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(limiterKey.String(limiter)))}
 	}
 	st.active = active
-	m.stores[store] = st
+	m.limiters[limiter] = st
 }
 
 // observe is the callback of the asynchronous instruments. It copies what
@@ -240,15 +249,15 @@ func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 	for _, w := range m.watched {
 		watched = append(watched, w)
 	}
-	stores := make([]storeState, 0, len(m.stores))
-	for _, st := range m.stores {
-		stores = append(stores, st)
+	limiters := make([]fallbackState, 0, len(m.limiters))
+	for _, st := range m.limiters {
+		limiters = append(limiters, st)
 	}
 	m.mu.Unlock()
 	for _, w := range watched {
 		obs.ObserveInt64(m.keys, int64(w.lim.Len()), w.opt...)
 	}
-	for _, st := range stores {
+	for _, st := range limiters {
 		v := int64(0)
 		if st.active {
 			v = 1

@@ -173,8 +173,8 @@ func TestObserveRequests(t *testing.T) {
 			"ratelimit.outcome=failed-open,ratelimit.policy=login,ratelimit.source=store":   2,
 			"ratelimit.outcome=failed-closed,ratelimit.policy=login,ratelimit.source=store": 1,
 			"ratelimit.outcome=canceled,ratelimit.policy=login,ratelimit.source=store":      1,
-			"ratelimit.outcome=key-error,ratelimit.policy=,ratelimit.source=store":          2,
-			"ratelimit.outcome=cost-error,ratelimit.policy=,ratelimit.source=store":         1,
+			"ratelimit.outcome=key-error,ratelimit.policy=,ratelimit.source=none":           2,
+			"ratelimit.outcome=cost-error,ratelimit.policy=,ratelimit.source=none":          1,
 		}, requests(t, collect(t, reader)))
 	})
 
@@ -206,8 +206,8 @@ func TestObserveRequests(t *testing.T) {
 		m.Observe(event("api", nethttp.Outcome(200), core.SourceStore, 0))
 		m.Observe(event("api", nethttp.OutcomeDenied, core.Source(9), time.Millisecond))
 		assert.Equal(t, map[string]int64{
-			"ratelimit.outcome=Outcome(200),ratelimit.policy=api,ratelimit.source=store": 1,
-			"ratelimit.outcome=denied,ratelimit.policy=api,ratelimit.source=Source(9)":   1,
+			"ratelimit.outcome=Outcome(200),ratelimit.policy=api,ratelimit.source=none": 1, // not a call, by event's rule
+			"ratelimit.outcome=denied,ratelimit.policy=api,ratelimit.source=Source(9)":  1,
 		}, requests(t, collect(t, reader)))
 	})
 
@@ -238,7 +238,7 @@ func TestObserveRequests(t *testing.T) {
 				for _, kv := range set.ToSlice() {
 					assert.NotEqual(t, "203.0.113.7", kv.Value.String(), "%s: %s", name, kv.Key)
 				}
-				assert.Subset(t, []attribute.Key{attribute.Key("ratelimit.policy"), attribute.Key("ratelimit.outcome"), attribute.Key("ratelimit.source"), attribute.Key("ratelimit.limiter"), attribute.Key("ratelimit.store")},
+				assert.Subset(t, []attribute.Key{attribute.Key("ratelimit.policy"), attribute.Key("ratelimit.outcome"), attribute.Key("ratelimit.source"), attribute.Key("ratelimit.limiter")},
 					keys(set), name)
 			}
 		}
@@ -395,28 +395,30 @@ func TestWatchKeys(t *testing.T) {
 }
 
 func TestSetFallbackActive(t *testing.T) {
-	t.Run("is 1 while a store's fallback decides and 0 otherwise, per store", func(t *testing.T) {
+	t.Run("is 1 while a limiter's fallback decides and 0 otherwise, per limiter", func(t *testing.T) {
 		m, reader := newMetrics(t)
 		assert.Empty(t, int64Points(t, collect(t, reader), "ratelimit.fallback.active"), "nothing before the first call")
 
-		m.SetFallbackActive("redis", false)
-		m.SetFallbackActive("redis-eu", false)
+		// Three limiters on one Redis, each with its own breaker.
+		for _, name := range []string{"per-ip", "per-route", "per-api-key"} {
+			m.SetFallbackActive(name, false)
+		}
 		got := collect(t, reader)
 		assert.Equal(t, "1", got["ratelimit.fallback.active"].Unit)
 		_, isGauge := got["ratelimit.fallback.active"].Data.(metricdata.Gauge[int64])
 		assert.True(t, isGauge)
-		assert.Equal(t, map[string]int64{"ratelimit.store=redis": 0, "ratelimit.store=redis-eu": 0},
+		assert.Equal(t, map[string]int64{"ratelimit.limiter=per-ip": 0, "ratelimit.limiter=per-route": 0, "ratelimit.limiter=per-api-key": 0},
 			int64Points(t, got, "ratelimit.fallback.active"))
 
-		m.SetFallbackActive("redis", true)
-		assert.Equal(t, map[string]int64{"ratelimit.store=redis": 1, "ratelimit.store=redis-eu": 0},
+		m.SetFallbackActive("per-ip", true)
+		m.SetFallbackActive("per-route", true)
+		assert.Equal(t, map[string]int64{"ratelimit.limiter=per-ip": 1, "ratelimit.limiter=per-route": 1, "ratelimit.limiter=per-api-key": 0},
 			int64Points(t, collect(t, reader), "ratelimit.fallback.active"))
-		assert.Equal(t, map[string]int64{"ratelimit.store=redis": 1, "ratelimit.store=redis-eu": 0},
+		m.SetFallbackActive("per-ip", false)
+		assert.Equal(t, map[string]int64{"ratelimit.limiter=per-ip": 0, "ratelimit.limiter=per-route": 1, "ratelimit.limiter=per-api-key": 0},
+			int64Points(t, collect(t, reader), "ratelimit.fallback.active"), "one limiter's breaker still open shows")
+		assert.Equal(t, map[string]int64{"ratelimit.limiter=per-ip": 0, "ratelimit.limiter=per-route": 1, "ratelimit.limiter=per-api-key": 0},
 			int64Points(t, collect(t, reader), "ratelimit.fallback.active"), "the state stays until it changes")
-
-		m.SetFallbackActive("redis", false)
-		assert.Equal(t, map[string]int64{"ratelimit.store=redis": 0, "ratelimit.store=redis-eu": 0},
-			int64Points(t, collect(t, reader), "ratelimit.fallback.active"))
 	})
 }
 
@@ -550,9 +552,9 @@ func TestMiddleware(t *testing.T) {
 
 		got := collect(t, reader)
 		assert.Equal(t, map[string]int64{
-			"ratelimit.outcome=allowed,ratelimit.policy=per-ip,ratelimit.source=store":   3,
-			"ratelimit.outcome=denied,ratelimit.policy=per-ip,ratelimit.source=store":    1,
-			"ratelimit.outcome=key-error,ratelimit.policy=per-ip,ratelimit.source=store": 1,
+			"ratelimit.outcome=allowed,ratelimit.policy=per-ip,ratelimit.source=store":  3,
+			"ratelimit.outcome=denied,ratelimit.policy=per-ip,ratelimit.source=store":   1,
+			"ratelimit.outcome=key-error,ratelimit.policy=per-ip,ratelimit.source=none": 1, // no store asked
 		}, requests(t, got))
 		h4 := got["ratelimit.store.duration"].Data.(metricdata.Histogram[float64])
 		require.Len(t, h4.DataPoints, 1)

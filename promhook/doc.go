@@ -17,13 +17,15 @@
 //	ratelimit_requests_total{policy, outcome, source}   counter
 //	ratelimit_store_duration_seconds{policy}            histogram
 //	ratelimit_keys{limiter}                             gauge
-//	ratelimit_fallback_active{store}                    gauge
+//	ratelimit_fallback_active{limiter}                  gauge
 //
 // ratelimit_requests_total counts every request the middleware did not skip,
 // by [nethttp.Outcome] and [core.Source] (as their String methods spell
-// them). Requests the limiter did not decide (a key error, a store failure)
-// have the zero source, store, unless the store said otherwise. Denials
-// redisstore repeated from its local cache are source="deny-cache":
+// them). The source is "none" for the requests the limiter was not called
+// for ([nethttp.Event].LimiterCalled is false: a key or cost error, a failed
+// policy lookup); a store failure has the source the store gave, store by
+// default. Denials redisstore repeated from its local cache are
+// source="deny-cache":
 //
 //	sum by (policy) (rate(ratelimit_requests_total{source="deny-cache"}[5m]))
 //
@@ -33,7 +35,8 @@
 // error, a failed cost function or a failed policy lookup.
 //
 // ratelimit_keys is read at every scrape ([Metrics.WatchKeys]), and
-// ratelimit_fallback_active is set by [Metrics.SetFallbackActive].
+// ratelimit_fallback_active, one series per limiter, is set by
+// [Metrics.SetFallbackActive] from each limiter's breaker hook.
 //
 // # Labels and cardinality
 //
@@ -47,6 +50,10 @@
 // not the client, or every client becomes a series: Metrics keeps one small
 // entry per policy name it has seen (per distinct unnamed policy), for the
 // life of the process.
+//
+// The limiter label of ratelimit_fallback_active is the name given to
+// SetFallbackActive: a limiter's policy label, as the breaker hook's
+// recipe gives it, so give each limiter's policy its own name.
 //
 // The key (a client address, an API key) is personal data and is never a
 // label, and nothing from the request is read.

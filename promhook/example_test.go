@@ -26,6 +26,15 @@ func Example() {
 	lim := core.MustNew(core.TokenBucket(2, time.Minute).WithName("per-ip"))
 	defer lim.Close()
 	m.WatchKeys("per-ip", lim)
+	// A Redis limiter reports its fallback from its breaker hook (promhook
+	// does not import redisstore), one series per limiter:
+	//
+	//	redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
+	//		m.SetFallbackActive(c.Policy.Label(), c.To != redisstore.BreakerClosed)
+	//	})
+	//
+	// and once at startup, so that the series exists before a change:
+	m.SetFallbackActive(lim.Policy().Label(), false)
 
 	mux := http.NewServeMux()
 	mux.Handle("/", nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(
@@ -45,6 +54,7 @@ func Example() {
 		}
 	}
 	// Output:
+	// ratelimit_fallback_active{limiter="per-ip"} 0
 	// ratelimit_keys{limiter="per-ip"} 1
 	// ratelimit_requests_total{outcome="allowed",policy="per-ip",source="store"} 2
 	// ratelimit_requests_total{outcome="denied",policy="per-ip",source="store"} 1

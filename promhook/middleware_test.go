@@ -85,9 +85,9 @@ func TestMiddlewareCountsRequests(t *testing.T) {
 	require.True(t, strings.HasPrefix(header.Get("RateLimit-Policy"), `"`+policy+`";`), header.Get("RateLimit-Policy"))
 
 	assert.Equal(t, map[string]float64{
-		`outcome="allowed",policy="` + policy + `",source="store"`:   4,
-		`outcome="denied",policy="` + policy + `",source="store"`:    2,
-		`outcome="key-error",policy="` + policy + `",source="store"`: 1, // the limiter's own policy
+		`outcome="allowed",policy="` + policy + `",source="store"`:  4,
+		`outcome="denied",policy="` + policy + `",source="store"`:   2,
+		`outcome="key-error",policy="` + policy + `",source="none"`: 1, // the limiter's own policy; no store asked
 	}, counts(t, reg, "ratelimit_requests_total"))
 	n, _ := samples(t, reg, "ratelimit_store_duration_seconds")
 	assert.Equal(t, map[string]uint64{`policy="` + policy + `"`: 6}, n, "every decision, not the key error")
@@ -222,7 +222,7 @@ func TestMiddlewarePolicyPerRequest(t *testing.T) {
 		`outcome="allowed",policy="free",source="store"`: 2,
 		`outcome="denied",policy="free",source="store"`:  1,
 		`outcome="allowed",policy="pro",source="store"`:  2,
-		`outcome="failed-open",policy="",source="store"`: 1, // the lookup failed: no policy
+		`outcome="failed-open",policy="",source="none"`:  1, // the lookup failed: no policy, no store asked
 	}, counts(t, reg, "ratelimit_requests_total"))
 	n, _ := samples(t, reg, "ratelimit_store_duration_seconds")
 	assert.Equal(t, map[string]uint64{`policy="free"`: 3, `policy="pro"`: 2}, n, "the limiter was not called for the failed lookup")

@@ -69,29 +69,20 @@ type Metrics struct {
 	fallback *prometheus.GaugeVec
 	keysDesc *prometheus.Desc
 
-	// index holds the bound metrics of each policy seen. It is replaced,
-	// never modified, under mu, so that Observe reads it without a lock.
-	index atomic.Pointer[index]
+	// series maps a seriesKey to the *series of each policy seen.
+	series sync.Map
 
 	mu      sync.Mutex
 	watched map[string]interface{ Len() int } // under mu
 }
 
-// index finds the series of a policy: a named policy by its name, so that
-// policies of one name (a plan whose limits differ per client) share one
-// entry, and an unnamed one by its value, whose label is derived from it.
-type index struct {
-	named   map[string]*series
-	unnamed map[core.Policy]*series
-}
-
-func (x *index) get(p core.Policy) (*series, bool) {
-	if p.Name != "" {
-		s, ok := x.named[p.Name]
-		return s, ok
-	}
-	s, ok := x.unnamed[p]
-	return s, ok
+// seriesKey finds the series of a policy: a named policy by its name, so
+// that policies of one name (a plan whose limits differ per client) share
+// one entry, and an unnamed one by its value, whose label is derived from
+// it.
+type seriesKey struct {
+	name    string
+	unnamed core.Policy
 }
 
 // series holds the metrics of one policy, bound to its label values, so
@@ -99,12 +90,15 @@ func (x *index) get(p core.Policy) (*series, bool) {
 type series struct {
 	policy   string
 	latency  atomic.Pointer[prometheus.Observer] // nil until observed
-	counters [numOutcomes][numSources]atomic.Pointer[prometheus.Counter]
+	counters [numOutcomes][noSource + 1]atomic.Pointer[prometheus.Counter]
 }
 
 const (
 	numOutcomes = int(nethttp.OutcomeCanceled) + 1
-	numSources  = int(core.SourceFallback) + 1
+	// noSource is the index, after the core.Source values, of the requests
+	// the limiter was not called for (key and cost errors, a failed policy
+	// lookup), labelled source="none".
+	noSource = int(core.SourceFallback) + 1
 )
 
 // New returns Metrics with nothing counted yet. It panics on a nil Option.
@@ -122,7 +116,7 @@ func New(opts ...Option) *Metrics {
 			Name:      "requests_total",
 			Help: "Requests decided by the rate limiter, by policy name, outcome (allowed, denied, dry-run, " +
 				"failed-open, failed-closed, key-error, cost-error, canceled) and source of the decision " +
-				"(store, deny-cache, fallback).",
+				"(store, deny-cache, fallback; none when the limiter was not called).",
 		}, []string{"policy", "outcome", "source"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: c.namespace,
@@ -133,13 +127,12 @@ func New(opts ...Option) *Metrics {
 		fallback: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: c.namespace,
 			Name:      "fallback_active",
-			Help:      "1 while a store's local fallback decides in its place (circuit breaker open or half-open), 0 otherwise.",
-		}, []string{"store"}),
+			Help:      "1 while a limiter's store is decided by its local fallback (circuit breaker open or half-open), 0 otherwise, by limiter.",
+		}, []string{"limiter"}),
 		keysDesc: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "", "keys"),
 			"Keys held in memory by an in-memory limiter.", []string{"limiter"}, nil),
 		watched: make(map[string]interface{ Len() int }),
 	}
-	m.index.Store(&index{})
 	return m
 }
 
@@ -147,7 +140,11 @@ func New(opts ...Option) *Metrics {
 // the first time a policy, outcome and source are seen together.
 func (m *Metrics) Observe(e nethttp.Event) {
 	s := m.seriesFor(e.Decision.Policy)
-	m.counter(s, e.Outcome, e.Decision.Source).Inc()
+	src, label := int(e.Decision.Source), e.Decision.Source.String()
+	if !e.LimiterCalled {
+		src, label = noSource, "none"
+	}
+	m.counter(s, e.Outcome, src, label).Inc()
 	if e.LimiterCalled {
 		m.observer(s).Observe(e.Latency.Seconds())
 	}
@@ -155,39 +152,22 @@ func (m *Metrics) Observe(e nethttp.Event) {
 
 // seriesFor returns the metrics of policy p, creating them the first time.
 func (m *Metrics) seriesFor(p core.Policy) *series {
-	if s, ok := m.index.Load().get(p); ok {
-		return s
+	k := seriesKey{name: p.Name}
+	if p.Name == "" {
+		k.unnamed = p
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := m.index.Load()
-	if s, ok := old.get(p); ok {
-		return s
+	if s, ok := m.series.Load(k); ok {
+		return s.(*series)
 	}
-	s := &series{policy: p.Label()}
-	next := &index{named: old.named, unnamed: old.unnamed}
-	if p.Name != "" {
-		next.named = maps.Clone(old.named)
-		if next.named == nil {
-			next.named = map[string]*series{}
-		}
-		next.named[p.Name] = s
-	} else {
-		next.unnamed = maps.Clone(old.unnamed)
-		if next.unnamed == nil {
-			next.unnamed = map[core.Policy]*series{}
-		}
-		next.unnamed[p] = s
-	}
-	m.index.Store(next)
-	return s
+	s, _ := m.series.LoadOrStore(k, &series{policy: p.Label()})
+	return s.(*series)
 }
 
 // counter returns the requests_total counter of s's policy, outcome o and
-// source src.
-func (m *Metrics) counter(s *series, o nethttp.Outcome, src core.Source) prometheus.Counter {
-	if int(o) >= numOutcomes || int(src) >= numSources {
-		return m.requests.WithLabelValues(s.policy, o.String(), src.String())
+// source src (a core.Source, or noSource), labelled source.
+func (m *Metrics) counter(s *series, o nethttp.Outcome, src int, source string) prometheus.Counter {
+	if int(o) >= numOutcomes || src > noSource {
+		return m.requests.WithLabelValues(s.policy, o.String(), source)
 	}
 	slot := &s.counters[o][src]
 	if c := slot.Load(); c != nil {
@@ -195,7 +175,7 @@ func (m *Metrics) counter(s *series, o nethttp.Outcome, src core.Source) prometh
 	}
 	// Two goroutines may both get here: WithLabelValues returns the same
 	// child to both.
-	c := m.requests.WithLabelValues(s.policy, o.String(), src.String())
+	c := m.requests.WithLabelValues(s.policy, o.String(), source)
 	slot.Store(&c)
 	return c
 }
@@ -232,21 +212,23 @@ func (m *Metrics) UnwatchKeys(name string) {
 	delete(m.watched, name)
 }
 
-// SetFallbackActive sets ratelimit_fallback_active{store} to 1 while a
-// store's local fallback decides in its place, else 0. promhook does not
-// import redisstore: call it from the breaker's hook, and once at startup so
-// that the series exists before the first change:
+// SetFallbackActive sets ratelimit_fallback_active{limiter} to 1 while the
+// store of the limiter named limiter is decided by its local fallback, else
+// 0: one series per limiter, as each has its own breaker. promhook does not
+// import redisstore: call it from each limiter's breaker hook, which names
+// the limiter by its policy, and once at startup so that the series exists
+// before the first change:
 //
-//	m.SetFallbackActive("redis", false)
+//	m.SetFallbackActive(policy.Label(), false)
 //	lim, err := redisstore.New(rdb, policy, redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
-//		m.SetFallbackActive("redis", c.To != redisstore.BreakerClosed)
+//		m.SetFallbackActive(c.Policy.Label(), c.To != redisstore.BreakerClosed)
 //	}))
-func (m *Metrics) SetFallbackActive(store string, active bool) {
+func (m *Metrics) SetFallbackActive(limiter string, active bool) {
 	v := 0.0
 	if active {
 		v = 1
 	}
-	m.fallback.WithLabelValues(store).Set(v)
+	m.fallback.WithLabelValues(limiter).Set(v)
 }
 
 // Describe implements prometheus.Collector.

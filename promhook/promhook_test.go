@@ -141,8 +141,8 @@ func TestObserveCountsEachPolicyOutcomeAndSource(t *testing.T) {
 		`outcome="failed-open",policy="per-api-key",source="store"`:   1,
 		`outcome="failed-closed",policy="per-api-key",source="store"`: 1,
 		`outcome="canceled",policy="per-api-key",source="store"`:      1,
-		`outcome="key-error",policy="per-api-key",source="store"`:     1,
-		`outcome="cost-error",policy="per-api-key",source="store"`:    1,
+		`outcome="key-error",policy="per-api-key",source="none"`:      1,
+		`outcome="cost-error",policy="per-api-key",source="none"`:     1,
 	}, counts(t, reg, "ratelimit_requests_total"))
 
 	n, sum := samples(t, reg, "ratelimit_store_duration_seconds")
@@ -164,7 +164,7 @@ func TestObserveLabelsUnnamedPoliciesAsTheMiddlewareNamesThem(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		`outcome="allowed",policy="tokenbucket-100-per-60s",source="store"`: 1,
 		`outcome="denied",policy="slidingwindow-5-per-1.5s",source="store"`: 1,
-		`outcome="key-error",policy="",source="store"`:                      1,
+		`outcome="key-error",policy="",source="none"`:                       1,
 	}, counts(t, reg, "ratelimit_requests_total"))
 	n, _ := samples(t, reg, "ratelimit_store_duration_seconds")
 	assert.Equal(t, map[string]uint64{
@@ -212,7 +212,7 @@ func TestObserveNeverLabelsTheKey(t *testing.T) {
 		"ratelimit_requests_total":         {"outcome", "policy", "source"},
 		"ratelimit_store_duration_seconds": {"policy"},
 		"ratelimit_keys":                   {"limiter"},
-		"ratelimit_fallback_active":        {"store"},
+		"ratelimit_fallback_active":        {"limiter"},
 	}, labels)
 }
 
@@ -305,14 +305,17 @@ func TestSetFallbackActive(t *testing.T) {
 	m, reg := registered(t)
 	assert.Empty(t, counts(t, reg, "ratelimit_fallback_active"))
 
-	m.SetFallbackActive("redis", false)
-	assert.Equal(t, map[string]float64{`store="redis"`: 0}, counts(t, reg, "ratelimit_fallback_active"))
-	m.SetFallbackActive("redis", true)
-	m.SetFallbackActive("redis-eu", false)
-	assert.Equal(t, map[string]float64{`store="redis"`: 1, `store="redis-eu"`: 0},
+	// Three limiters on one Redis, each with its own breaker: one series
+	// each, so that one still open shows while the others have closed.
+	for _, name := range []string{"per-ip", "per-route", "per-api-key"} {
+		m.SetFallbackActive(name, false)
+	}
+	assert.Equal(t, map[string]float64{`limiter="per-ip"`: 0, `limiter="per-route"`: 0, `limiter="per-api-key"`: 0},
 		counts(t, reg, "ratelimit_fallback_active"))
-	m.SetFallbackActive("redis", false)
-	assert.Equal(t, map[string]float64{`store="redis"`: 0, `store="redis-eu"`: 0},
+	m.SetFallbackActive("per-ip", true)
+	m.SetFallbackActive("per-route", true)
+	m.SetFallbackActive("per-ip", false)
+	assert.Equal(t, map[string]float64{`limiter="per-ip"`: 0, `limiter="per-route"`: 1, `limiter="per-api-key"`: 0},
 		counts(t, reg, "ratelimit_fallback_active"))
 }
 

@@ -6,9 +6,9 @@
 //	h := nethttp.Middleware(lim, nethttp.WithHook(logs.Handle))
 //	defer logs.Flush() // at shutdown: the counts not yet logged
 //
-// A Hook is safe for concurrent use. It starts no goroutine, so it needs no
-// Close: lines are written by the hook calls themselves. Counting an event
-// does not allocate.
+// A Hook is safe for concurrent use, and counting an event does not
+// allocate. It needs no Close: it keeps no goroutine running, only, while a
+// summary is pending, a timer that logs it when due ([Hook.Flush] stops it).
 //
 // # What is logged
 //
@@ -16,10 +16,10 @@
 // failures, per [core.Source]), never per key. The first event of a group
 // that has been quiet for an interval (one minute by default,
 // [WithInterval]) is logged at once with count=1. The events that follow
-// are only counted; the first hook call (of any request) once an interval
-// has passed since the group's last line logs one summary line with their
-// count. A group therefore logs at most one line per interval, however
-// many requests it sees. [Hook.Flush] logs the pending counts at once.
+// are only counted, and one summary line with their count is logged when an
+// interval has passed since the group's last line, whether or not requests
+// come. A group therefore logs at most one line per interval, however many
+// requests it sees. [Hook.Flush] logs the pending counts at once.
 //
 // The default levels, per [nethttp.Outcome] ([WithLevel] changes them):
 //
@@ -33,8 +33,10 @@
 // [core.Policy].Name, or the name nethttp derives for the RateLimit-Policy
 // header ("tokenbucket-100-per-60s"); it is left out when no policy is known
 // (a failed [nethttp.WithPolicyFunc] lookup, and key and cost errors under
-// it). Failures add source. A line logged at once adds error; a summary adds
-// period (the time since the group's previous line) and last_error.
+// it). Failures add source ([core.Source], or "none" when the limiter was
+// not called: a failed policy lookup). A line logged at once adds error; a
+// summary adds period (the time since the group's previous line) and
+// last_error.
 //
 // # Personal data
 //

@@ -15,8 +15,8 @@ import (
 
 // A burst of 1,000 requests from one client against a limit of 2 per minute
 // logs two lines: the first denial at once, then the count of the others
-// (here at shutdown, by Flush; in a running server, by the first request
-// once the minute has passed).
+// (here at shutdown, by Flush; in a running server, when the minute has
+// passed).
 func Example() {
 	// A clock that the example moves, and logs without the time, so that
 	// the output is exact.

@@ -30,7 +30,7 @@ const DefaultInterval = time.Minute
 const LevelOff = slog.Level(math.MaxInt32)
 
 func defaults() config {
-	c := config{interval: DefaultInterval, now: time.Now}
+	c := config{interval: DefaultInterval} // now: nil for the real clock
 	for i := range c.levels {
 		c.levels[i] = slog.LevelWarn // an outcome added to nethttp later
 	}
@@ -55,7 +55,10 @@ func WithInterval(d time.Duration) Option {
 }
 
 // WithClock sets the clock intervals are measured with (time.Now by
-// default), for tests. It panics if now is nil.
+// default), for tests. It panics if now is nil. With it, no timer logs a
+// summary when it is due: the hook calls and Flush that come after the
+// test has moved the clock do. (testing/synctest's fake clock drives the
+// timer of a Hook without WithClock.)
 func WithClock(now func() time.Time) Option {
 	if now == nil {
 		panic(errors.New("sloghook: WithClock: nil function"))

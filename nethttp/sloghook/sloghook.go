@@ -22,17 +22,20 @@ import (
 type Hook struct {
 	log      *slog.Logger
 	now      func() time.Time
+	timed    bool  // now is the real clock: a timer logs each summary when due
 	interval int64 // ns
 	keys     bool
 	levels   [256]slog.Level
 
 	// due is when the earliest pending summary is due (Unix ns), 0 when no
 	// event is waiting to be logged: the only thing a call for an outcome
-	// that is not logged reads. Written under mu.
+	// that is not logged reads. Written under mu, by setDueLocked.
 	due atomic.Int64
 
-	mu     sync.Mutex
-	groups map[group]*state
+	mu      sync.Mutex
+	groups  map[group]*state
+	timer   *time.Timer // when timed and a summary is pending: fires at timerAt
+	timerAt int64
 }
 
 // group is what events are counted under. It holds the whole policy rather
@@ -42,7 +45,9 @@ type Hook struct {
 type group struct {
 	outcome nethttp.Outcome
 	policy  core.Policy
-	source  core.Source // failures only: a denial's source says nothing to an operator
+	// source is, for failures only, where the limiter failed ("none" if it
+	// was not called): a denial's source says nothing to an operator.
+	source string
 }
 
 // state is a group's count since its last line.
@@ -76,14 +81,19 @@ func New(logger *slog.Logger, opts ...Option) *Hook {
 		}
 		o(&c)
 	}
-	return &Hook{
+	h := &Hook{
 		log:      logger,
 		now:      c.now,
+		timed:    c.now == nil,
 		interval: int64(c.interval),
 		keys:     c.keys,
 		levels:   c.levels,
 		groups:   make(map[group]*state),
 	}
+	if h.timed {
+		h.now = time.Now
+	}
+	return h
 }
 
 // Handle counts e and logs what is due; give it to [nethttp.WithHook].
@@ -92,30 +102,36 @@ func (h *Hook) Handle(e nethttp.Event) {
 	if e.Request != nil {
 		ctx = e.Request.Context()
 	}
-	level := h.levels[e.Outcome]
-	if level == LevelOff || !h.log.Enabled(ctx, level) {
+	if level := h.levels[e.Outcome]; level == LevelOff || !h.log.Enabled(ctx, level) {
 		if due := h.due.Load(); due != 0 {
 			if now := h.now().UnixNano(); now >= due {
-				h.write(h.sweep(now, nil))
+				h.write(h.sweep(now))
 			}
 		}
 		return
 	}
+	h.write(h.count(ctx, e))
+}
 
+// count counts e in its group and returns the lines to log: e's own, if
+// its group has been quiet for an interval, and the summaries due.
+func (h *Hook) count(ctx context.Context, e nethttp.Event) []line {
 	g := group{outcome: e.Outcome, policy: e.Decision.Policy}
-	if failure(e.Outcome) {
-		g.source = e.Decision.Source
-	}
 	var err error
+	if failure(e.Outcome) {
+		g.source = "none"
+		if e.LimiterCalled {
+			g.source = e.Decision.Source.String()
+		}
+	}
 	if withError(e.Outcome) {
 		err = e.Err
 	}
 	now := h.now().UnixNano()
 	var lines []line
-
 	h.mu.Lock()
-	s := h.groups[g]
-	switch {
+	defer h.mu.Unlock()
+	switch s := h.groups[g]; {
 	case s == nil || s.n == 0 && now-s.since >= h.interval:
 		// Quiet: log this one at once.
 		if s == nil {
@@ -130,23 +146,20 @@ func (h *Hook) Handle(e nethttp.Event) {
 			s.err = err
 		}
 		s.key = e.Key
-		if s.n == 1 {
-			if d := h.due.Load(); d == 0 || s.since+h.interval < d {
-				h.due.Store(s.since + h.interval)
-			}
+		if due := h.due.Load(); s.n == 1 && (due == 0 || s.since+h.interval < due) {
+			h.setDueLocked(s.since + h.interval)
 		}
 	}
 	if due := h.due.Load(); due != 0 && now >= due {
 		lines = h.sweepLocked(now, lines)
 	}
-	h.mu.Unlock()
-
-	h.write(lines)
+	return lines
 }
 
 // Flush logs the pending counts at once, whatever the time: call it at
 // shutdown (after the server has stopped) so that no count is lost. A
-// group's interval starts again at a Flush.
+// group's interval starts again at a Flush. With nothing pending, no timer
+// is left to fire.
 func (h *Hook) Flush() {
 	now := h.now().UnixNano()
 	h.mu.Lock()
@@ -156,16 +169,16 @@ func (h *Hook) Flush() {
 			lines = append(lines, h.summary(g, s, now))
 		}
 	}
-	h.due.Store(0)
+	h.setDueLocked(0)
 	h.mu.Unlock()
 	h.write(lines)
 }
 
-// sweep takes the lock and appends to lines the summaries due at now.
-func (h *Hook) sweep(now int64, lines []line) []line {
+// sweep takes the lock and returns the summaries due at now.
+func (h *Hook) sweep(now int64) []line {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.sweepLocked(now, lines)
+	return h.sweepLocked(now, nil)
 }
 
 // sweepLocked appends to lines the summaries due at now, forgets the groups
@@ -186,8 +199,39 @@ func (h *Hook) sweepLocked(now int64, lines []line) []line {
 			next = s.since + h.interval
 		}
 	}
-	h.due.Store(next)
+	h.setDueLocked(next)
 	return lines
+}
+
+// setDueLocked records when the earliest pending summary is due (0: none).
+// With the real clock it arms a timer for then, so that the summary is
+// logged on time whether or not a request comes; with nothing pending, the
+// timer stops. A timer is a goroutine only while it runs, which it does at
+// most once per summary.
+func (h *Hook) setDueLocked(due int64) {
+	h.due.Store(due)
+	if !h.timed || due != 0 && h.timer != nil && h.timerAt <= due {
+		return
+	}
+	if h.timer != nil {
+		h.timer.Stop()
+		h.timer, h.timerAt = nil, 0
+	}
+	if due != 0 {
+		h.timer, h.timerAt = time.AfterFunc(time.Duration(due-h.now().UnixNano()), func() { h.tick(due) }), due
+	}
+}
+
+// tick is the timer armed for at: it logs the summaries due.
+func (h *Hook) tick(at int64) {
+	now := h.now().UnixNano()
+	h.mu.Lock()
+	if h.timerAt == at { // not a timer replaced by an earlier one
+		h.timer, h.timerAt = nil, 0
+	}
+	lines := h.sweepLocked(now, nil)
+	h.mu.Unlock()
+	h.write(lines)
 }
 
 // summary returns the summary of g's pending count and resets the count.
@@ -207,7 +251,7 @@ func (h *Hook) write(lines []line) {
 		slices.SortStableFunc(lines, func(a, b line) int {
 			return cmp.Or(cmp.Compare(a.g.outcome, b.g.outcome),
 				strings.Compare(a.g.policy.Label(), b.g.policy.Label()),
-				cmp.Compare(a.g.source, b.g.source))
+				strings.Compare(a.g.source, b.g.source))
 		})
 	}
 	for _, l := range lines {
@@ -216,8 +260,8 @@ func (h *Hook) write(lines []line) {
 		if name := l.g.policy.Label(); name != "" {
 			attrs = append(attrs, slog.String("policy", name))
 		}
-		if failure(l.g.outcome) {
-			attrs = append(attrs, slog.String("source", l.g.source.String()))
+		if l.g.source != "" {
+			attrs = append(attrs, slog.String("source", l.g.source))
 		}
 		attrs = append(attrs, slog.Int64("count", l.n))
 		errName, keyName := "error", "key"
@@ -252,25 +296,22 @@ func withError(o nethttp.Outcome) bool {
 	return true
 }
 
+// messages are the messages of each outcome's lines.
+var messages = [...]string{
+	nethttp.OutcomeAllowed:      "ratelimit: requests allowed",
+	nethttp.OutcomeDenied:       "ratelimit: requests denied",
+	nethttp.OutcomeDryRun:       "ratelimit: requests would have been denied (dry run)",
+	nethttp.OutcomeFailedOpen:   "ratelimit: limiter failed, requests served without a limit",
+	nethttp.OutcomeFailedClosed: "ratelimit: limiter failed, requests refused",
+	nethttp.OutcomeKeyError:     "ratelimit: requests without a key",
+	nethttp.OutcomeCostError:    "ratelimit: cost function failed",
+	nethttp.OutcomeCanceled:     "ratelimit: requests canceled while limited",
+}
+
 // message is the message of o's lines.
 func message(o nethttp.Outcome) string {
-	switch o {
-	case nethttp.OutcomeAllowed:
-		return "ratelimit: requests allowed"
-	case nethttp.OutcomeDenied:
-		return "ratelimit: requests denied"
-	case nethttp.OutcomeDryRun:
-		return "ratelimit: requests would have been denied (dry run)"
-	case nethttp.OutcomeFailedOpen:
-		return "ratelimit: limiter failed, requests served without a limit"
-	case nethttp.OutcomeFailedClosed:
-		return "ratelimit: limiter failed, requests refused"
-	case nethttp.OutcomeKeyError:
-		return "ratelimit: requests without a key"
-	case nethttp.OutcomeCostError:
-		return "ratelimit: cost function failed"
-	case nethttp.OutcomeCanceled:
-		return "ratelimit: requests canceled while limited"
+	if int(o) < len(messages) {
+		return messages[o]
 	}
 	return "ratelimit: " + o.String()
 }

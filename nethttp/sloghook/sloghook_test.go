@@ -103,9 +103,11 @@ func event(o nethttp.Outcome, p core.Policy) nethttp.Event {
 	}
 }
 
+// failed is an Event of a limiter that failed: a store error or timeout,
+// from source src.
 func failed(o nethttp.Outcome, p core.Policy, src core.Source, err error) nethttp.Event {
 	e := event(o, p)
-	e.Decision.Source, e.Err = src, err
+	e.Decision.Source, e.Err, e.LimiterCalled = src, err, true
 	return e
 }
 
@@ -256,11 +258,13 @@ func TestGroups(t *testing.T) {
 			}
 		}
 	})
-	t.Run("leaves the policy out when none is known", func(t *testing.T) {
+	t.Run("leaves the policy out when none is known, and names no source", func(t *testing.T) {
 		h, _, out := setup()
-		h.Handle(failed(nethttp.OutcomeFailedOpen, core.Policy{}, core.SourceStore, errors.New("policy func: plan lookup timed out")))
+		e := failed(nethttp.OutcomeFailedOpen, core.Policy{}, core.SourceStore, errors.New("policy func: plan lookup timed out"))
+		e.LimiterCalled = false // the lookup failed before the call
+		h.Handle(e)
 		if got, want := out.take(), ([]string{
-			`{"level":"ERROR","msg":"ratelimit: limiter failed, requests served without a limit","outcome":"failed-open","source":"store","count":1,"error":"policy func: plan lookup timed out"}`,
+			`{"level":"ERROR","msg":"ratelimit: limiter failed, requests served without a limit","outcome":"failed-open","source":"none","count":1,"error":"policy func: plan lookup timed out"}`,
 		}); !reflect.DeepEqual(got, want) {
 			t.Errorf("log lines: got %v, want %v", got, want)
 		}

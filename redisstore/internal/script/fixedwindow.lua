@@ -48,10 +48,26 @@ end
 -- Limit, the instant it was written at, the expiry to write (0: delete).
 local win, cnt, ws, wl, lu, lr, px = {}, {}, {}, {}, {}, {}, {}
 local out = {}
-for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[co + i])
+-- Rows gs..g are a group (doc.go): probed (nothing consumed), then, if
+-- every row admits (pass), charged from gs again.
+local i, g, gs, probe, pass = 1, 0, 0, false, true
+while i <= m do
+  local v = ARGV[co + i]
+  local k, n, settle, sa, sr = keys[i], tonumber(v), nil, nil, nil
+  if not n then -- Settle: 'delta at_us at_r'
+    settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
+    settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
+  end
   if E > 0 then
-    local p = P[tonumber(ARGV[co + m + i])]
+    local e = tonumber(ARGV[co + m + i])
+    if e < 0 then
+      e = -e
+    elseif n > 0 and i > g then
+      g = i
+      while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
+      gs, probe, pass = i, g > i, true
+    end
+    local p = P[e]
     q, rem, w, limit, ttl, most, ttlS = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
   end
   local stored = win[k]
@@ -92,7 +108,7 @@ for i = 1, m do
         if s < w - nrem and s + sw > -nrem then count = cnt[k] end
         if stored == oq and s - sw < w - nrem and s > -nrem then count = count + wl[k] end
         if count > most then count = most end
-        if n == 0 or count + n > limit then
+        if n == 0 or probe or count + n > limit then
           -- A look or a denial leaves the key where it is (core's
           -- fixedState.admitsAt): what a conversion at t (ns from (cu, cr))
           -- carries only falls, and changes only at the stored window's
@@ -124,7 +140,27 @@ for i = 1, m do
   -- A server clock that stepped back by centuries: spans beyond 2^62 ns
   -- (which Redis would turn into garbage integers) are reported as 2^62.
   if untilEnd > 4611686018427387904 then untilEnd = 4611686018427387904 end
-  if n < 0 then -- Set: usage -1-n
+  if settle then -- Settle (core's fixedState.settle), in the key's own windows
+    local sw, sl, sq, srem = w, limit, q, rem
+    if stored then sw, sl = ws[k], wl[k] end
+    if sw ~= w then sq, srem = span(math.floor(sw / 1000), sw % 1000, now_us, now_r) end
+    local cw, c = sq, 0 -- the key's current window and its count
+    if stored and stored >= sq then cw, c = stored, cnt[k] end
+    if settle > 0 then
+      c = math.min(c + settle, most)
+    elseif c > 0 and span(math.floor(sw / 1000), sw % 1000, sa, sr) == cw then
+      c = math.max(c + settle, 0) -- a refund while the window charged is the current one
+    else
+      c = nil
+    end
+    if c == 0 then
+      win[k], px[k] = false, 0
+    elseif c then
+      local p = math.max(ttl, math.ceil(((cw - sq + 1) * sw - srem) / 1000000))
+      win[k], cnt[k], ws[k], wl[k], px[k] = cw, c, sw, sl, p
+    end
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
+  elseif n < 0 then -- Set: usage -1-n
     if n == -1 then
       win[k], px[k] = false, 0
     else
@@ -133,20 +169,21 @@ for i = 1, m do
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
-    local consume = n > 0
-    if not consume then n = 1 end
+    local look, u = n == 0, 0 -- a look's fifth value: the count
+    local consume = not look and not probe
+    if look then
+      n, u = 1, count
+    elseif converted then
+      u = -1 -- decided on a state not written: not to be cached
+    end
     if count + n > limit then
-      local left, u = limit - count, 0
+      local left = limit - count
       if left < 0 then left = 0 end
-      if not consume then
-        u = count
-      elseif converted then
-        u = -1 -- decided on a state not written: not to be cached
-      end
+      if probe then pass = false end
       out[i] = struct.pack('<i8i8i8i8i8', 0, left, rs or untilEnd, rt or untilEnd, u)
     elseif not consume then
       if count == 0 then untilEnd = 0 end
-      out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count, rs or untilEnd, 0, count)
+      out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count, rs or untilEnd, 0, u)
     else
       -- The key lives until its window ends: longer than ttl only after
       -- the clock stepped back.
@@ -156,6 +193,11 @@ for i = 1, m do
       out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count - n, untilEnd, 0, 0)
     end
   end
+  if probe and i == g then
+    probe = false
+    if pass then i = gs - 1 end
+  end
+  i = i + 1
 end
 for k, p in pairs(px) do
   if p == 0 then

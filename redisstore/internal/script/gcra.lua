@@ -32,10 +32,23 @@ end
 -- written at, and the expiry to write ('del': delete).
 local tus, tr, tiv, lu, lr, dirty = {}, {}, {}, {}, {}, {}
 local out = {}
-for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[co + i])
+-- Rows gs..g are a group (doc.go): probed (nothing consumed), then, if
+-- every row admits (pass), charged from gs again.
+local i, g, gs, probe, pass = 1, 0, 0, false, true
+while i <= m do
+  local v = ARGV[co + i]
+  local k, n, settle = keys[i], tonumber(v), nil
+  if not n then settle, n = tonumber(string.match(v, '^%S+')), 0 end -- Settle: 'delta at_us at_r'
   if E > 0 then
-    local p = P[tonumber(ARGV[co + m + i])]
+    local e = tonumber(ARGV[co + m + i])
+    if e < 0 then
+      e = -e
+    elseif n > 0 and i > g then
+      g = i
+      while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
+      gs, probe, pass = i, g > i, true
+    end
+    local p = P[e]
     interval, tau, ttl, delays, ttlS = p[1], p[2], p[3], p[4], p[5]
   end
   local us = tus[k]
@@ -98,8 +111,8 @@ for i = 1, m do
         d, base, x = 0, 0, 0
       end
       local denied = n > 0 and base + n * interval > tau
-      stay = denied
-      if n == 0 or denied then
+      stay = denied or probe
+      if n == 0 or stay then
         -- A look or a denial leaves the key recovering at its own rate
         -- (core's registry.look): full at its TAT, and admitting a cost c
         -- once its debt then, converted, leaves room for c, that is once
@@ -114,7 +127,7 @@ for i = 1, m do
         if d <= room then rt = base - room end
         rs, rt = math.min(x, 4611686018427387904), math.min(rt, 4611686018427387904)
       end
-      if n ~= 0 and not denied then
+      if n ~= 0 and not stay then
         -- Decided under this policy from now on; a denial leaves the
         -- state as it was (core's registry.move).
         if d > 0 then
@@ -131,7 +144,24 @@ for i = 1, m do
   -- A server clock that stepped back by centuries: spans beyond 2^62 ns
   -- (which Redis would turn into garbage integers) are reported as 2^62.
   if base > 4611686018427387904 then base = 4611686018427387904 end
-  if n < 0 then -- Set: usage -1-n
+  if settle then -- Settle (core's gcraState.settle), in units of the key's own interval
+    local iv, t = interval, 0 -- and its TAT less now
+    if us then iv, t = tiv[k], (us - now_us) * 1000 + tr[k] - now_r end
+    local most = math.floor(4503599627370496 / iv) -- units in MaxSpan
+    if settle > 0 then
+      t = math.min(math.max(t, 0) + math.min(settle, most) * iv, 4503599627370496)
+    elseif delays == 0 and t > 0 then
+      t = math.max(t + math.max(settle, -most) * iv, 0)
+    else
+      t = nil -- nothing to give back
+    end
+    if t then
+      local x = now_r + t
+      local carry = math.floor(x / 1000)
+      tus[k], tr[k], tiv[k], dirty[k] = now_us + carry, x - carry * 1000, iv, math.max(ttl, math.ceil(t / 1000000))
+    end
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
+  elseif n < 0 then -- Set: usage -1-n
     local d = (-n - 1) * interval
     if d == 0 then
       tus[k], dirty[k] = false, 'del'
@@ -143,16 +173,17 @@ for i = 1, m do
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
-    local consume, used = n > 0, 0 -- a look's fifth value: the key's usage, ceil(base / interval)
-    if not consume then
+    local consume, used = n > 0 and not probe, 0 -- a look's fifth value: the key's usage, ceil(base / interval)
+    if n == 0 then
       n, used = 1, math.floor(base / interval)
       if used * interval < base then used = used + 1 end
     end
+    if stay then used = -1 end -- decided on a state not written: not to be cached
     local nxt = base + n * interval -- the new TAT - now
     if nxt > tau then
       local left = tau - base
       if left < 0 then left = 0 end
-      if stay then used = -1 end -- decided on a state not written: not to be cached
+      if probe then pass = false end
       out[i] = struct.pack('<i8i8i8i8i8', 0, math.floor(left / interval), rs or base, rt or nxt - tau, used)
     elseif not consume then
       out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - base) / interval), rs or base, 0, used)
@@ -165,6 +196,11 @@ for i = 1, m do
       out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - nxt) / interval), nxt, 0, delay)
     end
   end
+  if probe and i == g then
+    probe = false
+    if pass then i = gs - 1 end
+  end
+  i = i + 1
 end
 for k, px in pairs(dirty) do
   if px == 'del' then

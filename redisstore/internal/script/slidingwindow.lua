@@ -75,10 +75,26 @@ end
 
 local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write (0: delete)
 local out = {}
-for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[co + i])
+-- Rows gs..g are a group (doc.go): probed (nothing consumed), then, if
+-- every row admits (pass), charged from gs again.
+local i, g, gs, probe, pass = 1, 0, 0, false, true
+while i <= m do
+  local v = ARGV[co + i]
+  local k, n, settle, sa, sr = keys[i], tonumber(v), nil, nil, nil
+  if not n then -- Settle: 'delta at_us at_r'
+    settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
+    settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
+  end
   if E > 0 then
-    local p = P[tonumber(ARGV[co + m + i])]
+    local e = tonumber(ARGV[co + m + i])
+    if e < 0 then
+      e = -e
+    elseif n > 0 and i > g then
+      g = i
+      while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
+      gs, probe, pass = i, g > i, true
+    end
+    local p = P[e]
     q, rem, w, buckets, limit, cap2, ttl, fmt = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]
     ring = buckets + 1
   end
@@ -164,7 +180,31 @@ for i = 1, m do
     -- registry.move).
     keep, converted = false, true
   end
-  if n < 0 then -- Set: usage -1-n
+  if settle then -- Settle (core's slidingState.settle), in the key's own buckets
+    local r = rings[k] -- as stored (c may be converted)
+    local sw, sring, sq, srem = w, ring, q, rem
+    if r then sw, sring = r[2], #r - 5 end
+    if sw ~= w then sq, srem = span(math.floor(sw / 1000), sw % 1000, now_us, now_r) end
+    local top = sq
+    if r and r[1] > top then top = r[1] end
+    local b = top -- a debt's bucket; a refund's is at's while it counts
+    if settle < 0 then
+      b = span(math.floor(sw / 1000), sw % 1000, sa, sr)
+      if not r or b > top or top - b >= sring then b = nil end
+    end
+    if b then
+      if not r or top - r[1] >= sring then
+        r = {top, sw, 0, 0}
+        for x = 5, sring + 5 do r[x] = 0 end
+      end
+      for x = r[1] + 1, top do r[5 + x % sring] = 0 end
+      r[1] = top
+      local y = 5 + b % sring
+      r[y] = math.min(math.max(r[y] + settle, 0), 4294967295)
+      rings[k], px[k] = r, math.max(ttl, math.ceil(((top + sring - sq) * sw - srem) / 1000000))
+    end
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
+  elseif n < 0 then -- Set: usage -1-n
     if n == -1 then
       rings[k], px[k] = false, 0
     else
@@ -175,8 +215,9 @@ for i = 1, m do
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
-    local consume = n > 0
-    if not consume then n = 1 end
+    local look = n == 0
+    local consume = not look and not probe
+    if look then n = 1 end
     -- q is now's bucket. A clock that stepped back counts in the newest
     -- bucket seen, so it cannot revive buckets that already dropped out.
     local top = q
@@ -194,20 +235,20 @@ for i = 1, m do
     local trailing = all - c[5 + (top + 1) % ring] -- bucket top-B shares its slot with top+1
     local left = math.min(limit - trailing, cap2 - all)
     if left < 0 then left = 0 end
+    local u = 0 -- a look's fifth value: the trailing count
+    if look then
+      u = trailing
+    elseif converted then
+      u = -1 -- decided on a state not written: not to be cached
+    end
     if trailing + n > limit or all + n > cap2 then
-      local u = 0
-      if not consume then
-        u = trailing
-      elseif converted then
-        u = -1 -- decided on a state not written: not to be cached
-      end
+      if probe then pass = false end
       if frees then
         out[i] = struct.pack('<i8i8i8i8i8', 0, left, frees(limit), frees(n), u)
       else
         out[i] = struct.pack('<i8i8i8i8i8', 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u)
       end
     else
-      local u = trailing
       if consume then
         local x = 5 + top % ring
         c[x] = c[x] + n
@@ -223,6 +264,11 @@ for i = 1, m do
       out[i] = struct.pack('<i8i8i8i8i8', 1, left, reset, 0, u)
     end
   end
+  if probe and i == g then
+    probe = false
+    if pass then i = gs - 1 end
+  end
+  i = i + 1
 end
 for k, p in pairs(px) do
   local c = rings[k]

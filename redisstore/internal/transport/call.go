@@ -15,7 +15,7 @@ import (
 // the request; the round trip that carries it fills in the answer.
 type Call struct {
 	script.Call
-	Del      bool      // Reset: DEL Key
+	Del      bool      // Reset: DEL Key and the keys of More
 	Deadline time.Time // when the call was made, plus the timeout
 	Err      error     // Redis's error, or the round trip's
 

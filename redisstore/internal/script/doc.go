@@ -34,9 +34,13 @@
 //	KEYS[i]          the key of call i
 //	ARGV[i]          call i: its cost, to consume when admitted; 0 to
 //	                 only look (Peek and Get: cost 1, nothing consumed);
-//	                 -1-u to set the key's usage to u (Set)
+//	                 -1-u to set the key's usage to u (Set); or the text
+//	                 'delta at_us at_r', a settlement of delta units of a
+//	                 cost charged at that instant (Settle; replies zeros)
 //	ARGV[m+i]        only when E > 0: call i's policy, 0 for the
-//	                 limiter's own, e for the e-th given below
+//	                 limiter's own, e for the e-th given below; -e for a
+//	                 part of the call before it (a policy made with
+//	                 core.AllOf)
 //	then E*K         the numbers of each of the E policies
 //	ARGV[#ARGV-2]    E
 //	ARGV[#ARGV-1]    "" to read the server's TIME; else now in µs (tests)
@@ -46,6 +50,11 @@
 // the scripts are sent with) takes no KEYS: ARGV[i] is the key of call i,
 // and the arguments above follow, m places further on. It decides keys of
 // many slots that one Cluster node serves in one script call.
+//
+// A call of cost n > 0 and the rows of parts that follow it are a group:
+// every row is first decided without consuming, and only if every row
+// admits is each decided again and charged, so that a denial charges no
+// part. A denied group replies the rows as decided without consuming.
 //
 // Reply: one string of 5m little-endian 64-bit integers, for each call in
 // order {allowed, remaining, resetAfter, retryAfter, delay}, the durations

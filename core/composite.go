@@ -315,6 +315,26 @@ func (s *allState[S, P]) admitsAt(from, to *rule, now, n int64) int64 {
 	return t
 }
 
+// measureParts measures each part's durations in pv on the part of s,
+// held under from, that it was converted from, as look measures a single
+// policy's: every part's RetryAfter and ResetAfter are exact, and so the
+// whole's, combined from them. A new part's (empty) are exact already.
+func (s *allState[S, P]) measureParts(from, to *rule, now, n int64, pv *partVerdicts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j := range to.parts {
+		i := from.partLabeled(to.parts[j].label)
+		if i < 0 {
+			continue
+		}
+		src, f, t, v := P(&s.parts[i]), &from.parts[i], &to.parts[j], &pv.v[j]
+		v.reset = durationNs(src.admitsAt(f, t, now, fullQuota) - now)
+		if !v.allowed {
+			v.wait = durationNs(src.admitsAt(f, t, now, n) - now)
+		}
+	}
+}
+
 // usage is the most used part's.
 func (s *allState[S, P]) usage(r *rule, now int64) int64 {
 	s.mu.Lock()

@@ -168,6 +168,33 @@ func TestAllOfPlanMoveKeepsThePartsThatStay(t *testing.T) {
 	}
 }
 
+// TestAllOfDenialUnderAnotherPlanIsExactPerPart: issue 24's upgrade
+// (a token bucket of 6/min, burst 10, spent; asked under 60/s, burst 5),
+// as a part of a policy made with AllOf beside a part with room: the
+// denying part's RetryAfter is the whole's, waiting it admits, and 1ns
+// less does not.
+func TestAllOfDenialUnderAnotherPlanIsExactPerPart(t *testing.T) {
+	ctx := context.Background()
+	day := core.TokenBucket(1000, 24*time.Hour).WithName("per-day")
+	free := core.AllOf(core.TokenBucket(6, time.Minute).WithBurst(10).WithName("sustained"), day)
+	pro := core.AllOf(core.TokenBucket(60, time.Second).WithBurst(5).WithName("sustained"), day)
+	for _, wait := range []time.Duration{-1, 0} {
+		lim, clock := frozen(t, free)
+		for range 10 {
+			lim.AllowPolicy(ctx, free, "k", 1)
+		}
+		d, _ := lim.AllowPolicy(ctx, pro, "k", 1)
+		parts := d.Parts()
+		if d.Allowed || d.RetryAfter <= 0 || parts[0].RetryAfter != d.RetryAfter || parts[1].RetryAfter != 0 {
+			t.Fatalf("under pro: got %+v, parts %+v; want denied by sustained, with the whole's RetryAfter", d, parts)
+		}
+		clock.Advance(d.RetryAfter + wait)
+		if got, _ := lim.AllowPolicy(ctx, pro, "k", 1); got.Allowed != (wait == 0) {
+			t.Errorf("after RetryAfter%+v: admitted %v, want %v", wait, got.Allowed, wait == 0)
+		}
+	}
+}
+
 func equal(a, b []int64) bool {
 	if len(a) != len(b) {
 		return false

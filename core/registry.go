@@ -327,6 +327,12 @@ func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *
 	P(c).init(to)
 	P(c).convert(from, to, now, src)
 	d, _ := P(c).decide(to, now, n, false)
+	if a, ok := any(src).(interface {
+		measureParts(from, to *rule, now, n int64, pv *partVerdicts)
+	}); ok {
+		a.measureParts(from, to, now, n, d.parts) // and the whole from its parts
+		return d.parts.combine(d.allowed), c
+	}
 	d.reset = durationNs(P(src).admitsAt(from, to, now, fullQuota) - now)
 	if !d.allowed {
 		d.wait = durationNs(P(src).admitsAt(from, to, now, n) - now)

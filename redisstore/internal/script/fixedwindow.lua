@@ -11,8 +11,9 @@
 -- The header: the limiter's own policy, which redisstore writes in as
 -- constants: the Window in whole µs and the ns remainder, the Limit, the
 -- expiry in ms, the largest count a conversion keeps (core's, what its
--- one-word state holds), and the expiry as text.
-local wa, wb, limit, ttl, most, ttlS = 60000000, 0, 10, 60000, 536870911, '60000'
+-- one-word state holds), the expiry as text; then, for a policy made with
+-- core.AllOf, its parts after the first, each as these six values.
+local wa, wb, limit, ttl, most, ttlS, more = 60000000, 0, 10, 60000, 536870911, '60000', {}
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
@@ -34,14 +35,18 @@ local function span(a, b, us, r)
 end
 
 local q, rem, w = span(wa, wb, now_us, now_r)
-local P
-if E > 0 then
+local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+if E > 0 or K > 1 then
+  local function entry(a, b, ...) -- a policy's header values, its window's span now
+    local eq, erem, ew = span(a, b, now_us, now_r)
+    return {eq, erem, ew, ...}
+  end
   P = {[0] = {q, rem, w, limit, ttl, most, ttlS}}
   for e = 1, E do
     local x = h + (e - 1) * 5
-    local eq, erem, ew = span(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), now_us, now_r)
-    P[e] = {eq, erem, ew, tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), ARGV[x + 4]}
+    P[e] = entry(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), ARGV[x + 4])
   end
+  for j = 1, K - 1 do P[E + j] = entry(unpack(more[j])) end
 end
 
 -- Per key: the stored window (false: none), its count, its Window and
@@ -58,13 +63,17 @@ while i <= m do
     settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
     settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
   end
-  if E > 0 then
-    local e = tonumber(ARGV[co + m + i])
+  if P then
+    local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
+    if E > 0 then e = tonumber(ARGV[co + m + i]) elseif (i - 1) % K > 0 then e = -((i - 1) % K) end
     if e < 0 then
       e = -e
     elseif n > 0 and i > g then
-      g = i
-      while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
+      g = i + K - 1 -- E = 0: the K parts of the limiter's own
+      if E > 0 then
+        g = i
+        while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
+      end
       gs, probe, pass = i, g > i, true
     end
     local p = P[e]

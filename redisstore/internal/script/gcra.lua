@@ -10,8 +10,10 @@
 -- The header: the limiter's own policy, which redisstore writes in as
 -- constants (tonumber on every call costs a quarter of the script's time):
 -- the interval (Window/Limit) and tau (Burst * interval) in ns, the expiry
--- in ms, 1 if a leaky bucket delays (else 0), and the expiry as text.
-local interval, tau, ttl, delays, ttlS = 6000000000, 60000000000, 60000, 0, '60000'
+-- in ms, 1 if a leaky bucket delays (else 0), the expiry as text; then,
+-- for a policy made with core.AllOf, its parts after the first, each as
+-- these five values.
+local interval, tau, ttl, delays, ttlS, more = 6000000000, 60000000000, 60000, 0, '60000', {}
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
@@ -19,13 +21,14 @@ if now_us then now_r = tonumber(ARGV[A]) else local t = redis.call('TIME'); now_
 local h = A - 3 - E * 4 -- the given policies' numbers follow ARGV[h]
 if m == 0 then m = h / (2 + math.min(E, 1)); keys, co = ARGV, m end -- the cross-slot form
 
-local P
-if E > 0 then
+local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+if E > 0 or K > 1 then
   P = {[0] = {interval, tau, ttl, delays, ttlS}}
   for e = 1, E do
     local x = h + (e - 1) * 4
     P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), ARGV[x + 3]}
   end
+  for j = 1, K - 1 do P[E + j] = more[j] end
 end
 
 -- Per key: the TAT (false: none), its interval, the instant it was
@@ -39,13 +42,17 @@ while i <= m do
   local v = ARGV[co + i]
   local k, n, settle = keys[i], tonumber(v), nil
   if not n then settle, n = tonumber(string.match(v, '^%S+')), 0 end -- Settle: 'delta at_us at_r'
-  if E > 0 then
-    local e = tonumber(ARGV[co + m + i])
+  if P then
+    local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
+    if E > 0 then e = tonumber(ARGV[co + m + i]) elseif (i - 1) % K > 0 then e = -((i - 1) % K) end
     if e < 0 then
       e = -e
     elseif n > 0 and i > g then
-      g = i
-      while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
+      g = i + K - 1 -- E = 0: the K parts of the limiter's own
+      if E > 0 then
+        g = i
+        while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
+      end
       gs, probe, pass = i, g > i, true
     end
     local p = P[e]

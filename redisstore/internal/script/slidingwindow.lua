@@ -15,8 +15,10 @@
 --
 -- The header: the limiter's own policy, which redisstore writes in as
 -- constants: the bucket width in whole µs and the ns remainder, Buckets,
--- Limit, cap2, the expiry in ms, and the struct format of its ring.
-local wa, wb, buckets, limit, cap2, ttl, fmt = 6000000, 0, 10, 100, 110, 66000, '<dddHI4I4I4I4I4I4I4I4I4I4I4'
+-- Limit, cap2, the expiry in ms, the struct format of its ring; then, for
+-- a policy made with core.AllOf, its parts after the first, each as these
+-- seven values.
+local wa, wb, buckets, limit, cap2, ttl, fmt, more = 6000000, 0, 10, 100, 110, 66000, '<dddHI4I4I4I4I4I4I4I4I4I4I4', {}
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
@@ -40,15 +42,19 @@ end
 local q, rem, w = span(wa, wb, now_us, now_r)
 local ring = buckets + 1
 local ring0, fmt0 = ring, fmt
-local P
-if E > 0 then
+local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+if E > 0 or K > 1 then
+  local function entry(a, b, ...) -- a policy's header values, its bucket's span now
+    local eq, erem, ew = span(a, b, now_us, now_r)
+    return {eq, erem, ew, ...}
+  end
   P = {[0] = {q, rem, w, buckets, limit, cap2, ttl, fmt}}
   for e = 1, E do
     local x = h + (e - 1) * 6
-    local eq, erem, ew = span(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), now_us, now_r)
     local eb = tonumber(ARGV[x + 3])
-    P[e] = {eq, erem, ew, eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dddH' .. string.rep('I4', eb + 1)}
+    P[e] = entry(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dddH' .. string.rep('I4', eb + 1))
   end
+  for j = 1, K - 1 do P[E + j] = entry(unpack(more[j])) end
 end
 
 -- ns from now until, with no further traffic, cost m is admitted and at
@@ -85,13 +91,17 @@ while i <= m do
     settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
     settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
   end
-  if E > 0 then
-    local e = tonumber(ARGV[co + m + i])
+  if P then
+    local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
+    if E > 0 then e = tonumber(ARGV[co + m + i]) elseif (i - 1) % K > 0 then e = -((i - 1) % K) end
     if e < 0 then
       e = -e
     elseif n > 0 and i > g then
-      g = i
-      while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
+      g = i + K - 1 -- E = 0: the K parts of the limiter's own
+      if E > 0 then
+        g = i
+        while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
+      end
       gs, probe, pass = i, g > i, true
     end
     local p = P[e]

@@ -55,9 +55,10 @@
 // many slots that one Cluster node serves in one script call.
 //
 // A call of cost n > 0 and the rows of parts that follow it are a group:
-// every row is first decided without consuming, and only if every row
-// admits is each decided again and charged, so that a denial charges no
-// part. A denied group replies the rows as decided without consuming.
+// each row is decided and charged once, the state it replaced kept; if a
+// row denies, every row's state is put back and the rows are decided again
+// without consuming, so that a denial charges no part. A denied group
+// replies the rows as decided without consuming.
 //
 // Reply: one string of 5m little-endian 64-bit integers, for each call in
 // order {allowed, remaining, resetAfter, retryAfter, delay}, the durations

@@ -53,9 +53,10 @@ end
 -- Limit, the instant it was written at, the expiry to write (0: delete).
 local win, cnt, ws, wl, lu, lr, px = {}, {}, {}, {}, {}, {}, {}
 local out = {}
--- Rows gs..g are a group (doc.go): probed (nothing consumed), then, if
--- every row admits (pass), charged from gs again.
-local i, g, gs, probe, pass = 1, 0, 0, false, true
+-- Rows gs..g are a group (doc.go): charged row by row, each key's state
+-- before kept in sv; if a row denies (not pass), the states are put back
+-- and the rows decided again without consuming (probe).
+local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
   local v = ARGV[co + i]
   local k, n, settle, sa, sr = keys[i], tonumber(v), nil, nil, nil
@@ -69,12 +70,9 @@ while i <= m do
     if e < 0 then
       e = -e
     elseif n > 0 and i > g then
-      g = i + K - 1 -- E = 0: the K parts of the limiter's own
-      if E > 0 then
-        g = i
-        while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
-      end
-      gs, probe, pass = i, g > i, true
+      g = i -- the group's last row: by ARGV, or the K parts of the limiter's own (E = 0)
+      while g < m and (E > 0 and tonumber(ARGV[co + m + g + 1]) < 0 or E == 0 and g % K > 0) do g = g + 1 end
+      gs, probe, pass, sv = i, false, true, {}
     end
     local p = P[e]
     q, rem, w, limit, ttl, most, ttlS = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
@@ -86,6 +84,7 @@ while i <= m do
     if v then stored, cnt[k], ws[k], lu[k], lr[k], wl[k] = struct.unpack('<dI4ddHI4', v) end
     win[k] = stored
   end
+  if i <= g and g > gs and not probe then sv[k] = {stored, cnt[k], ws[k], wl[k], px[k]} end
   local count, back, converted = 0, 0, false -- back: windows the stored one is ahead of now's
   local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
   if stored then
@@ -188,7 +187,7 @@ while i <= m do
     if count + n > limit then
       local left = limit - count
       if left < 0 then left = 0 end
-      if probe then pass = false end
+      pass = false
       out[i] = struct.pack('<i8i8i8i8i8', 0, left, rs or untilEnd, rt or untilEnd, u)
     elseif not consume then
       if count == 0 then untilEnd = 0 end
@@ -202,9 +201,11 @@ while i <= m do
       out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count - n, untilEnd, 0, 0)
     end
   end
-  if probe and i == g then
+  if i == g and (probe or pass) then
     probe = false
-    if pass then i = gs - 1 end
+  elseif i == g and g > gs then -- a part denied: no part charged, the rows told without consuming
+    for k, s in pairs(sv) do win[k], cnt[k], ws[k], wl[k], px[k] = s[1], s[2], s[3], s[4], s[5] end
+    probe, i = true, gs - 1
   end
   i = i + 1
 end

@@ -81,9 +81,10 @@ end
 
 local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write (0: delete)
 local out = {}
--- Rows gs..g are a group (doc.go): probed (nothing consumed), then, if
--- every row admits (pass), charged from gs again.
-local i, g, gs, probe, pass = 1, 0, 0, false, true
+-- Rows gs..g are a group (doc.go): charged row by row, what each charge
+-- changed kept in sv; if a row denies (not pass), the states are put back
+-- and the rows decided again without consuming (probe).
+local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
   local v = ARGV[co + i]
   local k, n, settle, sa, sr = keys[i], tonumber(v), nil, nil, nil
@@ -97,12 +98,9 @@ while i <= m do
     if e < 0 then
       e = -e
     elseif n > 0 and i > g then
-      g = i + K - 1 -- E = 0: the K parts of the limiter's own
-      if E > 0 then
-        g = i
-        while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
-      end
-      gs, probe, pass = i, g > i, true
+      g = i -- the group's last row: by ARGV, or the K parts of the limiter's own (E = 0)
+      while g < m and (E > 0 and tonumber(ARGV[co + m + g + 1]) < 0 or E == 0 and g % K > 0) do g = g + 1 end
+      gs, probe, pass, sv = i, false, true, {}
     end
     local p = P[e]
     q, rem, w, buckets, limit, cap2, ttl, fmt = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]
@@ -252,7 +250,7 @@ while i <= m do
       u = -1 -- decided on a state not written: not to be cached
     end
     if trailing + n > limit or all + n > cap2 then
-      if probe then pass = false end
+      pass = false
       if frees then
         out[i] = struct.pack('<i8i8i8i8i8', 0, left, frees(limit), frees(n), u)
       else
@@ -261,6 +259,7 @@ while i <= m do
     else
       if consume then
         local x = 5 + top % ring
+        if i <= g and g > gs then sv[k] = {c, x, n, rings[k], px[k]} end
         c[x] = c[x] + n
         trailing, all, left, u = trailing + n, all + n, left - n, 0
         -- The key lives until its newest bucket drops out: longer than
@@ -274,9 +273,11 @@ while i <= m do
       out[i] = struct.pack('<i8i8i8i8i8', 1, left, reset, 0, u)
     end
   end
-  if probe and i == g then
+  if i == g and (probe or pass) then
     probe = false
-    if pass then i = gs - 1 end
+  elseif i == g and g > gs then -- a part denied: no part charged, the rows told without consuming
+    for k, s in pairs(sv) do s[1][s[2]], rings[k], px[k] = s[1][s[2]] - s[3], s[4], s[5] end
+    probe, i = true, gs - 1
   end
   i = i + 1
 end

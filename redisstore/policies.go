@@ -54,21 +54,27 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 
 // newSpec returns the spec of p, valid and of the limiter's algorithm,
 // for a limiter of policies made with core.AllOf when ofParts is set.
+// The limiter's own (l.own) has the parts of its script (OwnPart).
 func (l *Limiter) newSpec(p core.Policy, ofParts bool) (*pspec, error) {
 	ps := &pspec{policy: p}
 	if !ofParts {
 		var err error
-		ps.args, err = script.NewPolicy(p, p.Recovery()+l.ttlPlus)
+		ps.args, err = script.NewPolicy(p, l.ttlPlus)
 		return ps, err
 	}
 	parts := p.Parts()
 	if ps.all = parts != nil; !ps.all {
 		parts = []core.Policy{p}
 	}
-	for _, q := range parts {
-		args, err := script.NewPolicy(q, q.Recovery()+l.ttlPlus)
-		if err != nil {
+	for j, q := range parts {
+		args, err := script.NewPolicy(q, l.ttlPlus)
+		switch {
+		case err != nil:
 			return nil, err
+		case p == l.unnamed && j > 0:
+			args = script.OwnPart(j)
+		case p == l.unnamed:
+			args = nil
 		}
 		ps.parts = append(ps.parts, part{tail: l.keys.tail + ":" + q.Label(), args: args})
 	}

@@ -101,7 +101,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		// Redis expires keys: keep the state long enough for any test.
 		ttlPlus = testKeyLife
 	}
-	s, err := script.New(p, p.Recovery()+ttlPlus)
+	s, err := script.New(p, ttlPlus)
 	if err != nil {
 		return nil, err
 	}
@@ -430,8 +430,8 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 	// The parts, each decided with the call's cost (core.Combine): a
 	// look's usage is the most used part's; one denial not to be cached
 	// (-1) spoils the whole.
-	parts := make([]core.Decision, 1, 1+len(c.More))
-	parts[0] = d
+	var buf [core.MaxParts]core.Decision // on the stack
+	parts := append(buf[:0], d)
 	for _, q := range c.More {
 		parts = append(parts, q.Res)
 		if n == 0 {

@@ -10,8 +10,10 @@
 -- The header: the limiter's own policy, which redisstore writes in as
 -- constants (tonumber on every call costs a quarter of the script's time):
 -- the interval (Window/Limit) and tau (Burst * interval) in ns, the expiry
--- in ms, 1 if a leaky bucket delays (else 0), and the expiry as text.
-local interval, tau, ttl, delays, ttlS = 6000000000, 60000000000, 60000, 0, '60000'
+-- in ms, 1 if a leaky bucket delays (else 0), the expiry as text; then,
+-- for a policy made with core.AllOf, its parts after the first, each as
+-- these five values.
+local interval, tau, ttl, delays, ttlS, more = 6000000000, 60000000000, 60000, 0, '60000', {}
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
@@ -19,34 +21,37 @@ if now_us then now_r = tonumber(ARGV[A]) else local t = redis.call('TIME'); now_
 local h = A - 3 - E * 4 -- the given policies' numbers follow ARGV[h]
 if m == 0 then m = h / (2 + math.min(E, 1)); keys, co = ARGV, m end -- the cross-slot form
 
-local P
-if E > 0 then
+local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+if E > 0 or K > 1 then
   P = {[0] = {interval, tau, ttl, delays, ttlS}}
   for e = 1, E do
     local x = h + (e - 1) * 4
     P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), ARGV[x + 3]}
   end
+  for j = 1, K - 1 do P[E + j] = more[j] end
 end
 
 -- Per key: the TAT (false: none), its interval, the instant it was
 -- written at, and the expiry to write ('del': delete).
 local tus, tr, tiv, lu, lr, dirty = {}, {}, {}, {}, {}, {}
 local out = {}
--- Rows gs..g are a group (doc.go): probed (nothing consumed), then, if
--- every row admits (pass), charged from gs again.
-local i, g, gs, probe, pass = 1, 0, 0, false, true
+-- Rows gs..g are a group (doc.go): charged row by row, each key's state
+-- before kept in sv; if a row denies (not pass), the states are put back
+-- and the rows decided again without consuming (probe).
+local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
   local v = ARGV[co + i]
   local k, n, settle = keys[i], tonumber(v), nil
   if not n then settle, n = tonumber(string.match(v, '^%S+')), 0 end -- Settle: 'delta at_us at_r'
-  if E > 0 then
-    local e = tonumber(ARGV[co + m + i])
+  if P then
+    local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
+    if E > 0 then e = tonumber(ARGV[co + m + i]) elseif (i - 1) % K > 0 then e = -((i - 1) % K) end
     if e < 0 then
       e = -e
     elseif n > 0 and i > g then
-      g = i
-      while g < m and tonumber(ARGV[co + m + g + 1]) < 0 do g = g + 1 end
-      gs, probe, pass = i, g > i, true
+      g = i -- the group's last row: by ARGV, or the K parts of the limiter's own (E = 0)
+      while g < m and (E > 0 and tonumber(ARGV[co + m + g + 1]) < 0 or E == 0 and g % K > 0) do g = g + 1 end
+      gs, probe, pass, sv = i, false, true, {}
     end
     local p = P[e]
     interval, tau, ttl, delays, ttlS = p[1], p[2], p[3], p[4], p[5]
@@ -58,6 +63,7 @@ while i <= m do
     if v then us, tr[k], tiv[k], lu[k], lr[k] = struct.unpack('<dHddH', v) end
     tus[k] = us
   end
+  if i <= g and g > gs and not probe then sv[k] = {us, tr[k], tiv[k], dirty[k]} end
   local base = 0 -- max(tat, now) - now
   local stay = false -- a denial decided on a converted state, not written
   local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
@@ -183,7 +189,7 @@ while i <= m do
     if nxt > tau then
       local left = tau - base
       if left < 0 then left = 0 end
-      if probe then pass = false end
+      pass = false
       out[i] = struct.pack('<i8i8i8i8i8', 0, math.floor(left / interval), rs or base, rt or nxt - tau, used)
     elseif not consume then
       out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - base) / interval), rs or base, 0, used)
@@ -196,9 +202,11 @@ while i <= m do
       out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - nxt) / interval), nxt, 0, delay)
     end
   end
-  if probe and i == g then
+  if i == g and (probe or pass) then
     probe = false
-    if pass then i = gs - 1 end
+  elseif i == g and g > gs then -- a part denied: no part charged, the rows told without consuming
+    for k, s in pairs(sv) do tus[k], tr[k], tiv[k], dirty[k] = s[1], s[2], s[3], s[4] end
+    probe, i = true, gs - 1
   end
   i = i + 1
 end

@@ -32,19 +32,40 @@ type Form struct {
 // crossSlot heads the cross-slot form. The flag needs Redis 7.
 const crossSlot = "#!lua flags=allow-cross-slot-keys\n"
 
-// New returns the script of policy p, whose keys expire ttl after each
-// write: its algorithm's file with p's numbers in the header.
-func New(p core.Policy, ttl time.Duration) (Script, error) {
-	file, nums, extra, err := numbers(p, ttl)
-	if err != nil {
-		return Script{}, err
+// New returns the script of policy p, whose keys expire plus after they
+// would be full (Policy.Recovery): its algorithm's file with p's numbers in
+// the header, and those of its parts after the first, for a policy made
+// with core.AllOf, so that its calls send no policy.
+func New(p core.Policy, plus time.Duration) (Script, error) {
+	parts := p.Parts()
+	if parts == nil {
+		parts = []core.Policy{p}
 	}
-	values := make([]string, 0, len(nums)+1)
+	var file string
+	var own, more []string
+	for i, q := range parts {
+		f, values, err := header(q, plus)
+		if err != nil {
+			return Script{}, err
+		}
+		if i == 0 {
+			file, own = f, values
+		} else {
+			more = append(more, "{"+strings.Join(values, ", ")+"}")
+		}
+	}
+	src := withHeader(file, append(own, "{"+strings.Join(more, ", ")+"}"))
+	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil
+}
+
+// header returns the file of p's algorithm and p's values of its header
+// (Lua literals), but the last: the parts after the first.
+func header(p core.Policy, plus time.Duration) (file string, values []string, err error) {
+	file, nums, extra, err := numbers(p, p.Recovery()+plus)
 	for _, x := range nums {
 		values = append(values, strconv.FormatInt(x, 10))
 	}
-	src := withHeader(file, append(values, extra))
-	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil
+	return file, append(values, extra), err
 }
 
 func newForm(src string) Form { return Form{Src: src, sha: redis.NewScript(src).Hash()} }
@@ -101,13 +122,20 @@ func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra
 	return "", nil, "", fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
 }
 
-// Policy is a policy given with a call, as the scripts receive it.
-type Policy struct{ args []any } // its K numbers, boxed once
+// Policy is a policy given with a call, as the scripts receive it, or a
+// part of the limiter's own policy, which its script holds (OwnPart).
+type Policy struct {
+	args []any // its K numbers, boxed once
+	own  int   // own part own+1; 0: given
+}
+
+// OwnPart returns part j >= 1 (from 0) of the limiter's own policy.
+func OwnPart(j int) *Policy { return &Policy{own: j} }
 
 // NewPolicy returns the valid policy p for its calls' scripts, its keys
-// expiring ttl after each write.
-func NewPolicy(p core.Policy, ttl time.Duration) (*Policy, error) {
-	_, nums, _, err := numbers(p, ttl)
+// expiring plus after they would be full (Policy.Recovery).
+func NewPolicy(p core.Policy, plus time.Duration) (*Policy, error) {
+	_, nums, _, err := numbers(p, p.Recovery()+plus)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +240,7 @@ func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool
 // parts') and the distinct policies given with them, usually none.
 func rows[C Caller](calls []C) (m int, given []*Policy) {
 	add := func(ps *Policy) {
-		if ps != nil && !slices.Contains(given, ps) {
+		if ps != nil && ps.own == 0 && !slices.Contains(given, ps) {
 			given = append(given, ps)
 		}
 	}
@@ -228,14 +256,18 @@ func rows[C Caller](calls []C) (m int, given []*Policy) {
 }
 
 // appendPolicies appends the rows' policies (ARGV[m+i]: 0 for the
-// limiter's own, e for given[e-1], -e for a part after a call's first),
-// then the given policies' numbers.
+// limiter's own, e for given[e-1], -e for a part after a call's first,
+// -E-j for the own policy's part j+1), then the given policies' numbers.
 func appendPolicies[C Caller](args []any, calls []C, given []*Policy) []any {
 	for _, cc := range calls {
 		c := cc.ScriptCall()
 		args = append(args, slices.Index(given, c.Policy)+1)
 		for j := range c.More {
-			args = append(args, -1-slices.Index(given, c.More[j].Policy))
+			if ps := c.More[j].Policy; ps.own > 0 {
+				args = append(args, -len(given)-ps.own)
+			} else {
+				args = append(args, -1-slices.Index(given, ps))
+			}
 		}
 	}
 	for _, ps := range given {

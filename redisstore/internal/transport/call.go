@@ -55,7 +55,9 @@ func NewCall() *Call {
 // it.
 func (c *Call) Release() {
 	c.timer.Stop()
+	more := c.More[:0] // its array kept for the next call's parts
 	*c = Call{done: c.done, timer: c.timer}
+	c.More = more
 	callPool.Put(c)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // MaxParts is the most parts a policy made with AllOf may have.
@@ -387,14 +388,14 @@ func newAllRegistry(r *rule, resolve func(Policy) (*rule, error), maxKeys int) d
 // themselves (redisstore); it returns an error when p is not made of
 // len(parts) parts.
 func Combine(p Policy, parts []Decision) (Decision, error) {
-	r, err := compile(p)
+	r, err := combineRule(p)
 	switch {
 	case err != nil:
 		return Decision{}, err
 	case p.parts == "" || len(r.parts) != len(parts):
 		return Decision{}, fmt.Errorf("core: Combine: %v has %d parts, got %d decisions", p, len(r.parts), len(parts))
 	}
-	pv := &partVerdicts{rule: &r}
+	pv := &partVerdicts{rule: r}
 	admitted := true
 	for i, d := range parts {
 		wait := d.RetryAfter
@@ -408,4 +409,26 @@ func Combine(p Policy, parts []Decision) (Decision, error) {
 	r.fill(&d, pv.combine(admitted), 0)
 	d.Source, d.At = parts[0].Source, parts[0].At
 	return d, nil
+}
+
+// combineRules keeps Combine's rules, by policy: compiling one decodes its
+// parts and labels each (9 allocations), on every decision of a store
+// otherwise. A store's policies are few (its own, its plans'); past
+// maxCombineRules, Combine compiles each time rather than grow.
+var (
+	combineRules     sync.Map // Policy -> *rule
+	combineRuleCount atomic.Int64
+)
+
+const maxCombineRules = 1024
+
+func combineRule(p Policy) (*rule, error) {
+	if r, ok := combineRules.Load(p); ok {
+		return r.(*rule), nil
+	}
+	r, err := compile(p)
+	if err == nil && combineRuleCount.Add(1) <= maxCombineRules {
+		combineRules.Store(p, &r)
+	}
+	return &r, err
 }

@@ -32,7 +32,7 @@ func TestMemoryPerKey(t *testing.T) {
 			lim, err := New(rdb, tc.p, WithTimeout(testTimeout)) // the default prefix: the key as users get it
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = lim.Close() })
-			user := "203.0.113.7/32" // an IPv4 key from package keyfunc
+			user := "203.0.113.7" // an IPv4 key from package keyfunc (the address)
 			t.Cleanup(func() { _ = lim.Reset(ctx, user) })
 			_, err = lim.Allow(ctx, user)
 			require.NoError(t, err)

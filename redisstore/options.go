@@ -87,9 +87,11 @@ func WithPrefix(prefix string) Option {
 // by the local fallback (see WithoutFallback). So a process too saturated
 // to send its calls within d (thousands of requests in flight on a few
 // cores) has them decided locally: each client between its quota and its
-// quota times the number of app servers plus one, the total admitted
-// within a few percent of the quota (benchmarks/README.md, the load
-// scenario). A longer timeout buys exactness under overload.
+// quota times the number of app servers plus one. How far the total goes
+// above the quota depends on the CPU the process gets: in the load
+// scenario on two cores (benchmarks/README.md), within 5% on one Redis and
+// up to about 10% on a three-master Cluster. A longer timeout buys
+// exactness under overload.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

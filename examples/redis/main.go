@@ -36,6 +36,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"github.com/go-ratelimit/ratelimit/redisstore"
 )
@@ -45,7 +46,7 @@ func main() {
 	if addr == "" {
 		addr = "127.0.0.1:6379"
 	}
-	flag.StringVar(&addr, "redis", addr, "Redis `address` (default: $REDIS_ADDR, else 127.0.0.1:6379)")
+	flag.StringVar(&addr, "redis", addr, "Redis `address`; $REDIS_ADDR sets the default")
 	limit := flag.Int64("limit", 10, "requests per minute per client, shared by both servers")
 	requests := flag.Int("requests", 30, "requests to send, alternating between the servers, before serving")
 	listenA := flag.String("a", "127.0.0.1:8081", "`address` of app server A")
@@ -181,6 +182,20 @@ func run(ctx context.Context, out io.Writer, redisAddr string, limit int64, requ
 		return nil, errors.New("the shared limit did not hold")
 	}
 	fmt.Fprintln(out, "the limit held across both servers")
+	// The requests above came from 127.0.0.1, as a curl on this machine
+	// will: forget them, so that curl starts with the whole quota. Each
+	// server's Reset: one deletes the key in Redis, and each clears its
+	// own deny cache (a process's cache is its own).
+	key, err := keyfunc.CanonicalIP("127.0.0.1")
+	for _, a := range servers {
+		if err == nil {
+			err = a.lim.Reset(ctx, key)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("forgetting the demo's own requests: %w", err)
+	}
+	fmt.Fprintf(out, "forgot those requests (Limiter.Reset of key %q): curl starts with %d\n", key, limit)
 	ok = true
 	return servers, nil
 }

@@ -45,14 +45,14 @@ func TestHooksGetOneEventPerRequestInOrder(t *testing.T) {
 	}
 	if got, want := events[0], (nethttp.Event{
 		Request: events[0].Request, Key: "192.0.2.1", Cost: 1, Outcome: nethttp.OutcomeAllowed,
-		Decision: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: time.Minute, Policy: lim.Policy()},
+		Decision: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: time.Minute, Policy: lim.Policy(), At: t0.UTC()},
 		Latency:  events[0].Latency, LimiterCalled: true,
 	}); got != want {
 		t.Errorf("events[0]: got %v, want %v", got, want)
 	}
 	if got, want := events[1], (nethttp.Event{
 		Request: events[1].Request, Key: "192.0.2.1", Cost: 1, Outcome: nethttp.OutcomeDenied,
-		Decision: core.Decision{Limit: 1, ResetAfter: time.Minute, RetryAfter: time.Minute, Policy: lim.Policy()},
+		Decision: core.Decision{Limit: 1, ResetAfter: time.Minute, RetryAfter: time.Minute, Policy: lim.Policy(), At: t0.UTC()},
 		Latency:  events[1].Latency, LimiterCalled: true,
 	}); got != want {
 		t.Errorf("events[1]: got %v, want %v", got, want)

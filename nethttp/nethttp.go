@@ -72,7 +72,7 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 		c.key = keyfunc.IP()
 	}
 	p := lim.Policy()
-	if err := checkPolicyName(p.Name); err != nil {
+	if err := checkPolicyName(p); err != nil {
 		panic(fmt.Errorf("nethttp: %s: %w", fn, err))
 	}
 	if c.policy != nil {
@@ -228,7 +228,7 @@ func (e *Engine) costFromFunc(ev *Event) bool {
 func (e *Engine) policyOf(ev *Event, p *core.Policy) bool {
 	var err error
 	if *p, err = e.cfg.policy(ev.Request, ev.Key); err == nil {
-		err = checkPolicyName(p.Name)
+		err = checkPolicyName(*p)
 	}
 	if err != nil {
 		e.policyFailed(ev, err)

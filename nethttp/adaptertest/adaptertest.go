@@ -77,6 +77,7 @@ func Run(t *testing.T, a Adapter) {
 	t.Run("applies the key-error policy", s.keyErrors)
 	t.Run("keys on the route pattern, not the path", s.route)
 	t.Run("admits exactly the limit to concurrent clients over loopback", s.loopback)
+	t.Run("describes each part of a composite limit", s.composite)
 }
 
 func (s suite) limiter(t *testing.T, p core.Policy) (*core.MemoryLimiter, *coretest.Clock) {

@@ -55,6 +55,16 @@
 // names the parts that denied. A limiter failure writes the parts'
 // policies and the first part's limit.
 //
+// # Costs known after the response
+//
+// [WithFinalCost] charges an estimate before the handler and settles the
+// difference once the response is written: from the handler
+// ([SetFinalCost]: the tokens a completion used) or from the response's
+// status and header (a 5xx not charged, only failed logins counted). The
+// limiter must be a [core.Settler]; the settlement never delays the
+// response, and one the limiter refuses is reported as
+// [OutcomeSettleFailed], never retried.
+//
 // # Stacking limits
 //
 // Several limits on one route are several middlewares, one inside the other.

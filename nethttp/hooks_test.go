@@ -370,11 +370,11 @@ func TestUnknownStateIsNotWritten(t *testing.T) {
 
 func TestOutcomeString(t *testing.T) {
 	var got []string
-	for o := nethttp.OutcomeAllowed; o <= nethttp.OutcomeCanceled+1; o++ {
+	for o := nethttp.OutcomeAllowed; o <= nethttp.OutcomeSettleFailed+1; o++ {
 		got = append(got, o.String())
 	}
 	if want := ([]string{
-		"allowed", "denied", "dry-run", "failed-open", "failed-closed", "key-error", "cost-error", "canceled", "Outcome(8)",
+		"allowed", "denied", "dry-run", "failed-open", "failed-closed", "key-error", "cost-error", "canceled", "settle-failed", "Outcome(9)",
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("outcome names: got %v, want %v", got, want)
 	}

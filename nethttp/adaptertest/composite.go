@@ -56,4 +56,3 @@ func (s suite) composite(t *testing.T) {
 	wantStatus(t, w, http.StatusOK)
 	wantHeaders(t, w, headers(nethttp.HeaderLimit, "2", nethttp.HeaderRateLimitPolicy, policy))
 }
-

@@ -50,26 +50,26 @@ func (s settleRecorder) Settle(ctx context.Context, key string, d core.Decision,
 }
 
 // nextSettle returns the final cost of the next settlement, failing t if
-// none comes within a minute (a bound for a broken build, not a timing).
+// none comes within 10 seconds (a bound for a broken build, not a timing).
 func nextSettle(t *testing.T, done chan int64) int64 {
 	t.Helper()
 	select {
 	case cost := <-done:
 		return cost
-	case <-time.After(time.Minute):
+	case <-time.After(10 * time.Second):
 		t.Fatal("no settlement")
 		return 0
 	}
 }
 
 // nextEvent returns the next Event on events, failing t if none comes
-// within a minute.
+// within 10 seconds.
 func nextEvent(t *testing.T, events chan nethttp.Event) nethttp.Event {
 	t.Helper()
 	select {
 	case ev := <-events:
 		return ev
-	case <-time.After(time.Minute):
+	case <-time.After(10 * time.Second):
 		t.Fatal("no event")
 		return nethttp.Event{}
 	}

@@ -48,11 +48,17 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 // the one written, or else the one echo's HTTPErrorHandler answers err
 // with, the HTTPError's code or 500.
 func status(w *echo.Response, err error) int {
-	var he *echo.HTTPError
-	switch {
-	case err == nil || w.Committed:
+	if err == nil || w.Committed {
 		return cmp.Or(w.Status, http.StatusOK) // 0 only before echo's reset
-	case errors.As(err, &he):
+	}
+	return errorStatus(err)
+}
+
+// errorStatus is status for an error not yet answered: a function of its
+// own, so that the variable errors.As fills is allocated only then.
+func errorStatus(err error) int {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
 		return he.Code
 	}
 	return http.StatusInternalServerError

@@ -172,10 +172,12 @@ type allState[S any, P stateOf[S]] struct {
 }
 
 // partVerdicts are the verdicts of the parts of a decision, for
-// Decision.Parts: rule is the policy's, v[i] its part i's.
+// Decision.Parts: rule is the policy's, v[i] its part i's, binding the
+// index of the part that binds (see combine).
 type partVerdicts struct {
-	rule *rule
-	v    [MaxParts]verdict
+	rule    *rule
+	v       [MaxParts]verdict
+	binding uint8
 }
 
 func (s *allState[S, P]) init(r *rule) {
@@ -188,24 +190,24 @@ func (s *allState[S, P]) init(r *rule) {
 // decide asks every part without consuming, then, if every part admits
 // and consume is set, charges each: under the mutex, no other decision
 // comes between.
-func (s *allState[S, P]) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
+func (s *allState[S, P]) decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
-		return verdict{}, false
+		return verdict{}, nil, false
 	}
 	pv := &partVerdicts{rule: r}
 	admitted := true
 	for i := range s.parts {
-		pv.v[i], _ = P(&s.parts[i]).decide(&r.parts[i], now, n, false)
+		pv.v[i], _, _ = P(&s.parts[i]).decide(&r.parts[i], now, n, false)
 		admitted = admitted && pv.v[i].allowed
 	}
 	if admitted && consume {
 		for i := range s.parts {
-			pv.v[i], _ = P(&s.parts[i]).decide(&r.parts[i], now, n, true)
+			pv.v[i], _, _ = P(&s.parts[i]).decide(&r.parts[i], now, n, true)
 		}
 	}
-	return pv.combine(admitted), true
+	return pv.combine(admitted), pv, true
 }
 
 // combine is the verdict of the whole: admitted when every part admits,
@@ -223,7 +225,7 @@ func (pv *partVerdicts) combine(admitted bool) verdict {
 		}
 	}
 	d := pv.v[b]
-	d.allowed, d.wait, d.binding, d.parts = admitted, wait, uint8(b), pv
+	d.allowed, d.wait, pv.binding = admitted, wait, uint8(b)
 	if !admitted {
 		// A part that admits has no RetryAfter: its wait is a delay.
 		d.wait = 0
@@ -263,7 +265,7 @@ func (s *allState[S, P]) retire(r *rule, now int64, mode retireMode, into *allSt
 		}
 	case retireUnlimited:
 		for i := range s.parts {
-			if v, _ := P(&s.parts[i]).decide(&r.parts[i], now, 1, false); !v.allowed {
+			if v, _, _ := P(&s.parts[i]).decide(&r.parts[i], now, 1, false); !v.allowed {
 				return false
 			}
 		}
@@ -367,7 +369,7 @@ func (r *rule) partLabeled(label string) int {
 // algorithm.
 type decider interface {
 	keys
-	decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error)
+	decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *partVerdicts, *rule, error)
 }
 
 func newAllRegistry(r *rule, resolve func(Policy) (*rule, error), maxKeys int) decider {
@@ -406,7 +408,7 @@ func Combine(p Policy, parts []Decision) (Decision, error) {
 		admitted = admitted && d.Allowed
 	}
 	var d Decision
-	r.fill(&d, pv.combine(admitted), 0)
+	r.fill(&d, pv.combine(admitted), pv, 0)
 	d.Source, d.At = parts[0].Source, parts[0].At
 	return d, nil
 }

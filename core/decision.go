@@ -45,7 +45,7 @@ func (d Decision) Parts() []Decision {
 	r := d.parts.rule
 	out := make([]Decision, len(r.parts))
 	for i := range out {
-		r.parts[i].fill(&out[i], d.parts.v[i], 0)
+		r.parts[i].fill(&out[i], d.parts.v[i], nil, 0)
 		out[i].Source, out[i].At = d.Source, d.At
 	}
 	return out
@@ -101,11 +101,9 @@ var (
 // registers.
 type verdict struct {
 	allowed   bool
-	binding   uint8 // parts: the index of the part that binds
 	remaining int64
 	reset     time.Duration
 	wait      time.Duration
-	parts     *partVerdicts // a policy of several parts: see combine
 }
 
 // durationNs converts a nanosecond span to a Duration, clamping negative

@@ -220,8 +220,8 @@ func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (d Decisi
 		return l.refuse(&l.rule, &l.rule.policy, key, n)
 	}
 	now := l.clock()
-	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, now, n, true)
-	l.rule.fill(&d, v, now)
+	v, pv, _, _ := l.decide(&l.rule, &l.rule.policy, key, now, n, true)
+	l.rule.fill(&d, v, pv, now)
 	return d, nil
 }
 
@@ -231,8 +231,8 @@ func (l *MemoryLimiter) Peek(_ context.Context, key string) (d Decision, err err
 		return Decision{}, ErrClosed
 	}
 	now := l.clock()
-	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, now, 1, false)
-	l.rule.fill(&d, v, now)
+	v, pv, _, _ := l.decide(&l.rule, &l.rule.policy, key, now, 1, false)
+	l.rule.fill(&d, v, pv, now)
 	return d, nil
 }
 
@@ -254,7 +254,7 @@ func (l *MemoryLimiter) Len() int { return l.keys.len() }
 
 // decide is the registry's decide (registry.go), for the limiter's
 // algorithm.
-func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
+func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *partVerdicts, *rule, error) {
 	switch {
 	case l.gcra != nil:
 		return l.gcra.decide(r, p, key, now, n, consume)
@@ -337,11 +337,11 @@ func (l *MemoryLimiter) refuse(r *rule, p *Policy, key string, n int64) (d Decis
 		return Decision{}, fmt.Errorf("%w, got %d", ErrInvalidCost, n)
 	}
 	now := l.clock()
-	v, r, err := l.decide(r, p, key, now, 1, false)
+	v, pv, r, err := l.decide(r, p, key, now, 1, false)
 	if err != nil {
 		return Decision{}, err
 	}
-	r.fill(&d, v, now)
+	r.fill(&d, v, pv, now)
 	d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
 	return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(r.policy))
 }

@@ -17,11 +17,11 @@ func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n i
 		return l.refuse(nil, &p, key, n)
 	}
 	now := l.clock()
-	v, r, err := l.decide(nil, &p, key, now, n, true)
+	v, pv, r, err := l.decide(nil, &p, key, now, n, true)
 	if err != nil {
 		return Decision{}, err
 	}
-	r.fill(&d, v, now)
+	r.fill(&d, v, pv, now)
 	return d, nil
 }
 

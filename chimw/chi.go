@@ -20,21 +20,10 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) func(http.Handler) http.Han
 		panic(errors.New("chimw: Limit: nil limiter"))
 	}
 	e := nethttp.NewEngine(lim, opts...)
-	return func(next http.Handler) http.Handler {
-		if next == nil {
-			next = http.NotFoundHandler()
-		}
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			// Finding the route before chi has routed is a second walk of
-			// its tree: the engine asks for it only when a function of the
-			// options, or a denial handler, is to see the request.
-			if rej := e.Check(w, r, func() *http.Request { return withRoute(r) }); rej != nil {
-				e.Respond(w, rej)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
+	// Finding the route before chi has routed is a second walk of its
+	// tree: the engine asks for it only when a function of the options, or
+	// a denial handler, is to see the request.
+	return func(next http.Handler) http.Handler { return e.Handler(next, withRoute) }
 }
 
 // withRoute returns the request the engine decides: r itself when its

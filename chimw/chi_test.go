@@ -2,7 +2,6 @@ package chimw_test
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -21,7 +20,8 @@ import (
 
 func TestMain(m *testing.M) { adaptertest.VerifyTestMain(m) }
 
-func ok(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
+// ok is the suite's handler, which answers "ok".
+var ok = adaptertest.Handler.ServeHTTP
 
 func limit(_ testing.TB, lim core.Limiter, opts ...nethttp.Option) func(http.Handler) http.Handler {
 	return chimw.Limit(lim, opts...)

@@ -22,6 +22,33 @@ type Decision struct {
 	Delay      time.Duration // an admitted leaky-bucket request's wait before being served
 	Policy     Policy        // the policy that decided (IETF RateLimit-Policy)
 	Source     Source        // where the decision was made
+	// At is the instant of the decision on the store's clock (the Redis
+	// server's for redisstore): Settler.Settle finds by it the window a
+	// cost was charged in.
+	At    time.Time
+	parts *partVerdicts // a policy made with AllOf: see Parts
+}
+
+// Parts returns, for a decision under a policy made with AllOf, the
+// decision of each part, in the order of Policy.Parts(): what each part
+// alone would say of the request (a part that admits has no RetryAfter,
+// even when the request is denied by another). The decision itself is
+// admitted when every part admits; its Limit, Remaining and ResetAfter
+// are those of the part that binds, the one with the fewest remaining
+// (then the longest wait, then the longest reset); its RetryAfter (or
+// Delay) is the longest of the parts'. Parts returns nil for a policy of
+// one part, and a new slice at each call.
+func (d Decision) Parts() []Decision {
+	if d.parts == nil {
+		return nil
+	}
+	r := d.parts.rule
+	out := make([]Decision, len(r.parts))
+	for i := range out {
+		r.parts[i].fill(&out[i], d.parts.v[i], nil, 0)
+		out[i].Source, out[i].At = d.Source, d.At
+	}
+	return out
 }
 
 // Source says where a Decision was made, so that adapters, hooks and

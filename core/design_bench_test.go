@@ -227,8 +227,8 @@ func (s *syncMapProto) allowN(_ context.Context, key string, n int64) (d Decisio
 		}
 		e := v.(*protoEntry)
 		if e.rule == &s.rule {
-			if vd, ok := e.state.decide(e.rule, now, n, true); ok {
-				s.rule.fill(&d, vd)
+			if vd, _, ok := e.state.decide(e.rule, now, n, true); ok {
+				s.rule.fill(&d, vd, nil, now)
 				return d, nil
 			}
 		}
@@ -269,8 +269,8 @@ func (s *shardsProto) allowN(_ context.Context, key string, n int64) (d Decision
 			sh.mu.Unlock()
 		}
 		if e.rule == &s.rule {
-			if vd, ok := e.state.decide(e.rule, now, n, true); ok {
-				s.rule.fill(&d, vd)
+			if vd, _, ok := e.state.decide(e.rule, now, n, true); ok {
+				s.rule.fill(&d, vd, nil, now)
 				return d, nil
 			}
 		}

@@ -12,9 +12,11 @@
 //	core.TokenBucket(100, time.Minute).WithBurst(20)      // refill 100/min, bursts of at most 20
 //	core.LeakyBucket(10, time.Second).WithBurst(50)       // leave at 10/s, at most 50 in the bucket
 //
-// An invalid [Policy] is rejected by [New] (and by the Redis store) with an
-// error naming the field, never a panic: [Policy.Validate] is the one bound
-// for every store.
+// [AllOf] makes one policy of several, decided at once (10 per second and
+// 1,000 per day: admitted only when both admit, charged to both or to
+// neither). An invalid [Policy] is rejected by [New] (and by the Redis
+// store) with an error naming the field, never a panic: [Policy.Validate] is
+// the one bound for every store.
 //
 // # The limiter
 //
@@ -27,7 +29,9 @@
 //	d, err := lim.Allow(ctx, key)
 //
 // Idle keys are dropped without changing any decision, and [WithMaxKeys]
-// bounds the keys held without ever handing quota back.
+// bounds the keys held without ever handing quota back. A cost known only
+// after the request was served is settled against what was charged
+// ([Settler]).
 //
 // # Policies per call
 //

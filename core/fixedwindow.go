@@ -36,14 +36,14 @@ func (s *fixedState) current(r *rule, word, now int64) (window, count int64) {
 
 func (s *fixedState) init(*rule) {}
 
-func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
+func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool) {
 	for {
 		// A fresh verdict each attempt: a lost CompareAndSwap must not
 		// leave Allowed set for the retry.
 		var d verdict
 		word := s.w.Load()
 		if word == retired {
-			return verdict{}, false
+			return verdict{}, nil, false
 		}
 		window, count := s.current(r, word, now)
 		untilEnd := durationNs((window+1)*r.window - now)
@@ -51,7 +51,7 @@ func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, bool)
 			d.remaining = max(0, r.limit-count)
 			d.reset = untilEnd
 			d.wait = untilEnd
-			return d, true
+			return d, nil, true
 		}
 		d.allowed = true
 		if !consume {
@@ -59,12 +59,12 @@ func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, bool)
 			if count > 0 {
 				d.reset = untilEnd
 			}
-			return d, true
+			return d, nil, true
 		}
 		if s.w.CompareAndSwap(word, r.packFixed(window, count+n)) {
 			d.remaining = r.limit - count - n
 			d.reset = untilEnd
-			return d, true
+			return d, nil, true
 		}
 	}
 }
@@ -184,6 +184,9 @@ func (s *fixedState) carry(from, to *rule, now int64) (k, n int64) {
 // on, and everything two windows after its start (it is no longer live);
 // so the earliest of these instants (or now) that leaves room is the one.
 func (s *fixedState) admitsAt(from, to *rule, now, n int64) int64 {
+	if n == fullQuota {
+		n = to.capacity
+	}
 	window, _, live := from.live(s.w.Load(), now)
 	if !live {
 		return now

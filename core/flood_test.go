@@ -67,7 +67,7 @@ func TestNewcomerAfterEvictionsRetryAfterAdmits(t *testing.T) {
 		}
 	}
 	d, err := lim.AllowPolicy(ctx, fast, "newcomer", 1)
-	if want := (core.Decision{Limit: 60, ResetAfter: 90 * time.Second, RetryAfter: 50 * time.Second, Policy: fast}); err != nil || d != want {
+	if want := (core.Decision{Limit: 60, ResetAfter: 90 * time.Second, RetryAfter: 50 * time.Second, Policy: fast, At: now.UTC()}); err != nil || d != want {
 		t.Errorf("AllowPolicy(fast, newcomer, 1) = %+v, %v; want %+v", d, err, want)
 	}
 	now = now.Add(50*time.Second - 1)

@@ -311,7 +311,7 @@ func TestErrorsNameTheValues(t *testing.T) {
 	if !errors.Is(err, core.ErrCostExceedsCapacity) {
 		t.Errorf("got %v, want %v", err, core.ErrCostExceedsCapacity)
 	}
-	if want := (core.Decision{Limit: 5, Remaining: 5, Policy: core.FixedWindow(5, time.Minute)}); d != want {
+	if want := (core.Decision{Limit: 5, Remaining: 5, Policy: core.FixedWindow(5, time.Minute), At: coretest.Epoch}); d != want {
 		t.Errorf("d = %+v, want %+v", d, want)
 	}
 }

@@ -21,6 +21,7 @@ type MemoryLimiter struct {
 	gcra    *registry[gcraState, *gcraState]
 	fixed   *registry[fixedState, *fixedState]
 	sliding *registry[slidingState, *slidingState]
+	all     decider // for a policy made with AllOf (composite.go)
 	keys    keys
 	rule    rule
 	// rules maps the policies given with calls (AllowPolicy) to their
@@ -138,14 +139,17 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	}
 	l.base = time.Now()
 	l.baseNs = l.base.UnixNano()
-	switch p.Algorithm {
-	case AlgTokenBucket, AlgLeakyBucket:
+	switch {
+	case len(l.rule.parts) > 0:
+		l.all = newAllRegistry(&l.rule, l.resolve, c.maxKeys)
+		l.keys = l.all
+	case p.Algorithm == AlgTokenBucket || p.Algorithm == AlgLeakyBucket:
 		l.gcra = newRegistry[gcraState](&l.rule, l.resolve, c.maxKeys)
 		l.keys = l.gcra
-	case AlgFixedWindow:
+	case p.Algorithm == AlgFixedWindow:
 		l.fixed = newRegistry[fixedState](&l.rule, l.resolve, c.maxKeys)
 		l.keys = l.fixed
-	case AlgSlidingWindow:
+	default:
 		l.sliding = newRegistry[slidingState](&l.rule, l.resolve, c.maxKeys)
 		l.keys = l.sliding
 	}
@@ -215,8 +219,9 @@ func (l *MemoryLimiter) AllowN(_ context.Context, key string, n int64) (d Decisi
 	if n <= 0 || n > l.rule.capacity || l.closed.Load() {
 		return l.refuse(&l.rule, &l.rule.policy, key, n)
 	}
-	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, l.clock(), n, true)
-	l.rule.fill(&d, v)
+	now := l.clock()
+	v, pv, _, _ := l.decide(&l.rule, &l.rule.policy, key, now, n, true)
+	l.rule.fill(&d, v, pv, now)
 	return d, nil
 }
 
@@ -225,8 +230,9 @@ func (l *MemoryLimiter) Peek(_ context.Context, key string) (d Decision, err err
 	if l.closed.Load() {
 		return Decision{}, ErrClosed
 	}
-	v, _, _ := l.decide(&l.rule, &l.rule.policy, key, l.clock(), 1, false)
-	l.rule.fill(&d, v)
+	now := l.clock()
+	v, pv, _, _ := l.decide(&l.rule, &l.rule.policy, key, now, 1, false)
+	l.rule.fill(&d, v, pv, now)
 	return d, nil
 }
 
@@ -248,14 +254,16 @@ func (l *MemoryLimiter) Len() int { return l.keys.len() }
 
 // decide is the registry's decide (registry.go), for the limiter's
 // algorithm.
-func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
+func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *partVerdicts, *rule, error) {
 	switch {
 	case l.gcra != nil:
 		return l.gcra.decide(r, p, key, now, n, consume)
 	case l.fixed != nil:
 		return l.fixed.decide(r, p, key, now, n, consume)
+	case l.sliding != nil:
+		return l.sliding.decide(r, p, key, now, n, consume)
 	}
-	return l.sliding.decide(r, p, key, now, n, consume)
+	return l.all.decide(r, p, key, now, n, consume)
 }
 
 func (l *MemoryLimiter) sweep() { l.keys.sweep(l.clock()) }
@@ -328,11 +336,12 @@ func (l *MemoryLimiter) refuse(r *rule, p *Policy, key string, n int64) (d Decis
 	case n <= 0:
 		return Decision{}, fmt.Errorf("%w, got %d", ErrInvalidCost, n)
 	}
-	v, r, err := l.decide(r, p, key, l.clock(), 1, false)
+	now := l.clock()
+	v, pv, r, err := l.decide(r, p, key, now, 1, false)
 	if err != nil {
 		return Decision{}, err
 	}
-	r.fill(&d, v)
+	r.fill(&d, v, pv, now)
 	d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
 	return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(r.policy))
 }

@@ -37,6 +37,7 @@ func TestModelMemory(t *testing.T) {
 	t.Run("model", s.RunModel)
 	t.Run("properties", s.RunProperties)
 	t.Run("plan scenarios", s.RunPlanScenarios)
+	t.Run("composites and settlements", s.RunComposites)
 }
 
 // TestModelMemoryMaxKeys is TestModelMemory with room for only 8 keys, so

@@ -69,6 +69,7 @@ type Policy struct {
 	// Limit, Window and Burst admits.
 	Meter bool
 	Name  string // in the IETF RateLimit-Policy header; if empty, the adapter picks one
+	parts string // the parts of a policy made with AllOf (encodeParts)
 }
 
 // FixedWindow returns a policy admitting at most limit requests in each
@@ -133,8 +134,12 @@ func (p Policy) Interval() time.Duration {
 }
 
 // Capacity is the largest cost a single request can ever be admitted with:
-// Burst for the bucket algorithms, Limit for the windows.
+// Burst for the bucket algorithms, Limit for the windows, the smallest
+// part's for a policy made with AllOf.
 func (p Policy) Capacity() int64 {
+	if p.parts != "" {
+		return partsCapacity(p.parts)
+	}
 	if p.Algorithm == AlgTokenBucket || p.Algorithm == AlgLeakyBucket {
 		return p.Burst
 	}
@@ -154,6 +159,9 @@ func (p Policy) Capacity() int64 {
 //     when Window is a multiple of Limit nanoseconds, at most 0.1% more
 //     otherwise). A leaky bucket serves its admitted requests one Interval
 //     apart.
+//
+// A policy made with AllOf admits no more than its first part, whose bound
+// this is; each part keeps its own.
 func (p Policy) MaxInWindow() int64 {
 	if p.Validate() != nil {
 		return 0
@@ -171,8 +179,16 @@ func (p Policy) MaxInWindow() int64 {
 // idle key older than this is identical to a new one under every policy, so
 // evicting it is lossless. It is the time a key needs to return to full
 // quota, except for a fixed window: 2*Window, as another policy's window may
-// still count its requests.
+// still count its requests. A policy made with AllOf takes its longest
+// part's.
 func (p Policy) Recovery() time.Duration {
+	if p.parts != "" {
+		var d time.Duration
+		for _, q := range p.Parts() {
+			d = max(d, q.Recovery())
+		}
+		return d
+	}
 	switch p.Algorithm {
 	case AlgTokenBucket, AlgLeakyBucket:
 		return time.Duration(p.Burst) * p.Interval()
@@ -209,6 +225,9 @@ func (p Policy) Validate() error {
 	}
 	if p.Meter && a != AlgLeakyBucket {
 		return fmt.Errorf("core: meter mode applies to LeakyBucket only, not %v", a)
+	}
+	if p.parts != "" {
+		return p.validateParts()
 	}
 	switch a {
 	case AlgFixedWindow:
@@ -277,13 +296,17 @@ func (p Policy) validateBucket() error {
 // Label is the name headers and metrics report the policy by: Name when set,
 // otherwise one derived from the policy alone, such as
 // "tokenbucket-100-per-60s" (never from anything a client sent); "" for the
-// zero Policy, which an event carries when no policy was known.
+// zero Policy, which an event carries when no policy was known. A policy
+// made with AllOf without a name is labelled by its parts' labels joined by
+// "+".
 func (p Policy) Label() string {
 	switch {
 	case p.Name != "":
 		return p.Name
 	case p == Policy{}:
 		return ""
+	case p.parts != "":
+		return labelParts(p.Parts())
 	}
 	w := p.Window.String()
 	if p.Window > 0 && p.Window%time.Second == 0 {
@@ -294,6 +317,21 @@ func (p Policy) Label() string {
 
 // String describes the policy as a person would say it: "TokenBucket 100 per 1m0s burst 20".
 func (p Policy) String() string {
+	if p.parts != "" {
+		var b strings.Builder
+		b.WriteString("AllOf(")
+		for i, q := range p.Parts() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(q.String())
+		}
+		b.WriteByte(')')
+		if p.Name != "" {
+			fmt.Fprintf(&b, " %q", p.Name)
+		}
+		return b.String()
+	}
 	s := fmt.Sprintf("%v %d per %v", p.Algorithm, p.Limit, p.Window)
 	switch p.Algorithm {
 	case AlgSlidingWindow:
@@ -325,15 +363,40 @@ type rule struct {
 	// fixed window: the count's bits in the packed word (fixedwindow.go)
 	countBits uint
 	countMask int64
-	delay     bool // leaky bucket that delays (not a meter)
+	delay     bool   // leaky bucket that delays (not a meter)
+	label     string // policy.Label(), to match the parts of two policies
+	// parts are the rules of the parts of a policy made with AllOf, or,
+	// for a policy of one part decided by a limiter of such policies, of
+	// that one part (see compileFor).
+	parts []rule
 }
 
 func compile(p Policy) (rule, error) {
 	if err := p.Validate(); err != nil {
 		return rule{}, err
 	}
+	if p.parts != "" {
+		return compileParts(p, p.Parts())
+	}
+	return compileOne(p), nil
+}
+
+// compileParts returns the rule of p, made of parts (a policy of one part
+// when parts is p alone), each compiled.
+func compileParts(p Policy, parts []Policy) (rule, error) {
+	r := rule{policy: p, label: p.Label(), capacity: p.Capacity(), parts: make([]rule, len(parts))}
+	for i, q := range parts {
+		r.parts[i] = compileOne(q)
+	}
+	r.limit, r.interval = r.parts[0].limit, r.parts[0].interval
+	return r, nil
+}
+
+// compileOne returns the rule of p, a valid policy of one part.
+func compileOne(p Policy) rule {
 	r := rule{
 		policy:   p,
+		label:    p.Label(),
 		limit:    p.Limit,
 		window:   int64(p.Window),
 		interval: int64(p.Interval()),
@@ -354,21 +417,34 @@ func compile(p Policy) (rule, error) {
 		r.countBits = 64 - fixedWindowBits(p.Window)
 		r.countMask = 1<<r.countBits - 1
 	}
-	return r, nil
+	return r
 }
+
+// sliding reports whether r is a sliding window's, or made of them.
+func (r *rule) sliding() bool { return r.policy.Algorithm == AlgSlidingWindow }
 
 // fill completes a verdict into *d with the fields every Decision of this
 // rule shares. It is called once, at the top of a call, writing the
 // caller's result in place: the verdict, small enough to travel in
 // registers, is what passes between the layers below.
-func (r *rule) fill(d *Decision, v verdict) {
-	d.Allowed, d.Limit, d.Remaining, d.ResetAfter = v.allowed, r.limit, v.remaining, v.reset
+func (r *rule) fill(d *Decision, v verdict, pv *partVerdicts, now int64) {
+	limit := r.limit
+	if pv != nil {
+		limit = r.parts[pv.binding].limit
+		if r.policy.parts != "" {
+			d.parts = pv
+		}
+	}
+	d.Allowed, d.Limit, d.Remaining, d.ResetAfter = v.allowed, limit, v.remaining, v.reset
 	if v.allowed {
 		d.Delay = v.wait
 	} else {
 		d.RetryAfter = v.wait
 	}
 	d.Policy = r.policy
+	if now != 0 {
+		d.At = time.Unix(0, now).UTC()
+	}
 }
 
 // fixedWindowBits is how many bits of a fixed-window key's word hold its

@@ -16,11 +16,12 @@ func (l *MemoryLimiter) AllowPolicy(_ context.Context, p Policy, key string, n i
 	if n <= 0 || n > p.Capacity() || l.closed.Load() {
 		return l.refuse(nil, &p, key, n)
 	}
-	v, r, err := l.decide(nil, &p, key, l.clock(), n, true)
+	now := l.clock()
+	v, pv, r, err := l.decide(nil, &p, key, now, n, true)
 	if err != nil {
 		return Decision{}, err
 	}
-	r.fill(&d, v)
+	r.fill(&d, v, pv, now)
 	return d, nil
 }
 
@@ -69,8 +70,14 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 		return nil, fmt.Errorf("%w: %v given to a %v limiter", ErrAlgorithmMismatch, p.Algorithm, l.rule.policy.Algorithm)
 	}
 	c, err := compile(p)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
+	case l.all != nil && len(c.parts) == 0:
+		// A policy of one part, decided as one of one part.
+		c, _ = compileParts(p, []Policy{p})
+	case l.all == nil && len(c.parts) > 0:
+		return nil, fmt.Errorf("%w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", ErrAlgorithmMismatch)
 	}
 	if l.nrules.Add(1) > maxRules {
 		return &c, nil // full: the count stays above the bound, and nothing more is kept

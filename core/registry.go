@@ -36,6 +36,7 @@ import (
 type keys interface {
 	reset(key string, now int64)
 	set(r *rule, key string, now, used int64)
+	settle(r *rule, key string, now, at, delta int64)
 	get(r *rule, key string, now int64) (verdict, int64)
 	len() int
 	sweep(now int64)
@@ -47,8 +48,11 @@ type stateOf[S any] interface {
 	// init prepares a zero state for use (the sliding window's ring).
 	init(r *rule)
 	// decide applies a request atomically; ok is false if the state was
-	// retired, and then nothing was consumed.
-	decide(r *rule, now, n int64, consume bool) (v verdict, ok bool)
+	// retired, and then nothing was consumed. parts are the verdicts of
+	// the parts of a policy made with AllOf (allState), nil otherwise: not
+	// a field of verdict, which stays four words that the compiler keeps
+	// in registers on the hot path.
+	decide(r *rule, now, n int64, consume bool) (v verdict, parts *partVerdicts, ok bool)
 	// untilIdle is the time from now until the state equals a new key's,
 	// with no further traffic (<= 0: it does now, the key is idle).
 	untilIdle(r *rule, now int64) int64
@@ -65,8 +69,8 @@ type stateOf[S any] interface {
 	convert(from, to *rule, now int64, src *S)
 	// admitsAt returns the earliest instant, not before now, at which the
 	// state (decided under from, not retired), left alone, converted to
-	// `to` then admits a request of cost n (of to's capacity: is back to
-	// its full quota under to). Convert's count only falls as time passes.
+	// `to` then admits a request of cost n (n = fullQuota: is back to its
+	// full quota under to). Convert's count only falls as time passes.
 	admitsAt(from, to *rule, now, n int64) int64
 	// usage is Usage.Used at now; it may advance the state as a decision
 	// would, consuming nothing.
@@ -74,12 +78,19 @@ type stateOf[S any] interface {
 	// set makes the state, new and unreachable by readers, one that has
 	// used exactly used units at now.
 	set(r *rule, now, used int64)
+	// settle adds delta units charged at `at` (Settler.Settle), under the
+	// shard's mutex; decisions may run concurrently.
+	settle(r *rule, now, at, delta int64)
 }
 
 // testBeforeRetire, when set (tests only), runs in a one-word state's
 // retire between reading the word and swapping it, where a concurrent
 // decision can make the swap fail.
 var testBeforeRetire func()
+
+// fullQuota is the cost admitsAt takes for "back to the full quota": each
+// rule's capacity, that of each part of a policy made with AllOf.
+const fullQuota = -1
 
 type retireMode uint8
 
@@ -226,21 +237,22 @@ func lookup[S any](t *table[S], h uint64, key string) (*slot[S], *entry[S]) {
 // is new. Otherwise, under the shard's mutex, the key's state is converted
 // to the call's rule (decideLocked). It returns the rule the verdict was
 // decided under; the error is resolve's.
-func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *rule, error) {
+func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *partVerdicts, *rule, error) {
 	h := g.hash(key)
 	sh := &g.shards[h>>g.shift]
 	if _, e := lookup(sh.table.Load(), h, key); e != nil && (e.rule == r || e.rule.policy == *p) {
-		if d, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
-			return d, e.rule, nil
+		if d, pv, ok := P(&e.state).decide(e.rule, now, n, consume); ok {
+			return d, pv, e.rule, nil
 		}
 	}
 	if r == nil {
 		var err error
 		if r, err = g.resolve(*p); err != nil {
-			return verdict{}, nil, err
+			return verdict{}, nil, nil, err
 		}
 	}
-	return g.decideLocked(sh, h, r, key, now, n, consume), r, nil
+	d, pv := g.decideLocked(sh, h, r, key, now, n, consume)
+	return d, pv, r, nil
 }
 
 // decideLocked is decide's slow path, for a key not in the table (or just
@@ -248,7 +260,7 @@ func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, co
 // it inserts the key, as a copy of the shard's inherited state, or moves
 // it to r (move); when consume is false it reports what either would
 // answer without storing anything.
-func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key string, now, n int64, consume bool) verdict {
+func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key string, now, n int64, consume bool) (verdict, *partVerdicts) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
@@ -256,8 +268,8 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 	// found under the lock is alive.
 	if s, e := lookup(sh.table.Load(), h, key); e != nil {
 		if sameRule(e.rule, r) {
-			d, _ := P(&e.state).decide(e.rule, now, n, consume)
-			return d
+			d, pv, _ := P(&e.state).decide(e.rule, now, n, consume)
+			return d, pv
 		}
 		return g.move(sh, h, s, e, r, now, n, consume)
 	}
@@ -269,15 +281,15 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 	}
 	// Decided before any reader can reach e; a denial moves nothing in
 	// (see move).
-	d, _ := P(&e.state).decide(r, now, n, consume)
+	d, pv, _ := P(&e.state).decide(r, now, n, consume)
 	if !consume || !d.allowed {
-		return g.inheritedWait(sh, r, victim, now, n, d)
+		return g.inheritedWait(sh, r, victim, now, n, d), pv
 	}
 	// Clone: the key may point into a larger buffer (a header line) that
 	// the table must not keep alive.
 	e.key = strings.Clone(key)
 	g.insert(sh, h, e)
-	return d
+	return d, pv
 }
 
 // move decides a call under r on e, a key held under another policy,
@@ -289,9 +301,9 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 // rescaled) would be multiplied by the ratio of two rates on every trip
 // between them, and a store whose clock stepped back after the denial
 // would stand still at it, where the requests before it had aged out.
-func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r *rule, now, n int64, consume bool) verdict {
-	if d, _ := look[S, P](e.rule, r, now, n, &e.state); !consume || !d.allowed {
-		return d
+func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r *rule, now, n int64, consume bool) (verdict, *partVerdicts) {
+	if d, pv, _ := look[S, P](e.rule, r, now, n, &e.state); !consume || !d.allowed {
+		return d, pv
 	}
 	// Retired first, into a copy: a decision in flight on the key then
 	// either counts in the copy or fails and comes here.
@@ -303,8 +315,8 @@ func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r
 	P(&c.state).convert(e.rule, r, now, src)
 	sh.remove(s)
 	g.insert(sh, h, c)
-	d, _ := P(&c.state).decide(r, now, n, true)
-	return d
+	d, pv, _ := P(&c.state).decide(r, now, n, true)
+	return d, pv
 }
 
 // look returns src, a state held under from, converted to `to` at now,
@@ -314,16 +326,22 @@ func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r
 // denial) until, converted then, it admits n, and ResetAfter until it is
 // back to its full quota. Both are exact: waiting RetryAfter admits, 1ns
 // less does not.
-func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *S) {
+func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *partVerdicts, *S) {
 	c := new(S)
 	P(c).init(to)
 	P(c).convert(from, to, now, src)
-	d, _ := P(c).decide(to, now, n, false)
-	d.reset = durationNs(P(src).admitsAt(from, to, now, to.capacity) - now)
+	d, pv, _ := P(c).decide(to, now, n, false)
+	if a, ok := any(src).(interface {
+		measureParts(from, to *rule, now, n int64, pv *partVerdicts)
+	}); ok {
+		a.measureParts(from, to, now, n, pv) // and the whole from its parts
+		return pv.combine(d.allowed), pv, c
+	}
+	d.reset = durationNs(P(src).admitsAt(from, to, now, fullQuota) - now)
 	if !d.allowed {
 		d.wait = durationNs(P(src).admitsAt(from, to, now, n) - now)
 	}
-	return d, c
+	return d, pv, c
 }
 
 // newcomer returns the entry a new key under r starts from, holding sh.mu:
@@ -384,10 +402,10 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 		}
 		return t
 	}
-	full := at(r.capacity)
+	full := at(fullQuota)
 	d.reset = durationNs(full - now)
 	if !d.allowed {
-		if t := at(n); r.ring == 0 || len(srcs) < 2 { // r.ring: a sliding window's
+		if t := at(n); !r.sliding() || len(srcs) < 2 {
 			full = t
 		}
 		d.wait = durationNs(full - now)
@@ -401,27 +419,27 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 // keys of r that found no room so share. If the shard already keeps
 // maxHeirs inherited states, none of them r's, the request is denied
 // until one of them is idle: there is nowhere to count it.
-func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, consume bool) verdict {
+func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, consume bool) (verdict, *partVerdicts) {
 	if i, _ := g.heirSlot(sh, r, now); i < 0 {
 		var wait int64 = math.MaxInt64
 		for _, h := range sh.inherited {
 			wait = min(wait, max(P(h.state).untilIdle(h.rule, now), 1))
 		}
-		return verdict{reset: time.Duration(wait), wait: time.Duration(wait)}
+		return verdict{reset: time.Duration(wait), wait: time.Duration(wait)}, nil
 	}
 	var c S
 	P(&c).init(r)
 	g.startFrom(sh, &c, r, now)
-	d, _ := P(&c).decide(r, now, n, consume)
+	d, pv, _ := P(&c).decide(r, now, n, consume)
 	if !consume || !d.allowed {
-		return g.inheritedWait(sh, r, nil, now, n, d)
+		return g.inheritedWait(sh, r, nil, now, n, d), pv
 	}
 	in := g.heir(sh, r, now)
 	// The call moved the key to r (a key's state follows the policy of
 	// its last admission), and r's inherited state now holds what it had
 	// used, converted.
 	P(in).absorb(r, now, &c)
-	return d
+	return d, pv
 }
 
 // startFrom makes st, a new state under r that no reader can reach, at
@@ -584,7 +602,7 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool,
 			if i, _ := g.heirSlot(sh, e.rule, now); i < 0 {
 				continue // nowhere to keep what it used
 			}
-			if d, ok := st.decide(e.rule, now, 1, false); ok && (d.allowed || mode == retireAlways) && (best == nil || d.remaining > most) {
+			if d, _, ok := st.decide(e.rule, now, 1, false); ok && (d.allowed || mode == retireAlways) && (best == nil || d.remaining > most) {
 				best, most = s, d.remaining
 			}
 		}
@@ -667,20 +685,21 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 	now = sh.at(now)
 	switch _, e := lookup(sh.table.Load(), h, key); {
 	case e != nil && !sameRule(e.rule, r):
-		d, c := look[S, P](e.rule, r, now, 1, &e.state)
+		d, _, c := look[S, P](e.rule, r, now, 1, &e.state)
 		return d, P(c).usage(r, now)
 	case e != nil:
-		d, _ := P(&e.state).decide(r, now, 1, false)
+		d, _, _ := P(&e.state).decide(r, now, 1, false)
 		return d, P(&e.state).usage(r, now)
 	}
 	if e, victim, room := g.newcomer(sh, h, r, now, false); room {
-		d, _ := P(&e.state).decide(r, now, 1, false)
+		d, _, _ := P(&e.state).decide(r, now, 1, false)
 		return g.inheritedWait(sh, r, victim, now, 1, d), P(&e.state).usage(r, now)
 	}
 	st := new(S)
 	P(st).init(r)
 	g.startFrom(sh, st, r, now)
-	return g.decideInherited(sh, r, now, 1, false), P(st).usage(r, now)
+	d, _ := g.decideInherited(sh, r, now, 1, false)
+	return d, P(st).usage(r, now)
 }
 
 func (g *registry[S, P]) len() int {

@@ -469,7 +469,7 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 			}
 			var s interface {
 				init(r *rule)
-				decide(r *rule, now, n int64, consume bool) (verdict, bool)
+				decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool)
 			}
 			switch p.Algorithm {
 			case AlgFixedWindow:
@@ -480,7 +480,7 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 				s = new(gcraState)
 			}
 			s.init(&r)
-			d, ok := s.decide(&r, now, p.Capacity(), true)
+			d, _, ok := s.decide(&r, now, p.Capacity(), true)
 			if !ok {
 				t.Fatalf("ok is false")
 			}
@@ -488,7 +488,7 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 				t.Fatalf("d.allowed is false")
 			}
 			for _, back := range []time.Duration{time.Millisecond, 600 * time.Millisecond, time.Hour, 50 * 365 * 24 * time.Hour} {
-				d, _ = s.decide(&r, now-int64(back), 1, true)
+				d, _, _ = s.decide(&r, now-int64(back), 1, true)
 				if d.allowed {
 					t.Errorf("stepped back %v: d.allowed is true", back)
 				}
@@ -496,7 +496,7 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 					t.Errorf("d.remaining = %+v, want 0", d.remaining)
 				}
 			}
-			d, _ = s.decide(&r, now+int64(p.Recovery()), p.Capacity(), true)
+			d, _, _ = s.decide(&r, now+int64(p.Recovery()), p.Capacity(), true)
 			if !d.allowed {
 				t.Errorf("time moving on again recovers: d.allowed is false")
 			}
@@ -515,30 +515,30 @@ func TestFixedWindowClockStepsBackIntoTheStoredWindow(t *testing.T) {
 	var s fixedState
 	at := epoch.Add(5*time.Second + 100*time.Millisecond).UnixNano()
 	end := epoch.Add(6 * time.Second).UnixNano()
-	v, _ := s.decide(&r, at, 1, true)
+	v, _, _ := s.decide(&r, at, 1, true)
 	if !v.allowed {
 		t.Fatalf("v.allowed is false")
 	}
 	back := at - int64(1500*time.Millisecond) // two windows earlier
-	v, _ = s.decide(&r, back, 1, true)
+	v, _, _ = s.decide(&r, back, 1, true)
 	if !v.allowed {
 		t.Errorf("the stored window still has room for one: v.allowed is false")
 	}
 	if v.reset != time.Duration(end-back) {
 		t.Errorf("counted in the stored window: v.reset = %+v, want %+v", v.reset, time.Duration(end-back))
 	}
-	v, _ = s.decide(&r, back, 1, true)
+	v, _, _ = s.decide(&r, back, 1, true)
 	if v.allowed {
 		t.Errorf("the stored window is full: v.allowed is true")
 	}
 	if v.wait != time.Duration(end-back) {
 		t.Errorf("v.wait = %+v, want %+v", v.wait, time.Duration(end-back))
 	}
-	v, _ = s.decide(&r, at, 1, true)
+	v, _, _ = s.decide(&r, at, 1, true)
 	if v.allowed {
 		t.Errorf("back at the original time: still full: v.allowed is true")
 	}
-	v, _ = s.decide(&r, end, 1, true)
+	v, _, _ = s.decide(&r, end, 1, true)
 	if !v.allowed {
 		t.Errorf("the next window opens on time: v.allowed is false")
 	}

@@ -75,12 +75,12 @@ func (s *slidingState) sums(r *rule) (trailing, all int64) {
 	return s.total - oldest, s.total
 }
 
-func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
+func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool) {
 	var d verdict
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
-		return d, false
+		return d, nil, false
 	}
 	// The ring moves to now's bucket, dividing only when that is not the
 	// newest bucket written. A clock that stepped back counts in the
@@ -93,7 +93,7 @@ func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, boo
 		d.remaining = r.remaining(trailing, all)
 		d.reset = s.untilFull(r, now)
 		d.wait = s.untilAdmits(r, now, n)
-		return d, true
+		return d, nil, true
 	}
 	d.allowed = true
 	if consume {
@@ -104,7 +104,7 @@ func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, boo
 	}
 	d.remaining = r.remaining(trailing, all)
 	d.reset = s.untilFull(r, now)
-	return d, true
+	return d, nil, true
 }
 
 func (r *rule) remaining(trailing, all int64) int64 {
@@ -270,6 +270,9 @@ func (s *slidingState) convert(from, to *rule, now int64, src *slidingState) {
 // counts at most 2^32-1 (a counter of to's), as in convert; a trailing
 // bucket above that denies either way.
 func (s *slidingState) admitsAt(from, to *rule, now, n int64) int64 {
+	if n == fullQuota {
+		n = to.capacity
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.head == 0 {

@@ -27,14 +27,14 @@ func (s *gcraState) init(*rule) {}
 // decide applies a request of cost n at now, consuming it when consume is
 // set and the request is admitted. A clock that steps backwards cannot mint
 // capacity: the state is measured from max(tat, now).
-func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, bool) {
+func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool) {
 	for {
 		// A fresh verdict each attempt: a lost CompareAndSwap must not
 		// leave Allowed set for the retry.
 		var d verdict
 		tat := s.tat.Load()
 		if tat == retired {
-			return verdict{}, false
+			return verdict{}, nil, false
 		}
 		base := max(tat, now)
 		next := base + n*r.interval
@@ -42,13 +42,13 @@ func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, bool) 
 			d.remaining = max(0, (r.tau-(base-now))/r.interval)
 			d.reset = durationNs(base - now)
 			d.wait = durationNs(next - r.tau - now)
-			return d, true
+			return d, nil, true
 		}
 		d.allowed = true
 		if !consume {
 			d.remaining = (r.tau - (base - now)) / r.interval
 			d.reset = durationNs(base - now)
-			return d, true
+			return d, nil, true
 		}
 		if s.tat.CompareAndSwap(tat, next) {
 			d.remaining = (r.tau - (next - now)) / r.interval
@@ -58,7 +58,7 @@ func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, bool) 
 				// queued before it have left.
 				d.wait = durationNs(base - now)
 			}
-			return d, true
+			return d, nil, true
 		}
 	}
 }
@@ -160,6 +160,9 @@ func mulDiv(x, num, den int64) (int64, bool) {
 // to's tau, that is when x <= floor((tau - n·interval)·from/to), and for
 // a delaying leaky bucket also x <= tau - n·interval.
 func (s *gcraState) admitsAt(from, to *rule, now, n int64) int64 {
+	if n == fullQuota {
+		n = to.capacity
+	}
 	room := to.tau - n*to.interval
 	slack, _ := mulDiv(room, from.interval, to.interval)
 	if to.delay {

@@ -30,9 +30,13 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 			// The copy costs two allocations: the engine makes it only
 			// when a function of the options, or a handler, is to see it.
 			w := c.Response()
-			rej := e.Check(w, c.Request(), func() *http.Request { return engineRequest(c, "") })
+			r, rej := e.Admit(w, c.Request(), func() *http.Request { return engineRequest(c, "") })
 			if rej == nil {
-				return next(c)
+				c.SetRequest(r) // c.Request() itself, unless its cost is settled
+				err := next(c)
+				_, status := echo.ResolveResponseStatus(w, err)
+				e.Settle(r, status, w.Header())
+				return err
 			}
 			if rej.Outcome == nethttp.OutcomeDenied || rej.Outcome == nethttp.OutcomeKeyError {
 				e.Respond(w, rej) // a handler option's answer, if there is one

@@ -1,6 +1,7 @@
 package echomw
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -28,9 +29,12 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			w := c.Response()
-			rej := e.Check(w, c.Request(), func() *http.Request { return engineRequest(c) })
+			r, rej := e.Admit(w, c.Request(), func() *http.Request { return engineRequest(c) })
 			if rej == nil {
-				return next(c)
+				c.SetRequest(r) // c.Request() itself, unless its cost is settled
+				err := next(c)
+				e.Settle(r, status(w, err), w.Header())
+				return err
 			}
 			if rej.Outcome == nethttp.OutcomeDenied || rej.Outcome == nethttp.OutcomeKeyError {
 				e.Respond(w, rej) // a handler option's answer, if there is one
@@ -38,6 +42,26 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 			return echo.NewHTTPError(rej.Status, http.StatusText(rej.Status)).SetInternal(&rejectionError{rej})
 		}
 	}
+}
+
+// status is the status of the response w once the handler returned err:
+// the one written, or else the one echo's HTTPErrorHandler answers err
+// with, the HTTPError's code or 500.
+func status(w *echo.Response, err error) int {
+	if err == nil || w.Committed {
+		return cmp.Or(w.Status, http.StatusOK) // 0 only before echo's reset
+	}
+	return errorStatus(err)
+}
+
+// errorStatus is status for an error not yet answered: a function of its
+// own, so that the variable errors.As fills is allocated only then.
+func errorStatus(err error) int {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return he.Code
+	}
+	return http.StatusInternalServerError
 }
 
 // rejectionError is the internal error of the *echo.HTTPError Limit

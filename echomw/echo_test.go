@@ -24,7 +24,8 @@ import (
 
 func TestMain(m *testing.M) { adaptertest.VerifyTestMain(m) }
 
-func ok(c echo.Context) error { return c.String(http.StatusOK, "ok") }
+// ok is the suite's handler, which answers "ok".
+var ok = echo.WrapHandler(adaptertest.Handler)
 
 func limit(_ testing.TB, lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 	return echomw.Limit(lim, opts...)
@@ -276,4 +277,34 @@ func wantPanic(t *testing.T, want string, f func()) {
 		}
 	}()
 	f()
+}
+
+// TestFinalCostGetsTheStatusOfAnError: echo's HTTPErrorHandler answers a
+// handler's error after the middleware has returned, so the status the
+// function of WithFinalCost gets is the one it will answer with.
+func TestFinalCostGetsTheStatusOfAnError(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    echo.HandlerFunc
+		want int
+	}{
+		{"an HTTPError's code", func(echo.Context) error { return echo.NewHTTPError(http.StatusServiceUnavailable) }, 503},
+		{"500 for another error", func(echo.Context) error { return errors.New("boom") }, 500},
+		{"the status written", func(c echo.Context) error { return c.NoContent(http.StatusTeapot) }, 418},
+		{"the status written before an error", func(c echo.Context) error { _ = c.NoContent(204); return errors.New("late") }, 204},
+		{"200 when nothing is written", func(echo.Context) error { return nil }, 200},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []int
+			e := echo.New()
+			e.GET("/", c.h, limit(t, newLim(t, 10), nethttp.WithFinalCost(func(status int, _ http.Header, charged int64) int64 {
+				got = append(got, status)
+				return charged
+			})))
+			send(e, http.MethodGet, "/")
+			if !reflect.DeepEqual(got, []int{c.want}) {
+				t.Errorf("statuses: got %v, want [%d]", got, c.want)
+			}
+		})
+	}
 }

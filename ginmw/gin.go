@@ -22,12 +22,15 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
 	}
 	e := nethttp.NewEngine(lim, opts...)
 	return func(c *gin.Context) {
-		if rej := e.Check(c.Writer, c.Request, func() *http.Request { return engineRequest(c) }); rej != nil {
+		r, rej := e.Admit(c.Writer, c.Request, func() *http.Request { return engineRequest(c) })
+		if rej != nil {
 			e.Respond(c.Writer, rej)
 			c.Abort()
 			return
 		}
+		c.Request = r // c.Request itself, unless its cost is settled
 		c.Next()
+		e.Settle(r, c.Writer.Status(), c.Writer.Header())
 	}
 }
 

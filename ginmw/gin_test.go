@@ -24,7 +24,8 @@ func TestMain(m *testing.M) {
 	adaptertest.VerifyTestMain(m)
 }
 
-func ok(c *gin.Context) { c.String(http.StatusOK, "ok") }
+// ok is the suite's handler, which answers "ok".
+var ok = gin.WrapH(adaptertest.Handler)
 
 func limit(_ testing.TB, lim core.Limiter, opts ...nethttp.Option) gin.HandlerFunc {
 	return ginmw.Limit(lim, opts...)

@@ -16,7 +16,8 @@
 // time after which the same call is admitted (none when the call costs more
 // than the limit ever admits), and google.rpc.QuotaFailure, whose violation
 // names the policy ([core.Policy].Label) in quota_id and its limit in
-// quota_value. Admitted and denied calls carry the fields of the HTTP
+// quota_value (for a policy made with core.AllOf, one violation per part
+// that denied). Admitted and denied calls carry the fields of the HTTP
 // adapters as header metadata, written by the same renderer
 // ([nethttp.Renderer]) and named in lower case: x-ratelimit-limit,
 // x-ratelimit-remaining, x-ratelimit-reset, retry-after (whole seconds,

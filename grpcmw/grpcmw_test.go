@@ -52,6 +52,31 @@ func TestUnaryDeniesTheSixthCallWithRetryInfoAndQuotaFailure(t *testing.T) {
 	}
 }
 
+// TestCompositeDenialNamesThePartsThatDenied: a policy made with
+// core.AllOf (2 per minute and 3 per hour): the third call is denied by the
+// minute's part alone, with its RetryInfo, and the X-RateLimit fields of
+// the part that binds.
+func TestCompositeDenialNamesThePartsThatDenied(t *testing.T) {
+	p := core.AllOf(core.FixedWindow(2, time.Minute).WithName("minute"), core.FixedWindow(3, time.Hour).WithName("hour"))
+	srv := serveUnary(t, newLimiter(t, p))
+	c := dial(t, srv, "127.0.0.1")
+	for i := range 2 {
+		if r := unaryCallFrom(t, c); r.code != codes.OK || r.field(t, "x-ratelimit-remaining") != fmt.Sprint(1-i) {
+			t.Fatalf("call %d: %v, remaining %q; want OK, %d", i+1, r.code, r.field(t, "x-ratelimit-remaining"), 1-i)
+		}
+	}
+	r := unaryCallFrom(t, c)
+	if r.code != codes.ResourceExhausted || r.retry.GetRetryDelay().AsDuration() != 6*time.Second {
+		t.Fatalf("call 3: %v, RetryInfo %v; want ResourceExhausted, 6s", r.code, r.retry)
+	}
+	if v := r.quota.GetViolations(); len(v) != 1 || v[0].GetQuotaId() != "minute" || v[0].GetQuotaValue() != 2 {
+		t.Errorf("QuotaFailure: got %v, want one violation, of minute (2)", r.quota)
+	}
+	if got := r.field(t, "x-ratelimit-limit"); got != "2" {
+		t.Errorf("x-ratelimit-limit = %q, want the binding part's 2", got)
+	}
+}
+
 func TestUnaryKeysByPeer(t *testing.T) {
 	lim := newLimiter(t, core.FixedWindow(2, time.Minute))
 	srv := serveUnary(t, lim)

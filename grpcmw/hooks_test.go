@@ -23,11 +23,12 @@ func TestHookEvents(t *testing.T) {
 	if len(e) != 3 {
 		t.Fatalf("got %d events, want 3", len(e))
 	}
+	at := t0.Add(54 * time.Second).UTC() // newLimiter's clock: the decisions' At
 	for i, want := range []nethttp.Event{
 		{Key: "k", Cost: 1, Outcome: nethttp.OutcomeAllowed, LimiterCalled: true,
-			Decision: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: 6 * time.Second, Policy: p}},
+			Decision: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: 6 * time.Second, Policy: p, At: at}},
 		{Key: "k", Cost: 1, Outcome: nethttp.OutcomeDenied, LimiterCalled: true,
-			Decision: core.Decision{Limit: 1, ResetAfter: 6 * time.Second, RetryAfter: 6 * time.Second, Policy: p}},
+			Decision: core.Decision{Limit: 1, ResetAfter: 6 * time.Second, RetryAfter: 6 * time.Second, Policy: p, At: at}},
 		{Outcome: nethttp.OutcomeKeyError, Decision: core.Decision{Limit: 1, Policy: p}},
 	} {
 		if i == 2 {

@@ -27,21 +27,26 @@ var (
 // denial is the status of a denied call: ResourceExhausted with RetryInfo
 // (the exact RetryAfter: a gRPC client can wait a Duration, so it is not
 // rounded up to seconds as the retry-after field is) and a QuotaFailure
-// naming the policy. A cost above capacity has no RetryInfo: waiting
-// cannot help.
+// naming the policy, or, for a policy made with core.AllOf, each part that
+// denied. A cost above capacity has no RetryInfo: waiting cannot help.
 func denial(d core.Decision) error {
-	v := &errdetails.QuotaFailure_Violation{
-		QuotaId:     d.Policy.Label(),
-		QuotaValue:  d.Limit,
-		Description: "rate limit exceeded: " + d.Policy.String(),
-	}
-	msg := "grpcmw: rate limit exceeded"
+	msg, why := "grpcmw: rate limit exceeded", "rate limit exceeded: "
 	if d.RetryAfter <= 0 {
 		msg = "grpcmw: the call costs more than the rate limit ever admits"
-		v.Description = "the call costs more than the rate limit ever admits: " + d.Policy.String()
+		why = "the call costs more than the rate limit ever admits: "
+	}
+	parts := d.Parts()
+	if parts == nil {
+		parts = []core.Decision{d}
+	}
+	quota := &errdetails.QuotaFailure{}
+	for _, p := range parts {
+		if !p.Allowed {
+			quota.Violations = append(quota.Violations, &errdetails.QuotaFailure_Violation{
+				QuotaId: p.Policy.Label(), QuotaValue: p.Limit, Description: why + p.Policy.String()})
+		}
 	}
 	st := status.New(codes.ResourceExhausted, msg)
-	quota := &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{v}}
 	var err error
 	if d.RetryAfter > 0 {
 		st, err = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d.RetryAfter)}, quota)

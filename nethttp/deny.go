@@ -38,14 +38,14 @@ type problem struct {
 // ProblemJSON is a denial handler for WithDenyHandler that answers 429 with
 // an RFC 9457 application/problem+json body of type ProblemType, naming the
 // violated policy (its IETF policy name) in "violated-policies" (see the
-// example).
+// example): for a policy made with core.AllOf, each part that denied.
 func ProblemJSON(w http.ResponseWriter, _ *http.Request, d core.Decision) {
 	p := problem{
 		Type:             ProblemType,
 		Title:            "Request cannot be satisfied as assigned quota has been exceeded",
 		Status:           http.StatusTooManyRequests,
 		Detail:           "Retry later; see the Retry-After header.",
-		ViolatedPolicies: []string{d.Policy.Label()},
+		ViolatedPolicies: violated(d),
 	}
 	if d.RetryAfter <= 0 {
 		p.Detail = "The request costs more than the policy ever admits; retrying cannot succeed."
@@ -60,4 +60,18 @@ func ProblemJSON(w http.ResponseWriter, _ *http.Request, d core.Decision) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusTooManyRequests)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// violated names the parts of d's policy that denied it, or the policy.
+func violated(d core.Decision) []string {
+	var names []string
+	for _, q := range d.Parts() {
+		if !q.Allowed {
+			names = append(names, q.Policy.Label())
+		}
+	}
+	if names == nil {
+		names = []string{d.Policy.Label()}
+	}
+	return names
 }

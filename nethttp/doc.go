@@ -40,6 +40,31 @@
 // with the same q ("per-ip";q=3;w=1 for 3 per 250ms), so a client pacing
 // itself by q/w may go slower than allowed, never faster.
 //
+// # Limits made of several policies
+//
+// A policy made with [core.AllOf] (10 per second and 1,000 per day) is
+// decided at once, and a denial charges none of its parts. The IETF fields
+// list each part, RateLimit with each part's own r and t:
+//
+//	RateLimit-Policy: "per-second";q=10;w=1, "per-day";q=1000;w=86400
+//	RateLimit: "per-second";r=9;t=1, "per-day";r=999;t=86400
+//
+// The X-RateLimit-* fields describe the part that binds, the one with the
+// fewest requests remaining (X-RateLimit-Reset is when that part is full
+// again), Retry-After is when every part would admit, and [ProblemJSON]
+// names the parts that denied. A limiter failure writes the parts'
+// policies and the first part's limit.
+//
+// # Costs known after the response
+//
+// [WithFinalCost] charges an estimate before the handler and settles the
+// difference once the response is written: from the handler
+// ([SetFinalCost]: the tokens a completion used) or from the response's
+// status and header (a 5xx not charged, only failed logins counted). The
+// limiter must be a [core.Settler]; the settlement never delays the
+// response, and one the limiter refuses is reported as
+// [OutcomeSettleFailed], never retried.
+//
 // # Stacking limits
 //
 // Several limits on one route are several middlewares, one inside the other.

@@ -13,7 +13,8 @@ import (
 // Event is what the middleware did with one request, as hooks added with
 // [WithHook] receive it: one Event per request that was not skipped, after
 // the decision (and after a leaky-bucket delay) and before the next handler
-// runs or the rejection is written.
+// runs or the rejection is written (and a second one, after the response,
+// for a settlement that failed: [OutcomeSettleFailed]).
 type Event struct {
 	Request *http.Request
 	// Key is the key the request was counted under ("" for
@@ -78,6 +79,14 @@ const OutcomeCostError Outcome = 6
 // decision, with them after a delay.
 const OutcomeCanceled Outcome = 7
 
+// OutcomeSettleFailed: an admitted request was served, and then the
+// limiter could not settle its final cost ([WithFinalCost]): its Event
+// comes after the response, from the settlement's goroutine, with the
+// admission's Decision, Key and Cost (what was charged), Err (the
+// limiter's, or the context's past its timeout, prefixed "settle: " with
+// the final cost) and the Settle call's Latency. The charge stays as it was.
+const OutcomeSettleFailed Outcome = 8
+
 // outcomes is what follows from each Outcome: its name, the status of the
 // answer to a request rejected with it (0: the request is served) and that
 // Rejection's message.
@@ -93,11 +102,12 @@ var outcomes = [...]struct {
 	OutcomeKeyError:     {"key-error", "no rate-limit key", http.StatusBadRequest},
 	OutcomeCostError:    {"cost-error", "invalid request cost", http.StatusInternalServerError},
 	OutcomeCanceled:     {"canceled", "request ended before it was served", http.StatusServiceUnavailable},
+	OutcomeSettleFailed: {"settle-failed", "", 0},
 }
 
 // String returns the outcome as metrics label it: "allowed", "denied",
-// "dry-run", "failed-open", "failed-closed", "key-error", "cost-error" or
-// "canceled".
+// "dry-run", "failed-open", "failed-closed", "key-error", "cost-error",
+// "canceled" or "settle-failed".
 func (o Outcome) String() string {
 	if int(o) < len(outcomes) {
 		return outcomes[o].name
@@ -106,8 +116,9 @@ func (o Outcome) String() string {
 }
 
 // WithHook adds f, called with the [Event] of every request that is not
-// skipped, on the request's goroutine: keep it fast and never block. Hooks
-// run in the order they were added; each WithHook adds one.
+// skipped, on the request's goroutine (for [OutcomeSettleFailed], a second
+// Event, on the settlement's): keep it fast and never block. Hooks run in
+// the order they were added; each WithHook adds one.
 // nethttp/sloghook, promhook and otelhook are ready-made.
 func WithHook(f func(Event)) Option {
 	if f == nil {

@@ -2,6 +2,7 @@ package nethttp
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
 )
@@ -24,3 +25,11 @@ func CachedRenderers(e *Engine) int {
 
 // MaxRenderers is the bound on CachedRenderers.
 const MaxRenderers = maxRenderers
+
+// SetMaxSettleWait sets the bound on a settlement's call for the rest of
+// the test.
+func SetMaxSettleWait(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := maxSettleWait
+	maxSettleWait = d
+	t.Cleanup(func() { maxSettleWait = old })
+}

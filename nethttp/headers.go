@@ -1,9 +1,11 @@
 package nethttp
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-ratelimit/ratelimit/core"
@@ -71,20 +73,29 @@ type renderer struct {
 	policy     core.Policy // the policy the cache below describes
 	limit      string      // strconv of policy.Limit
 	name       string      // policy name as an sf-string, quotes included
-	policyItem string      // one RateLimit-Policy list member
+	parts      []string    // for a policy made with core.AllOf, its parts' names
+	policyItem string      // the RateLimit-Policy list members: one, or a part's each
 }
 
 // newRenderer returns a renderer for decisions of p.
 func newRenderer(p core.Policy, style HeaderStyle, resetUnix bool) renderer {
-	name := sfString(p.Label())
-	return renderer{
-		style:      style,
-		resetUnix:  resetUnix,
-		policy:     p,
-		limit:      strconv.FormatInt(p.Limit, 10),
-		name:       name,
-		policyItem: policyItem(name, p),
+	rd := renderer{
+		style:     style,
+		resetUnix: resetUnix,
+		policy:    p,
+		limit:     strconv.FormatInt(p.Limit, 10),
+		name:      sfString(p.Label()),
 	}
+	rd.policyItem = policyItem(rd.name, p)
+	if parts := p.Parts(); parts != nil {
+		items := make([]string, len(parts))
+		for i, q := range parts {
+			rd.parts = append(rd.parts, sfString(q.Label()))
+			items[i] = policyItem(rd.parts[i], q)
+		}
+		rd.policyItem = strings.Join(items, ", ")
+	}
+	return rd
 }
 
 // maxRenderers bounds the renderers an engine keeps for policies other than
@@ -169,11 +180,7 @@ func (rd *renderer) set(h http.Header, d *core.Decision, reset int64, x, retry, 
 		b, policy = rd.policyMember(b, h)
 		i := len(b)
 		b = appendMembers(b, h[keyRateLimit])
-		b = append(b, rd.name...)
-		b = append(b, ";r="...)
-		b = strconv.AppendInt(b, d.Remaining, 10)
-		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, ceilSeconds(d.ResetAfter), 10)
+		b = rd.appendRateLimit(b, d)
 		rateLimit = value{i: i, j: len(b)}
 	}
 	s := string(b) // "" without an allocation when b is empty
@@ -196,6 +203,32 @@ func (rd *renderer) set(h http.Header, d *core.Decision, reset int64, x, retry, 
 		put(keyPolicy, policy)
 		put(keyRateLimit, rateLimit)
 	}
+}
+
+// appendRateLimit appends d's RateLimit members to b: one, or for a policy
+// made with core.AllOf each part's (if d reports its parts), with the
+// part's own r and t.
+func (rd *renderer) appendRateLimit(b []byte, d *core.Decision) []byte {
+	parts := d.Parts() // nil for a policy of one part
+	if len(parts) != len(rd.parts) || len(parts) == 0 {
+		return appendMember(b, rd.name, d.Remaining, d.ResetAfter)
+	}
+	for i, q := range parts {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendMember(b, rd.parts[i], q.Remaining, q.ResetAfter)
+	}
+	return b
+}
+
+// appendMember appends one RateLimit member: `"name";r=0;t=6`.
+func appendMember(b []byte, name string, remaining int64, reset time.Duration) []byte {
+	b = append(b, name...)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, remaining, 10)
+	b = append(b, ";t="...)
+	return strconv.AppendInt(b, ceilSeconds(reset), 10)
 }
 
 // writeBeyondCapacity writes the fields of a denial of a cost above
@@ -342,9 +375,17 @@ func policyItem(name string, p core.Policy) string {
 	return string(b)
 }
 
-// checkPolicyName reports whether name can be sent as a structured-field
-// string (RFC 9651: printable ASCII).
-func checkPolicyName(name string) error {
+// checkPolicyName reports whether the names of p and of its parts can be
+// sent as structured-field strings (RFC 9651: printable ASCII).
+func checkPolicyName(p core.Policy) error {
+	err := checkName(p.Name)
+	for _, q := range p.Parts() {
+		err = cmp.Or(err, checkName(q.Name))
+	}
+	return err
+}
+
+func checkName(name string) error {
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c < 0x20 || c > 0x7e {
 			return fmt.Errorf("policy name %q cannot be sent in a header: use printable ASCII only", name)

@@ -45,14 +45,14 @@ func TestHooksGetOneEventPerRequestInOrder(t *testing.T) {
 	}
 	if got, want := events[0], (nethttp.Event{
 		Request: events[0].Request, Key: "192.0.2.1", Cost: 1, Outcome: nethttp.OutcomeAllowed,
-		Decision: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: time.Minute, Policy: lim.Policy()},
+		Decision: core.Decision{Allowed: true, Limit: 1, Remaining: 0, ResetAfter: time.Minute, Policy: lim.Policy(), At: t0.UTC()},
 		Latency:  events[0].Latency, LimiterCalled: true,
 	}); got != want {
 		t.Errorf("events[0]: got %v, want %v", got, want)
 	}
 	if got, want := events[1], (nethttp.Event{
 		Request: events[1].Request, Key: "192.0.2.1", Cost: 1, Outcome: nethttp.OutcomeDenied,
-		Decision: core.Decision{Limit: 1, ResetAfter: time.Minute, RetryAfter: time.Minute, Policy: lim.Policy()},
+		Decision: core.Decision{Limit: 1, ResetAfter: time.Minute, RetryAfter: time.Minute, Policy: lim.Policy(), At: t0.UTC()},
 		Latency:  events[1].Latency, LimiterCalled: true,
 	}); got != want {
 		t.Errorf("events[1]: got %v, want %v", got, want)
@@ -370,11 +370,11 @@ func TestUnknownStateIsNotWritten(t *testing.T) {
 
 func TestOutcomeString(t *testing.T) {
 	var got []string
-	for o := nethttp.OutcomeAllowed; o <= nethttp.OutcomeCanceled+1; o++ {
+	for o := nethttp.OutcomeAllowed; o <= nethttp.OutcomeSettleFailed+1; o++ {
 		got = append(got, o.String())
 	}
 	if want := ([]string{
-		"allowed", "denied", "dry-run", "failed-open", "failed-closed", "key-error", "cost-error", "canceled", "Outcome(8)",
+		"allowed", "denied", "dry-run", "failed-open", "failed-closed", "key-error", "cost-error", "canceled", "settle-failed", "Outcome(9)",
 	}); !reflect.DeepEqual(got, want) {
 		t.Errorf("outcome names: got %v, want %v", got, want)
 	}

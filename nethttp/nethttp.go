@@ -24,25 +24,30 @@ import (
 //	mux.Handle("POST /login", nethttp.Middleware(loginLim)(login))
 //
 // It panics for a nil limiter, a nil Option, a policy name that is not
-// printable ASCII, or [WithPolicyFunc] with a limiter that is not a
-// [core.PolicyLimiter]. A nil next serves admitted requests with
+// printable ASCII, [WithPolicyFunc] with a limiter that is not a
+// [core.PolicyLimiter], or [WithFinalCost] with one that is not a
+// [core.Settler]. A nil next serves admitted requests with
 // http.NotFoundHandler.
 func Middleware(lim core.Limiter, opts ...Option) func(http.Handler) http.Handler {
-	return newEngine("Middleware", lim, opts).wrap
+	e := newEngine("Middleware", lim, opts)
+	return func(next http.Handler) http.Handler { return e.Handler(next, nil) }
 }
 
 // Engine is [Middleware] without its net/http shape, for adapters of routers
-// whose middleware has another shape (ginmw and echomw are): [Engine.Check]
+// whose middleware has another shape (ginmw and echomw are): [Engine.Admit]
 // decides a request and sets its headers, [Engine.Respond] writes the answer
-// to a [Rejection], as Middleware does. It is safe for concurrent use.
+// to a [Rejection], and [Engine.Settle] settles the cost of a request served,
+// as Middleware does. It is safe for concurrent use.
 type Engine struct {
-	lim      core.Limiter
-	plim     core.PolicyLimiter // lim, with WithPolicyFunc
-	cfg      config
-	render   renderer     // for lim.Policy()
-	renders  sync.Map     // core.Policy to *renderer, for other policies: see rendererFor
-	nrenders atomic.Int64 // in renders, at most maxRenderers
-	passes   bool         // a function of the options gets the request: see Check
+	lim        core.Limiter
+	plim       core.PolicyLimiter // lim, with WithPolicyFunc
+	settler    core.Settler       // lim, with WithFinalCost
+	settleWait time.Duration      // maxSettleWait
+	cfg        config
+	render     renderer     // for lim.Policy()
+	renders    sync.Map     // core.Policy to *renderer, for other policies: see rendererFor
+	nrenders   atomic.Int64 // in renders, at most maxRenderers
+	passes     bool         // a function of the options gets the request: see Check
 }
 
 // NewEngine returns the engine of Middleware(lim, opts...). It panics as
@@ -72,7 +77,7 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 		c.key = keyfunc.IP()
 	}
 	p := lim.Policy()
-	if err := checkPolicyName(p.Name); err != nil {
+	if err := checkPolicyName(p); err != nil {
 		panic(fmt.Errorf("nethttp: %s: %w", fn, err))
 	}
 	if c.policy != nil {
@@ -82,30 +87,23 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 		}
 		e.plim = pl
 	}
+	if c.finalCost != nil {
+		s, ok := lim.(core.Settler)
+		if !ok {
+			panic(fmt.Errorf("nethttp: %s: WithFinalCost needs a core.Settler, and %T is not one", fn, lim))
+		}
+		e.settler, e.settleWait = s, maxSettleWait
+	}
 	e.render = newRenderer(p, c.style, c.resetUnix)
 	return e
-}
-
-// wrap is the middleware: it serves r with next unless Check rejects it, in
-// which case Respond answers.
-func (e *Engine) wrap(next http.Handler) http.Handler {
-	if next == nil {
-		next = http.NotFoundHandler()
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rej := e.Check(w, r, nil); rej != nil {
-			e.Respond(w, rej)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // Check decides r: it sets the rate-limit headers on w.Header(), waits out a
 // leaky-bucket delay and calls the hooks, but writes no status and no body.
 // It returns nil when the request goes on to the next handler, and otherwise
 // the [Rejection] to answer, with Respond or the router's own error
-// rendering.
+// rendering. Check settles no cost ([WithFinalCost]): an adapter that serves
+// the request calls [Engine.Admit] and [Engine.Settle] instead.
 //
 // r is the request as it came. view, when not nil, returns the request that
 // the functions of the options (key, skip, cost and policy functions,
@@ -116,21 +114,28 @@ func (e *Engine) wrap(next http.Handler) http.Handler {
 // function is to see the request, so that a request no function reads
 // costs no copy.
 func (e *Engine) Check(w http.ResponseWriter, r *http.Request, view func() *http.Request) *Rejection {
+	var ev Event
+	return e.check(w, r, view, &ev)
+}
+
+// check is Check, filling in ev: its Request stays nil for a request
+// skipped.
+func (e *Engine) check(w http.ResponseWriter, r *http.Request, view func() *http.Request, ev *Event) *Rejection {
 	if view != nil && e.passes {
 		r, view = view(), nil
 	}
 	if e.skipped(r) {
 		return nil
 	}
-	ev := Event{Request: r}
-	e.decide(&ev)
-	e.setHeaders(w.Header(), &ev)
-	e.delay(&ev)
-	e.emit(&ev)
+	ev.Request = r
+	e.decide(ev)
+	e.setHeaders(w.Header(), ev)
+	e.delay(ev)
+	e.emit(ev)
 	if ev.Outcome.status() == 0 || e.cfg.dryRun {
 		return nil // served
 	}
-	return rejection(&ev, view)
+	return rejection(ev, view)
 }
 
 // skipped reports whether a WithSkip function exempts r.
@@ -228,7 +233,7 @@ func (e *Engine) costFromFunc(ev *Event) bool {
 func (e *Engine) policyOf(ev *Event, p *core.Policy) bool {
 	var err error
 	if *p, err = e.cfg.policy(ev.Request, ev.Key); err == nil {
-		err = checkPolicyName(p.Name)
+		err = checkPolicyName(*p)
 	}
 	if err != nil {
 		e.policyFailed(ev, err)

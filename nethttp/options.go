@@ -27,6 +27,7 @@ type config struct {
 	deny       func(http.ResponseWriter, *http.Request, core.Decision)
 	hooks      []func(Event)
 	policy     func(*http.Request, string) (core.Policy, error)
+	finalCost  func(status int, h http.Header, charged int64) int64
 }
 
 // nilFunc is the panic of an option given a nil function: a mistake in the

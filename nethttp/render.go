@@ -21,7 +21,7 @@ func NewRenderer(p core.Policy, style HeaderStyle) *Renderer {
 	if !style.valid() {
 		panic(fmt.Errorf("nethttp: NewRenderer: unknown header style %v", style))
 	}
-	if err := checkPolicyName(p.Name); err != nil {
+	if err := checkPolicyName(p); err != nil {
 		panic(fmt.Errorf("nethttp: NewRenderer: %w", err))
 	}
 	return &Renderer{rd: newRenderer(p, style, false)}

@@ -20,15 +20,15 @@ func TestAdapterSuite(t *testing.T) {
 // with and without the middleware on its route.
 func BenchmarkServeMux(b *testing.B) { adaptertest.Benchmark(b, adaptertest.Adapter{Mount: onMux}) }
 
-// onMux mounts the middleware around the handler of GET /items/{id} (none
-// for a nil lim).
+// onMux mounts the middleware around the suite's handler of GET
+// /items/{id} (none for a nil lim).
 func onMux(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler {
 	mux := http.NewServeMux()
 	if lim == nil {
-		mux.Handle("GET /items/{id}", ok)
+		mux.Handle("GET /items/{id}", adaptertest.Handler)
 		return mux
 	}
 	mw := nethttp.Middleware(lim, opts...)
-	mux.Handle("GET /items/{id}", mw(ok))
+	mux.Handle("GET /items/{id}", mw(adaptertest.Handler))
 	return mux
 }

@@ -39,7 +39,7 @@ var DefaultDurationBoundaries = []float64{
 }
 
 const (
-	numOutcomes = int(nethttp.OutcomeCanceled) + 1
+	numOutcomes = int(nethttp.OutcomeSettleFailed) + 1
 	// noSource is the index, after the core.Source values, of the requests
 	// the limiter was not called for (key and cost errors, a failed policy
 	// lookup), whose ratelimit.source is "none".

@@ -154,6 +154,7 @@ func TestObserveRequests(t *testing.T) {
 			{event("login", nethttp.OutcomeFailedOpen, core.SourceStore, 50*time.Millisecond), 2},
 			{event("login", nethttp.OutcomeFailedClosed, core.SourceStore, 50*time.Millisecond), 1},
 			{event("login", nethttp.OutcomeCanceled, core.SourceStore, time.Millisecond), 1},
+			{event("login", nethttp.OutcomeSettleFailed, core.SourceStore, time.Millisecond), 2},
 			{event("", nethttp.OutcomeKeyError, core.SourceStore, 0), 2},
 			{event("", nethttp.OutcomeCostError, core.SourceStore, 0), 1},
 		}
@@ -173,6 +174,7 @@ func TestObserveRequests(t *testing.T) {
 			"ratelimit.outcome=failed-open,ratelimit.policy=login,ratelimit.source=store":   2,
 			"ratelimit.outcome=failed-closed,ratelimit.policy=login,ratelimit.source=store": 1,
 			"ratelimit.outcome=canceled,ratelimit.policy=login,ratelimit.source=store":      1,
+			"ratelimit.outcome=settle-failed,ratelimit.policy=login,ratelimit.source=store": 2,
 			"ratelimit.outcome=key-error,ratelimit.policy=,ratelimit.source=none":           2,
 			"ratelimit.outcome=cost-error,ratelimit.policy=,ratelimit.source=none":          1,
 		}, requests(t, collect(t, reader)))
@@ -230,7 +232,7 @@ func TestObserveRequests(t *testing.T) {
 		m, reader := newMetrics(t)
 		m.WatchKeys("api", fakeLen(3))
 		m.SetFallbackActive("redis", true)
-		for o := range nethttp.OutcomeCanceled + 1 {
+		for o := range nethttp.OutcomeSettleFailed + 1 {
 			m.Observe(event("api", o, core.SourceStore, time.Millisecond))
 		}
 		for name, md := range collect(t, reader) {

@@ -94,7 +94,7 @@ type series struct {
 }
 
 const (
-	numOutcomes = int(nethttp.OutcomeCanceled) + 1
+	numOutcomes = int(nethttp.OutcomeSettleFailed) + 1
 	// noSource is the index, after the core.Source values, of the requests
 	// the limiter was not called for (key and cost errors, a failed policy
 	// lookup), labelled source="none".
@@ -115,7 +115,7 @@ func New(opts ...Option) *Metrics {
 			Namespace: c.namespace,
 			Name:      "requests_total",
 			Help: "Requests decided by the rate limiter, by policy name, outcome (allowed, denied, dry-run, " +
-				"failed-open, failed-closed, key-error, cost-error, canceled) and source of the decision " +
+				"failed-open, failed-closed, key-error, cost-error, canceled, settle-failed) and source of the decision " +
 				"(store, deny-cache, fallback; none when the limiter was not called).",
 		}, []string{"policy", "outcome", "source"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{

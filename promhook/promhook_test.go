@@ -129,6 +129,7 @@ func TestObserveCountsEachPolicyOutcomeAndSource(t *testing.T) {
 	m.Observe(failed)
 	m.Observe(event(perKey, nethttp.OutcomeFailedClosed, core.SourceStore, 50*time.Millisecond))
 	m.Observe(event(perKey, nethttp.OutcomeCanceled, core.SourceStore, 2*time.Millisecond))
+	m.Observe(event(perKey, nethttp.OutcomeSettleFailed, core.SourceStore, 3*time.Millisecond))
 	m.Observe(event(perKey, nethttp.OutcomeKeyError, core.SourceStore, 0))
 	m.Observe(event(perKey, nethttp.OutcomeCostError, core.SourceStore, 0))
 
@@ -141,6 +142,7 @@ func TestObserveCountsEachPolicyOutcomeAndSource(t *testing.T) {
 		`outcome="failed-open",policy="per-api-key",source="store"`:   1,
 		`outcome="failed-closed",policy="per-api-key",source="store"`: 1,
 		`outcome="canceled",policy="per-api-key",source="store"`:      1,
+		`outcome="settle-failed",policy="per-api-key",source="store"`: 1,
 		`outcome="key-error",policy="per-api-key",source="none"`:      1,
 		`outcome="cost-error",policy="per-api-key",source="none"`:     1,
 	}, counts(t, reg, "ratelimit_requests_total"))
@@ -148,10 +150,10 @@ func TestObserveCountsEachPolicyOutcomeAndSource(t *testing.T) {
 	n, sum := samples(t, reg, "ratelimit_store_duration_seconds")
 	assert.Equal(t, map[string]uint64{
 		`policy="per-ip"`:      13, // every decision, the fallback's 0 included
-		`policy="per-api-key"`: 4,  // dry-run, two failures, canceled; not the key and cost errors
+		`policy="per-api-key"`: 5,  // dry-run, two failures, canceled, the settle call; not the key and cost errors
 	}, n)
 	assert.InDelta(t, 8*0.001+4*0.000001, sum[`policy="per-ip"`], 1e-12)
-	assert.InDelta(t, 0.001+0.05+0.05+0.002, sum[`policy="per-api-key"`], 1e-12)
+	assert.InDelta(t, 0.001+0.05+0.05+0.002+0.003, sum[`policy="per-api-key"`], 1e-12)
 }
 
 func TestObserveLabelsUnnamedPoliciesAsTheMiddlewareNamesThem(t *testing.T) {

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
 )
 
 // denyCache remembers, per user key, that a unit-cost request was denied
@@ -20,7 +23,10 @@ import (
 // RetryAfter passes, under every algorithm, so the cached Decision is
 // exactly what Redis would answer (absent other traffic). A larger cost
 // can see Remaining grow before it fits, and a different cost has a
-// different RetryAfter.
+// different RetryAfter. Under a policy made with core.AllOf the entry
+// keeps each part's decision and stands while all of them do: a denying
+// part's until its RetryAfter, an admitting part's until its Remaining
+// changes (steady).
 //
 // Reset must not be undone by a denial Redis produced before its DEL but
 // answered after: each shard counts its forgets (gen), a caller reads the
@@ -66,7 +72,36 @@ type denyShard struct {
 type denyEntry struct {
 	until   int64  // sent + RetryAfter: when a unit-cost request may pass
 	resetAt int64  // sent + ResetAfter: when the key is full again
+	at      int64  // the denial's At less sent: Redis's clock ahead of the local one
 	pid     uint64 // the policy that denied: 0 the limiter's own, else pspec.id
+	all     *allDenial
+}
+
+// allDenial is a denial under a policy made with core.AllOf: its parts'
+// decisions, when the call was sent.
+type allDenial struct {
+	sent  int64
+	parts []core.Decision
+}
+
+// steady is how long, absent traffic, d, a part's answer to a unit-cost
+// request under q, keeps its Allowed and Remaining (its durations only
+// shorten): a denial until its RetryAfter; a full part for ever; else
+// until a unit comes back: a fixed window's at its end, a sliding
+// window's at the next bucket's start (a ResetAfter ends on one), a
+// bucket's when its TAT comes an interval closer.
+func steady(q core.Policy, d core.Decision) time.Duration {
+	switch {
+	case !d.Allowed:
+		return d.RetryAfter
+	case d.ResetAfter == 0:
+		return core.MaxSpan
+	case q.Algorithm == core.AlgFixedWindow:
+		return d.ResetAfter
+	case q.Algorithm == core.AlgSlidingWindow:
+		return (d.ResetAfter-1)%q.Interval() + 1
+	}
+	return d.ResetAfter - time.Duration(q.Burst-d.Remaining-1)*q.Interval()
 }
 
 func newDenyCache(maxEntries int) *denyCache {

@@ -64,6 +64,22 @@ func TestDenyCache(t *testing.T) {
 		assert.Equal(t, sent+1, rec.roundTrip.Load())
 	})
 
+	t.Run("a cached denial's At is Redis's, moved on by the local clock", func(t *testing.T) {
+		local := coretest.NewClock(coretest.Epoch) // the scripts read the server's TIME
+		lim := newLimiter(t, newClient(t, addr), p, withLocalClock(local.Now))
+		_, err := lim.AllowN(ctx, "k", 2)
+		require.NoError(t, err)
+		first, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, core.SourceStore, first.Source)
+		assert.WithinDuration(t, time.Now(), first.At, time.Minute, "the server's TIME (on this host)")
+		local.Advance(5 * time.Second)
+		d, err := lim.Allow(ctx, "k")
+		require.NoError(t, err)
+		require.Equal(t, core.SourceDenyCache, d.Source)
+		assert.Equal(t, first.At.Add(5*time.Second), d.At)
+	})
+
 	t.Run("other costs still ask Redis", func(t *testing.T) {
 		lim, rec, _, _ := setup(t)
 		_, err := lim.AllowN(ctx, "k", 2)

@@ -33,6 +33,12 @@
 // ClusterStateReloadInterval to a few seconds to resume right after a
 // promotion (the default is 60s). Resharding changes no decision.
 //
+// A policy made with core.AllOf is decided in one script call, one round
+// trip: each part has a key of its own, all of a user key's parts in one
+// Cluster slot, and a request is charged to every part or to none.
+// [Limiter.Settle] settles a cost known after the response in one script
+// call, bounded by the timeout and never retried.
+//
 // # Where the rules stand
 //
 //   - The client the limiter makes of rdb, and which Redis it needs: [New].

@@ -752,7 +752,7 @@ func TestFallbackCostAboveCapacity(t *testing.T) {
 		require.NoError(t, err)
 		d, err := s.lim.AllowN(ctx, "k", 101)
 		assert.ErrorIs(t, err, core.ErrCostExceedsCapacity)
-		assert.Equal(t, core.Decision{Limit: 100, Remaining: 70, ResetAfter: d.ResetAfter, Policy: p, Source: core.SourceFallback}, d)
+		assert.Equal(t, core.Decision{Limit: 100, Remaining: 70, ResetAfter: d.ResetAfter, Policy: p, Source: core.SourceFallback, At: s.clock.Now()}, d, "At: the fallback's clock")
 		assert.Positive(t, d.ResetAfter)
 		assert.Equal(t, sent, s.calls.n.Load())
 	})

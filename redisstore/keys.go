@@ -23,6 +23,11 @@ import (
 // "Policies per call" in package core). v3 is the value format, which
 // records that policy (and, for a fixed window, its Limit): keys written
 // before it are never read.
+//
+// Under policies made with core.AllOf each part has a key of its own, the
+// user key's followed by ":<the part's label>": one slot for all of a user
+// key's parts, and a part keeps its state across policies that have a part
+// of its label. The limiter's policy in the key then names every part.
 type keyLayout struct {
 	head string // "<prefix>:{"
 	tail string // "}:<policy>:v3"
@@ -34,17 +39,20 @@ func newKeyLayout(prefix string, p core.Policy) keyLayout {
 
 // key returns the Redis key of the user key k. A key needing no escape
 // (the usual case) costs one allocation.
-func (l keyLayout) key(k string) string {
+func (l keyLayout) key(k string) string { return l.head + tagged(k) + l.tail }
+
+// tagged returns the user key k as it stands inside the hash tag.
+func tagged(k string) string {
 	if k == "" {
 		// An empty tag "{}" would make Redis hash the whole name; "%"
 		// alone is never the output of escape, so it names the empty key
 		// without colliding with any other.
-		return l.head + "%" + l.tail
+		return "%"
 	}
 	if strings.ContainsAny(k, "%{}") {
 		k = keyEscaper.Replace(k)
 	}
-	return l.head + k + l.tail
+	return k
 }
 
 // keyEscaper percent-escapes '%', '{' and '}', which is injective:
@@ -55,6 +63,16 @@ var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 // numbers, and its name when it has one (two limiters of equal numbers
 // apart, login and signup per IP, say).
 func policyTag(p core.Policy) string {
+	if parts := p.Parts(); parts != nil {
+		tags := make([]string, len(parts))
+		for i, q := range parts {
+			tags[i] = policyTag(q)
+		}
+		if p.Name != "" {
+			tags = append(tags, p.Name)
+		}
+		return strings.Join(tags, "+")
+	}
 	tag := algorithmTags[p.Algorithm] + ":" + fmt.Sprint(p.Limit) + ":" + p.Window.String()
 	switch p.Algorithm {
 	case core.AlgTokenBucket, core.AlgLeakyBucket:

@@ -46,7 +46,7 @@ func TestLeakyBucketDeniedAlternationLeavesTheKey(t *testing.T) {
 			} {
 				d, err := lim.AllowPolicy(ctx, c.p, "client", 1)
 				require.NoError(t, err)
-				want := core.Decision{Limit: c.p.Limit, ResetAfter: c.reset, RetryAfter: c.retry, Policy: c.p, Source: core.SourceStore}
+				want := core.Decision{Limit: c.p.Limit, ResetAfter: c.reset, RetryAfter: c.retry, Policy: c.p, Source: core.SourceStore, At: clock.Now().UTC()}
 				require.Equal(t, want, d, "round %d under %s", round, c.p.Name)
 			}
 		}

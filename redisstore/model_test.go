@@ -39,6 +39,7 @@ func TestModelRedis(t *testing.T) {
 	t.Run("model", s.RunModel)
 	t.Run("properties", s.RunProperties)
 	t.Run("plan scenarios", s.RunPlanScenarios)
+	t.Run("composites and settlements", s.RunComposites)
 }
 
 // TestModelCluster is TestModelRedis on a three-master Redis Cluster.
@@ -50,4 +51,5 @@ func TestModelCluster(t *testing.T) {
 	t.Run("model", s.RunModel)
 	t.Run("properties", s.RunProperties)
 	t.Run("plan scenarios", s.RunPlanScenarios)
+	t.Run("composites and settlements", s.RunComposites)
 }

@@ -51,7 +51,7 @@ func TestUpgradeDenialRetryAfterAdmits(t *testing.T) {
 		for range 2 {
 			d, err = f.lim.AllowPolicy(ctx, fast, "k", 1)
 			require.NoError(t, err)
-			assert.Equal(t, core.Decision{Limit: 60, ResetAfter: 100 * time.Second, RetryAfter: time.Minute, Policy: fast, Source: core.SourceStore}, d)
+			assert.Equal(t, core.Decision{Limit: 60, ResetAfter: 100 * time.Second, RetryAfter: time.Minute, Policy: fast, Source: core.SourceStore, At: f.clock.Now()}, d)
 		}
 		f.clock.Advance(time.Minute - 1)
 		d, err = f.lim.AllowPolicy(ctx, fast, "k", 1)

@@ -30,14 +30,16 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
 	}
-	if p.Algorithm != l.policy.Algorithm {
+	switch {
+	case p.Algorithm != l.policy.Algorithm:
 		return nil, fmt.Errorf("redisstore: %s: %w: %v, the limiter's is %v", op, core.ErrAlgorithmMismatch, p.Algorithm, l.policy.Algorithm)
+	case l.own == nil && p.Parts() != nil:
+		return nil, fmt.Errorf("redisstore: %s: %w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", op, core.ErrAlgorithmMismatch)
 	}
-	args, err := script.NewPolicy(p, p.Recovery()+l.ttlPlus)
+	ps, err := l.newSpec(p, l.own != nil)
 	if err != nil {
 		return nil, err
 	}
-	ps := &pspec{policy: p, args: args}
 	if l.specs.n.Add(1) > maxSpecs {
 		l.specs.n.Add(-1)
 		return ps, nil // not cached: id 0
@@ -46,6 +48,35 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	if v, loaded := l.specs.m.LoadOrStore(p, ps); loaded {
 		l.specs.n.Add(-1)
 		return v.(*pspec), nil
+	}
+	return ps, nil
+}
+
+// newSpec returns the spec of p, valid and of the limiter's algorithm,
+// for a limiter of policies made with core.AllOf when ofParts is set.
+// The limiter's own (l.own) has the parts of its script (OwnPart).
+func (l *Limiter) newSpec(p core.Policy, ofParts bool) (*pspec, error) {
+	ps := &pspec{policy: p}
+	if !ofParts {
+		var err error
+		ps.args, err = script.NewPolicy(p, l.ttlPlus)
+		return ps, err
+	}
+	parts := p.Parts()
+	if ps.all = parts != nil; !ps.all {
+		parts = []core.Policy{p}
+	}
+	for j, q := range parts {
+		args, err := script.NewPolicy(q, l.ttlPlus)
+		switch {
+		case err != nil:
+			return nil, err
+		case p == l.unnamed && j > 0:
+			args = script.OwnPart(j)
+		case p == l.unnamed:
+			args = nil
+		}
+		ps.parts = append(ps.parts, part{tail: l.keys.tail + ":" + q.Label(), args: args})
 	}
 	return ps, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ type Limiter struct {
 	unnamed core.Policy // policy without its Name: what its state depends on
 	ttlPlus time.Duration
 	specs   specCache // the policies given with calls (policies.go)
+	own     *pspec    // a policy made with core.AllOf: its parts; else nil
 	keys    keyLayout
 	timeout time.Duration
 	deny    *denyCache       // nil when switched off
@@ -99,20 +101,18 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		// Redis expires keys: keep the state long enough for any test.
 		ttlPlus = testKeyLife
 	}
-	s, err := script.New(p, p.Recovery()+ttlPlus)
+	s, err := script.New(p, ttlPlus)
 	if err != nil {
 		return nil, err
 	}
 	l := &Limiter{policy: p, unnamed: p, ttlPlus: ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock}
 	l.unnamed.Name = ""
-	switch {
-	case c.localNow != nil:
-		l.local = func() int64 { return c.localNow().UnixNano() }
-	case c.clock != nil:
-		l.local = func() int64 { return c.clock().UnixNano() }
-	default:
-		l.local = sinceStart
+	if p.Parts() != nil {
+		if l.own, err = l.newSpec(l.unnamed, true); err != nil {
+			return nil, err
+		}
 	}
+	l.local = c.localClock()
 	var hook func(outage.Change)
 	if c.hook != nil {
 		hook = func(ch outage.Change) {
@@ -139,6 +139,17 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 var start = time.Now()
 
 func sinceStart() int64 { return int64(time.Since(start)) }
+
+// localClock is the limiter's local clock (sinceStart, or a test's).
+func (c *config) localClock() func() int64 {
+	switch {
+	case c.localNow != nil:
+		return func() int64 { return c.localNow().UnixNano() }
+	case c.clock != nil:
+		return func() int64 { return c.clock().UnixNano() }
+	}
+	return sinceStart
+}
 
 // testKeyLife is added to the key expiry when a test fixes the clock.
 const testKeyLife = time.Hour
@@ -242,20 +253,43 @@ func (l *Limiter) unanswered(ctx context.Context, op string, ps *pspec, p *core.
 // (used -1; see "Policies per call" in package core): that state drains at
 // its own policy's rate.
 func (l *Limiter) remember(key string, pid uint64, d core.Decision, used, sent int64, gen uint64) {
-	if !d.Allowed && d.RetryAfter > 0 && d.Remaining == 0 && d.RetryAfter <= core.MaxSpan && d.ResetAfter <= core.MaxSpan && used >= 0 {
-		l.deny.put(key, denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), pid: pid}, sent, gen)
+	if d.Allowed || d.RetryAfter <= 0 || d.Remaining != 0 || d.RetryAfter > core.MaxSpan || d.ResetAfter > core.MaxSpan || used < 0 {
+		return
 	}
+	e := denyEntry{until: sent + int64(d.RetryAfter), resetAt: sent + int64(d.ResetAfter), at: d.At.UnixNano() - sent, pid: pid}
+	if parts := d.Parts(); parts != nil {
+		e.all = &allDenial{sent: sent, parts: parts}
+		for i, q := range d.Policy.Parts() {
+			e.until = min(e.until, sent+int64(min(steady(q, parts[i]), core.MaxSpan)))
+		}
+	}
+	l.deny.put(key, e, sent, gen)
 }
 
 // cachedDenial is the Decision of a cached unit-cost denial at now under
-// p: the same denial, its durations shortened by the time elapsed.
+// p: the same denial, its durations shortened and its At moved on by the
+// time elapsed.
 func cachedDenial(e denyEntry, now int64, p *core.Policy) core.Decision {
+	if e.all != nil {
+		el := time.Duration(now - e.all.sent)
+		parts := slices.Clone(e.all.parts)
+		for i := range parts {
+			q := &parts[i]
+			q.ResetAfter, q.At, q.Source = max(q.ResetAfter-el, 0), q.At.Add(el), core.SourceDenyCache
+			if !q.Allowed {
+				q.RetryAfter -= el
+			}
+		}
+		d, _ := core.Combine(*p, parts) // the parts of p, which denied
+		return d
+	}
 	return core.Decision{
 		Limit:      p.Limit,
 		ResetAfter: time.Duration(max(e.resetAt-now, 0)),
 		RetryAfter: time.Duration(e.until - now),
 		Policy:     *p,
 		Source:     core.SourceDenyCache,
+		At:         time.Unix(0, now+e.at).UTC(),
 	}
 }
 
@@ -300,13 +334,35 @@ func (l *Limiter) reset(ctx context.Context, key string) error {
 		// A call sent after this is decided by Redis after the DEL.
 		defer l.deny.forget(key)
 	}
-	c := transport.NewCall()
-	c.Key, c.Del = l.keys.key(key), true
+	c := l.call(nil, key)
+	c.Del = true
+	if l.own != nil {
+		l.partsKnown(c, key)
+	}
 	if err := l.wait(ctx, "Reset", c); err != nil {
 		return err
 	}
 	c.Release()
 	return nil
+}
+
+// partsKnown adds to c, a DEL of key's parts under the limiter's own
+// policy made with core.AllOf, the other parts of key that the limiter
+// knows: those of the policies given with its calls that it keeps.
+func (l *Limiter) partsKnown(c *transport.Call, key string) {
+	seen := map[string]bool{c.Key: true}
+	for _, q := range c.More {
+		seen[q.Key] = true
+	}
+	l.specs.m.Range(func(_, v any) bool {
+		for _, q := range v.(*pspec).parts {
+			if k := l.keys.head + tagged(key) + q.tail; !seen[k] {
+				seen[k] = true
+				c.More = append(c.More, script.Part{Key: k})
+			}
+		}
+		return true
+	})
 }
 
 // Ping checks that Redis answers a PING, through the limiter's own client:
@@ -357,18 +413,58 @@ func (l *Limiter) Close() error {
 // or, for n = 0, a unit cost without consuming, and then the key's usage
 // too; n < 0 sets the usage to -1-n.
 func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, int64, error) {
-	c := transport.NewCall()
-	c.Key, c.N, c.Policy = l.keys.key(key), n, ps.script()
-	if l.clock != nil {
-		c.Now = l.clock().UnixNano()
-	}
+	c := l.call(ps, key)
+	c.N = n
 	if err := l.wait(ctx, op, c); err != nil {
 		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
 	d, used := c.Res, c.Used
+	if ps == nil {
+		ps = l.own
+	}
+	if ps == nil || !ps.all {
+		d.Limit, d.Policy = p.Limit, *p
+		c.Release()
+		return d, used, nil
+	}
+	// The parts, each decided with the call's cost (core.Combine): a
+	// look's usage is the most used part's; one denial not to be cached
+	// (-1) spoils the whole.
+	var buf [core.MaxParts]core.Decision // on the stack
+	parts := append(buf[:0], d)
+	for _, q := range c.More {
+		parts = append(parts, q.Res)
+		if n == 0 {
+			used = max(used, q.Used)
+		} else {
+			used = min(used, q.Used)
+		}
+	}
 	c.Release()
-	d.Limit, d.Policy = p.Limit, *p
-	return d, used, nil
+	d, err := core.Combine(*p, parts)
+	return d, used, err
+}
+
+// call returns the call for key under ps (nil: the limiter's own policy):
+// under a limiter of policies made with core.AllOf, one row per part.
+func (l *Limiter) call(ps *pspec, key string) *transport.Call {
+	c := transport.NewCall()
+	if l.clock != nil {
+		c.Now = l.clock().UnixNano()
+	}
+	if ps == nil {
+		ps = l.own
+	}
+	if ps == nil || ps.parts == nil {
+		c.Key, c.Policy = l.keys.key(key), ps.script()
+		return c
+	}
+	k := tagged(key)
+	c.Key, c.Policy = l.keys.head+k+ps.parts[0].tail, ps.parts[0].args
+	for _, q := range ps.parts[1:] {
+		c.More = append(c.More, script.Part{Key: l.keys.head + k + q.tail, Policy: q.args})
+	}
+	return c
 }
 
 // wait sends c (transport.Sender), with the limiter's timeout from now. It

@@ -103,8 +103,8 @@ func isDenial(cmd redis.Cmder) bool {
 	if !ok || !isScriptCall(cmd) {
 		return false
 	}
-	v, ok := c.Val().(string) // one call: 5 little-endian int64, allowed first
-	return ok && len(v) == 40 && binary.LittleEndian.Uint64([]byte(v[:8])) == 0
+	v, ok := c.Val().(string) // one call: 5 little-endian int64, allowed first, then now
+	return ok && len(v) == 40+16 && binary.LittleEndian.Uint64([]byte(v[:8])) == 0
 }
 
 // TestResetUndoneByAnInFlightDenial is defect 5: Reset cleared the deny

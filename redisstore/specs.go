@@ -11,11 +11,23 @@ import (
 // pspec is a policy given with a call (AllowPolicy, Get, Set) that differs
 // from the limiter's own in a number its state depends on, as the script
 // receives it. A nil *pspec is the limiter's own policy, whose numbers the
-// script has written in.
+// script has written in (Limiter.own, under a limiter of policies made
+// with core.AllOf).
 type pspec struct {
 	policy core.Policy    // without its Name
 	args   *script.Policy // its numbers for the scripts
 	id     uint64         // the deny cache's name for it, >= 1; 0 when not cached
+	// Under a limiter of policies made with core.AllOf: the parts (the
+	// policy alone when it has none), and whether it has parts.
+	parts []part
+	all   bool
+}
+
+// part is a part of a policy under a limiter of policies made with
+// core.AllOf: its keys' tail (keyLayout) and its numbers for the scripts.
+type part struct {
+	tail string
+	args *script.Policy
 }
 
 // script returns the policy for the scripts: nil for the limiter's own.

@@ -251,6 +251,7 @@ func (s Suite) sequences(t *testing.T) {
 				want := core.Decision{
 					Allowed: st.allowed, Limit: tc.policy.Limit, Remaining: st.remaining,
 					ResetAfter: st.reset, RetryAfter: st.retry, Delay: st.delay, Policy: tc.policy,
+					At: clock.Now(),
 				}
 				if d != want {
 					t.Errorf("step %d: at +%v cost %d: d = %+v, want %+v", i, st.at, st.n, d, want)

@@ -103,7 +103,7 @@ func (s Suite) fixedWindowMovedToAShorterWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (core.Decision{Limit: 10, ResetAfter: time.Second, RetryAfter: time.Second, Policy: b}); d != want {
+	if want := (core.Decision{Limit: 10, ResetAfter: time.Second, RetryAfter: time.Second, Policy: b, At: Epoch.Add(3 * time.Second)}); d != want {
 		t.Errorf("d = %+v, want %+v", d, want)
 	}
 	if got := f.admitted(t, b, 4*time.Second, 10); got != 10 {

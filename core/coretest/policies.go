@@ -94,6 +94,7 @@ func runPolicyTable(t *testing.T, tc policyTable, target policyTarget) {
 			want := core.Decision{
 				Allowed: st.ok, Limit: p.Limit, Remaining: st.rem, ResetAfter: st.reset,
 				RetryAfter: st.retry, Delay: st.delay, Policy: p,
+				At: d.At, // the conformance suite's steps check it
 			}
 			if d.Source == core.SourceDenyCache && !d.Allowed && st.op != opPeek {
 				want.Source = d.Source // a store's cache of its denials may answer a denial
@@ -275,7 +276,7 @@ func (s Suite) policyErrors(t *testing.T, p core.Policy) {
 	if !errors.Is(err, core.ErrCostExceedsCapacity) {
 		t.Errorf("got %v, want %v", err, core.ErrCostExceedsCapacity)
 	}
-	if want := (core.Decision{Limit: bigger.Limit, Remaining: bigger.Capacity(), Policy: bigger}); d != want {
+	if want := (core.Decision{Limit: bigger.Limit, Remaining: bigger.Capacity(), Policy: bigger, At: d.At}); d != want {
 		t.Errorf("a cost above capacity under another policy than the limiter's, on a key never seen: d = %+v, want %+v", d, want)
 	}
 

@@ -29,9 +29,9 @@ import (
 // Adapter describes the adapter under test.
 type Adapter struct {
 	// Mount returns a router serving GET /items/{id} (in the router's own
-	// syntax) through the adapter's middleware built from lim and opts. The
-	// route's handler answers 200 with the body "ok". With a nil lim (from
-	// Benchmark) it mounts the route without the middleware.
+	// syntax) with [Handler] through the adapter's middleware built from
+	// lim and opts. With a nil lim (from Benchmark) it mounts the route
+	// without the middleware.
 	Mount func(t testing.TB, lim core.Limiter, opts ...nethttp.Option) http.Handler
 	// Body returns the body and Content-Type the adapter answers a
 	// rejection of the given status with, when no handler option replaces
@@ -77,6 +77,10 @@ func Run(t *testing.T, a Adapter) {
 	t.Run("applies the key-error policy", s.keyErrors)
 	t.Run("keys on the route pattern, not the path", s.route)
 	t.Run("admits exactly the limit to concurrent clients over loopback", s.loopback)
+	t.Run("describes each part of a composite limit", s.composite)
+	t.Run("settles costs after the response", s.settle)
+	t.Run("answers before a slow settlement is done", s.slowSettle)
+	t.Run("reports a settlement the limiter refuses", s.settleFailed)
 }
 
 func (s suite) limiter(t *testing.T, p core.Policy) (*core.MemoryLimiter, *coretest.Clock) {

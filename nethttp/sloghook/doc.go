@@ -25,6 +25,7 @@
 //
 //	denied, dry-run (would deny)      Info
 //	failed-open, failed-closed        Error, with the error and the source
+//	settle-failed                     Error, with the error and the source
 //	key-error, cost-error             Warn, with the error
 //	canceled (client gone)            Debug, with the error
 //	allowed                           not logged (LevelOff)

@@ -42,6 +42,7 @@ func defaults() config {
 	c.levels[nethttp.OutcomeKeyError] = slog.LevelWarn
 	c.levels[nethttp.OutcomeCostError] = slog.LevelWarn
 	c.levels[nethttp.OutcomeCanceled] = slog.LevelDebug
+	c.levels[nethttp.OutcomeSettleFailed] = slog.LevelError
 	return c
 }
 

@@ -282,7 +282,7 @@ func (h *Hook) write(lines []line) {
 // failure reports whether o is a limiter failure, whose lines name the
 // decision's source.
 func failure(o nethttp.Outcome) bool {
-	return o == nethttp.OutcomeFailedOpen || o == nethttp.OutcomeFailedClosed
+	return o == nethttp.OutcomeFailedOpen || o == nethttp.OutcomeFailedClosed || o == nethttp.OutcomeSettleFailed
 }
 
 // withError reports whether o's Event.Err is worth logging: the failure
@@ -306,6 +306,7 @@ var messages = [...]string{
 	nethttp.OutcomeKeyError:     "ratelimit: requests without a key",
 	nethttp.OutcomeCostError:    "ratelimit: cost function failed",
 	nethttp.OutcomeCanceled:     "ratelimit: requests canceled while limited",
+	nethttp.OutcomeSettleFailed: "ratelimit: limiter failed to settle final costs, charges kept",
 }
 
 // message is the message of o's lines.

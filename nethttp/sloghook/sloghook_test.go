@@ -325,6 +325,15 @@ func TestFailures(t *testing.T) {
 			t.Errorf("log lines: got %v, want %v", got, want)
 		}
 	})
+	t.Run("logs a settlement the store refused at Error, with its error and source", func(t *testing.T) {
+		h, _, out := setup()
+		h.Handle(failed(nethttp.OutcomeSettleFailed, perIP, core.SourceStore, errors.New("settle: final cost 0, charged 3: i/o timeout")))
+		if got, want := out.take(), ([]string{
+			`{"level":"ERROR","msg":"ratelimit: limiter failed to settle final costs, charges kept","outcome":"settle-failed","policy":"per-ip","source":"store","count":1,"error":"settle: final cost 0, charged 3: i/o timeout"}`,
+		}); !reflect.DeepEqual(got, want) {
+			t.Errorf("log lines: got %v, want %v", got, want)
+		}
+	})
 	t.Run("logs a canceled request at Debug only, as no failure", func(t *testing.T) {
 		out := new(output)
 		h := sloghook.New(logger(out, slog.LevelInfo))

@@ -41,6 +41,10 @@ var _ = []func(){
 	snippet9,
 	snippet10,
 	snippet11,
+	snippet12,
+	snippet13,
+	snippet14,
+	snippet15,
 }
 
 func snippet1() {
@@ -49,7 +53,7 @@ func snippet1() {
 	perRouteIP := nethttp.WithKeyFunc(keyfunc.Join(keyfunc.Route(), keyfunc.IP()))
 	r := chi.NewRouter()
 	r.With(chimw.Limit(logins, perRouteIP)).Post("/login", func(w http.ResponseWriter, r *http.Request) {})
-//line snippets.go:53
+//line snippets.go:57
 	_ = logins
 	_ = perRouteIP
 	_ = r
@@ -65,7 +69,7 @@ func snippet2() {
 			w.Header().Set("WWW-Authenticate", `ApiKey header="X-API-Key"`)
 			http.Error(w, "an X-API-Key header is required", http.StatusUnauthorized)
 		})))
-//line snippets.go:69
+//line snippets.go:73
 	_ = perKey
 	_ = r
 }
@@ -77,7 +81,7 @@ func snippet3() {
 	mux := http.NewServeMux()
 	http.ListenAndServe("127.0.0.1:8080", nethttp.Middleware(lim, nethttp.WithHook(logs.Handle))(mux))
 	logs.Flush() // at shutdown: the counts not yet logged
-//line snippets.go:81
+//line snippets.go:85
 	_ = lim
 	_ = logs
 	_ = mux
@@ -93,7 +97,7 @@ func snippet4() {
 	mux := http.NewServeMux()
 	mux.Handle("/", nethttp.Middleware(lim, nethttp.WithHook(m.Observe))(app))
 	mux.Handle("GET /metrics", promhttp.Handler()) // not limited
-//line snippets.go:97
+//line snippets.go:101
 	_ = lim
 	_ = m
 	_ = app
@@ -109,7 +113,7 @@ func snippet5() {
 	}
 	m.WatchKeys("per-ip", lim) // ratelimit.keys{ratelimit.limiter="per-ip"}
 	mw := nethttp.Middleware(lim, nethttp.WithHook(m.Observe))
-//line snippets.go:113
+//line snippets.go:117
 	_ = lim
 	_ = m
 	_ = err
@@ -117,29 +121,94 @@ func snippet5() {
 }
 
 func snippet6() {
-//line README.md:199
+//line README.md:192
+	api := core.MustNew(core.AllOf(
+		core.FixedWindow(10, time.Second).WithName("per-second"),
+		core.FixedWindow(1000, 24*time.Hour).WithName("per-day"),
+	))
+	mw := nethttp.Middleware(api, nethttp.WithKeyFunc(keyfunc.Header("X-API-Key")))
+//line snippets.go:131
+	_ = api
+	_ = mw
+}
+
+func snippet7() {
+//line README.md:208
+	tokens := core.MustNew(core.FixedWindow(100_000, time.Hour))
+	mw := nethttp.Middleware(tokens,
+		nethttp.WithCostFunc(func(r *http.Request) (int64, error) { return 1000, nil }), // the request's max_tokens
+		nethttp.WithFinalCost(func(_ int, _ http.Header, charged int64) int64 { return charged }))
+	complete := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		used := int64(420) // what the model reports
+		_ = nethttp.SetFinalCost(r, used)
+	})
+//line snippets.go:146
+	_ = tokens
+	_ = mw
+	_ = complete
+}
+
+func snippet8() {
+//line README.md:222
+	failures := core.MustNew(core.FixedWindow(5, 15*time.Minute))
+	mw := nethttp.Middleware(failures, nethttp.WithFinalCost(func(status int, _ http.Header, charged int64) int64 {
+		if status == http.StatusUnauthorized {
+			return charged
+		}
+		return 0
+	}))
+	login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.FormValue("password") != "secret" { // your check
+			http.Error(w, "wrong password", http.StatusUnauthorized)
+			return
+		}
+		key, _ := keyfunc.IP()(r) // the middleware's key
+		_ = failures.Reset(r.Context(), key)
+	})
+//line snippets.go:169
+	_ = failures
+	_ = mw
+	_ = login
+}
+
+func snippet9() {
+//line README.md:242
+	lim := core.MustNew(core.TokenBucket(100, time.Minute))
+	mw := nethttp.Middleware(lim, nethttp.WithFinalCost(func(status int, _ http.Header, charged int64) int64 {
+		if status >= 500 {
+			return 0
+		}
+		return charged
+	}))
+//line snippets.go:184
+	_ = lim
+	_ = mw
+}
+
+func snippet10() {
+//line README.md:266
 	lim := core.MustNew(core.TokenBucket(100, time.Minute)) // 100 per minute per caller address
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(lim,
 			grpcmw.WithMethodPolicy("/auth.Auth/Login", core.TokenBucket(5, time.Minute).WithName("login")))),
 		grpc.ChainStreamInterceptor(grpcmw.StreamServerInterceptor(lim)),
 	)
-//line snippets.go:128
+//line snippets.go:197
 	_ = lim
 	_ = srv
 }
 
-func snippet7() {
-//line README.md:225
+func snippet11() {
+//line README.md:292
 	core.FixedWindow(100, time.Minute)                   // ≤ 100 in each minute on the clock
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
 	core.LeakyBucket(10, time.Second).WithBurst(50)      // served at a steady 10/s, 50 may queue
-//line snippets.go:139
+//line snippets.go:208
 }
 
-func snippet8() {
-//line README.md:245
+func snippet12() {
+//line README.md:312
 	lim, err := core.New(core.TokenBucket(100, time.Minute), core.WithMaxKeys(1_000_000))
 	if err != nil {
 		log.Fatal(err) // an invalid policy is an error that names the field (core.MustNew panics with it)
@@ -152,7 +221,7 @@ func snippet8() {
 	d, err = lim.Peek(ctx, key)      // look without consuming
 	err = lim.Reset(ctx, key)        // forget a key
 	err = lim.Wait(ctx, key, 1)      // block until admitted (clients of other APIs)
-//line snippets.go:156
+//line snippets.go:225
 	_ = lim
 	_ = err
 	_ = ctx
@@ -160,8 +229,8 @@ func snippet8() {
 	_ = d
 }
 
-func snippet9() {
-//line README.md:271
+func snippet13() {
+//line README.md:338
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -169,15 +238,15 @@ func snippet9() {
 	}
 	defer lim.Close()
 	perIP := nethttp.Middleware(lim) // limits locally while Redis is down: see "When Redis fails"
-//line snippets.go:173
+//line snippets.go:242
 	_ = rdb
 	_ = lim
 	_ = err
 	_ = perIP
 }
 
-func snippet10() {
-//line README.md:308
+func snippet14() {
+//line README.md:375
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute))
 	if err != nil {
@@ -189,7 +258,7 @@ func snippet10() {
 		log.Printf("redis: %v (limiting locally until it answers)", err)
 	}
 	cancel()
-//line snippets.go:193
+//line snippets.go:262
 	_ = rdb
 	_ = lim
 	_ = err
@@ -197,8 +266,8 @@ func snippet10() {
 	_ = cancel
 }
 
-func snippet11() {
-//line README.md:326
+func snippet15() {
+//line README.md:393
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute).WithName("per-ip"),
 		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {
@@ -209,7 +278,7 @@ func snippet11() {
 				log.Printf("ratelimit %s: back on Redis", c.Policy.Label())
 			}
 		}))
-//line snippets.go:213
+//line snippets.go:282
 	_ = rdb
 	_ = lim
 	_ = err

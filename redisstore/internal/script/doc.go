@@ -4,7 +4,8 @@
 // token and leaky bucket), fixedwindow.lua and slidingwindow.lua. Each is
 // plain Lua that redis-cli --eval runs as it is, on the example policy of
 // its header; a limiter's script is the file with its header (the first
-// line of code) holding the limiter's own policy.
+// line of code) holding the limiter's own policy, and its parts after the
+// first for a policy made with core.AllOf.
 //
 // One script call decides a batch of calls: it reads the server's TIME
 // once, then decides the calls in order, as many separate calls at that
@@ -34,9 +35,15 @@
 //	KEYS[i]          the key of call i
 //	ARGV[i]          call i: its cost, to consume when admitted; 0 to
 //	                 only look (Peek and Get: cost 1, nothing consumed);
-//	                 -1-u to set the key's usage to u (Set)
+//	                 -1-u to set the key's usage to u (Set); or the text
+//	                 'delta at_us at_r', a settlement of delta units of a
+//	                 cost charged at that instant (Settle; replies zeros)
 //	ARGV[m+i]        only when E > 0: call i's policy, 0 for the
-//	                 limiter's own, e for the e-th given below
+//	                 limiter's own, e for the e-th given below; -e for a
+//	                 part of the call before it (a policy made with
+//	                 core.AllOf); -E-j for part j+1 of the limiter's own
+//	                 policy made with core.AllOf, whose parts the header
+//	                 holds (with E = 0 each call is then one row per part)
 //	then E*K         the numbers of each of the E policies
 //	ARGV[#ARGV-2]    E
 //	ARGV[#ARGV-1]    "" to read the server's TIME; else now in µs (tests)
@@ -47,10 +54,18 @@
 // and the arguments above follow, m places further on. It decides keys of
 // many slots that one Cluster node serves in one script call.
 //
+// A call of cost n > 0 and the rows of parts that follow it are a group:
+// each row is decided and charged once, the state it replaced kept; if a
+// row denies, every row's state is put back and the rows are decided again
+// without consuming, so that a denial charges no part. A denied group
+// replies the rows as decided without consuming.
+//
 // Reply: one string of 5m little-endian 64-bit integers, for each call in
 // order {allowed, remaining, resetAfter, retryAfter, delay}, the durations
 // in ns; for a call that only looks, the fifth is the key's usage instead;
 // a Set replies zeros. A denial decided on a state converted from another
 // policy, which is not written, replies -1 in the fifth: its RetryAfter
 // would go stale at another rate, so the deny cache must not keep it.
+// Then two more: the script's now, in µs and the ns remainder, the At of
+// every call's Decision.
 package script

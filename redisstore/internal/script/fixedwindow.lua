@@ -11,8 +11,9 @@
 -- The header: the limiter's own policy, which redisstore writes in as
 -- constants: the Window in whole µs and the ns remainder, the Limit, the
 -- expiry in ms, the largest count a conversion keeps (core's, what its
--- one-word state holds), and the expiry as text.
-local wa, wb, limit, ttl, most, ttlS = 60000000, 0, 10, 60000, 536870911, '60000'
+-- one-word state holds), the expiry as text; then, for a policy made with
+-- core.AllOf, its parts after the first, each as these six values.
+local wa, wb, limit, ttl, most, ttlS, more = 60000000, 0, 10, 60000, 536870911, '60000', {}
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
@@ -34,24 +35,46 @@ local function span(a, b, us, r)
 end
 
 local q, rem, w = span(wa, wb, now_us, now_r)
-local P
-if E > 0 then
+local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+if E > 0 or K > 1 then
+  local function entry(a, b, ...) -- a policy's header values, its window's span now
+    local eq, erem, ew = span(a, b, now_us, now_r)
+    return {eq, erem, ew, ...}
+  end
   P = {[0] = {q, rem, w, limit, ttl, most, ttlS}}
   for e = 1, E do
     local x = h + (e - 1) * 5
-    local eq, erem, ew = span(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), now_us, now_r)
-    P[e] = {eq, erem, ew, tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), ARGV[x + 4]}
+    P[e] = entry(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), ARGV[x + 4])
   end
+  for j = 1, K - 1 do P[E + j] = entry(unpack(more[j])) end
 end
 
 -- Per key: the stored window (false: none), its count, its Window and
 -- Limit, the instant it was written at, the expiry to write (0: delete).
 local win, cnt, ws, wl, lu, lr, px = {}, {}, {}, {}, {}, {}, {}
 local out = {}
-for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[co + i])
-  if E > 0 then
-    local p = P[tonumber(ARGV[co + m + i])]
+-- Rows gs..g are a group (doc.go): charged row by row, each key's state
+-- before kept in sv; if a row denies (not pass), the states are put back
+-- and the rows decided again without consuming (probe).
+local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
+while i <= m do
+  local v = ARGV[co + i]
+  local k, n, settle, sa, sr = keys[i], tonumber(v), nil, nil, nil
+  if not n then -- Settle: 'delta at_us at_r'
+    settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
+    settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
+  end
+  if P then
+    local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
+    if E > 0 then e = tonumber(ARGV[co + m + i]) elseif (i - 1) % K > 0 then e = -((i - 1) % K) end
+    if e < 0 then
+      e = -e
+    elseif n > 0 and i > g then
+      g = i -- the group's last row: by ARGV, or the K parts of the limiter's own (E = 0)
+      while g < m and (E > 0 and tonumber(ARGV[co + m + g + 1]) < 0 or E == 0 and g % K > 0) do g = g + 1 end
+      gs, probe, pass, sv = i, false, true, {}
+    end
+    local p = P[e]
     q, rem, w, limit, ttl, most, ttlS = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
   end
   local stored = win[k]
@@ -61,6 +84,7 @@ for i = 1, m do
     if v then stored, cnt[k], ws[k], lu[k], lr[k], wl[k] = struct.unpack('<dI4ddHI4', v) end
     win[k] = stored
   end
+  if i <= g and g > gs and not probe then sv[k] = {stored, cnt[k], ws[k], wl[k], px[k]} end
   local count, back, converted = 0, 0, false -- back: windows the stored one is ahead of now's
   local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
   if stored then
@@ -92,7 +116,7 @@ for i = 1, m do
         if s < w - nrem and s + sw > -nrem then count = cnt[k] end
         if stored == oq and s - sw < w - nrem and s > -nrem then count = count + wl[k] end
         if count > most then count = most end
-        if n == 0 or count + n > limit then
+        if n == 0 or probe or count + n > limit then
           -- A look or a denial leaves the key where it is (core's
           -- fixedState.admitsAt): what a conversion at t (ns from (cu, cr))
           -- carries only falls, and changes only at the stored window's
@@ -124,7 +148,27 @@ for i = 1, m do
   -- A server clock that stepped back by centuries: spans beyond 2^62 ns
   -- (which Redis would turn into garbage integers) are reported as 2^62.
   if untilEnd > 4611686018427387904 then untilEnd = 4611686018427387904 end
-  if n < 0 then -- Set: usage -1-n
+  if settle then -- Settle (core's fixedState.settle), in the key's own windows
+    local sw, sl, sq, srem = w, limit, q, rem
+    if stored then sw, sl = ws[k], wl[k] end
+    if sw ~= w then sq, srem = span(math.floor(sw / 1000), sw % 1000, now_us, now_r) end
+    local cw, c = sq, 0 -- the key's current window and its count
+    if stored and stored >= sq then cw, c = stored, cnt[k] end
+    if settle > 0 then
+      c = math.min(c + settle, most)
+    elseif c > 0 and span(math.floor(sw / 1000), sw % 1000, sa, sr) == cw then
+      c = math.max(c + settle, 0) -- a refund while the window charged is the current one
+    else
+      c = nil
+    end
+    if c == 0 then
+      win[k], px[k] = false, 0
+    elseif c then
+      local p = math.max(ttl, math.ceil(((cw - sq + 1) * sw - srem) / 1000000))
+      win[k], cnt[k], ws[k], wl[k], px[k] = cw, c, sw, sl, p
+    end
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
+  elseif n < 0 then -- Set: usage -1-n
     if n == -1 then
       win[k], px[k] = false, 0
     else
@@ -133,20 +177,21 @@ for i = 1, m do
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
-    local consume = n > 0
-    if not consume then n = 1 end
+    local look, u = n == 0, 0 -- a look's fifth value: the count
+    local consume = not look and not probe
+    if look then
+      n, u = 1, count
+    elseif converted then
+      u = -1 -- decided on a state not written: not to be cached
+    end
     if count + n > limit then
-      local left, u = limit - count, 0
+      local left = limit - count
       if left < 0 then left = 0 end
-      if not consume then
-        u = count
-      elseif converted then
-        u = -1 -- decided on a state not written: not to be cached
-      end
+      pass = false
       out[i] = struct.pack('<i8i8i8i8i8', 0, left, rs or untilEnd, rt or untilEnd, u)
     elseif not consume then
       if count == 0 then untilEnd = 0 end
-      out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count, rs or untilEnd, 0, count)
+      out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count, rs or untilEnd, 0, u)
     else
       -- The key lives until its window ends: longer than ttl only after
       -- the clock stepped back.
@@ -156,6 +201,13 @@ for i = 1, m do
       out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count - n, untilEnd, 0, 0)
     end
   end
+  if i == g and (probe or pass) then
+    probe = false
+  elseif i == g and g > gs then -- a part denied: no part charged, the rows told without consuming
+    for k, s in pairs(sv) do win[k], cnt[k], ws[k], wl[k], px[k] = s[1], s[2], s[3], s[4], s[5] end
+    probe, i = true, gs - 1
+  end
+  i = i + 1
 end
 for k, p in pairs(px) do
   if p == 0 then
@@ -166,4 +218,5 @@ for k, p in pairs(px) do
     redis.call('SET', k, struct.pack('<dI4ddHI4', win[k], cnt[k], ws[k], cu, cr, wl[k]), 'PX', p)
   end
 end
+out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
 return table.concat(out)

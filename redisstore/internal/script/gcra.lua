@@ -10,8 +10,10 @@
 -- The header: the limiter's own policy, which redisstore writes in as
 -- constants (tonumber on every call costs a quarter of the script's time):
 -- the interval (Window/Limit) and tau (Burst * interval) in ns, the expiry
--- in ms, 1 if a leaky bucket delays (else 0), and the expiry as text.
-local interval, tau, ttl, delays, ttlS = 6000000000, 60000000000, 60000, 0, '60000'
+-- in ms, 1 if a leaky bucket delays (else 0), the expiry as text; then,
+-- for a policy made with core.AllOf, its parts after the first, each as
+-- these five values.
+local interval, tau, ttl, delays, ttlS, more = 6000000000, 60000000000, 60000, 0, '60000', {}
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
@@ -19,23 +21,39 @@ if now_us then now_r = tonumber(ARGV[A]) else local t = redis.call('TIME'); now_
 local h = A - 3 - E * 4 -- the given policies' numbers follow ARGV[h]
 if m == 0 then m = h / (2 + math.min(E, 1)); keys, co = ARGV, m end -- the cross-slot form
 
-local P
-if E > 0 then
+local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+if E > 0 or K > 1 then
   P = {[0] = {interval, tau, ttl, delays, ttlS}}
   for e = 1, E do
     local x = h + (e - 1) * 4
     P[e] = {tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), tonumber(ARGV[x + 3]), tonumber(ARGV[x + 4]), ARGV[x + 3]}
   end
+  for j = 1, K - 1 do P[E + j] = more[j] end
 end
 
 -- Per key: the TAT (false: none), its interval, the instant it was
 -- written at, and the expiry to write ('del': delete).
 local tus, tr, tiv, lu, lr, dirty = {}, {}, {}, {}, {}, {}
 local out = {}
-for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[co + i])
-  if E > 0 then
-    local p = P[tonumber(ARGV[co + m + i])]
+-- Rows gs..g are a group (doc.go): charged row by row, each key's state
+-- before kept in sv; if a row denies (not pass), the states are put back
+-- and the rows decided again without consuming (probe).
+local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
+while i <= m do
+  local v = ARGV[co + i]
+  local k, n, settle = keys[i], tonumber(v), nil
+  if not n then settle, n = tonumber(string.match(v, '^%S+')), 0 end -- Settle: 'delta at_us at_r'
+  if P then
+    local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
+    if E > 0 then e = tonumber(ARGV[co + m + i]) elseif (i - 1) % K > 0 then e = -((i - 1) % K) end
+    if e < 0 then
+      e = -e
+    elseif n > 0 and i > g then
+      g = i -- the group's last row: by ARGV, or the K parts of the limiter's own (E = 0)
+      while g < m and (E > 0 and tonumber(ARGV[co + m + g + 1]) < 0 or E == 0 and g % K > 0) do g = g + 1 end
+      gs, probe, pass, sv = i, false, true, {}
+    end
+    local p = P[e]
     interval, tau, ttl, delays, ttlS = p[1], p[2], p[3], p[4], p[5]
   end
   local us = tus[k]
@@ -45,6 +63,7 @@ for i = 1, m do
     if v then us, tr[k], tiv[k], lu[k], lr[k] = struct.unpack('<dHddH', v) end
     tus[k] = us
   end
+  if i <= g and g > gs and not probe then sv[k] = {us, tr[k], tiv[k], dirty[k]} end
   local base = 0 -- max(tat, now) - now
   local stay = false -- a denial decided on a converted state, not written
   local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
@@ -98,8 +117,8 @@ for i = 1, m do
         d, base, x = 0, 0, 0
       end
       local denied = n > 0 and base + n * interval > tau
-      stay = denied
-      if n == 0 or denied then
+      stay = denied or probe
+      if n == 0 or stay then
         -- A look or a denial leaves the key recovering at its own rate
         -- (core's registry.look): full at its TAT, and admitting a cost c
         -- once its debt then, converted, leaves room for c, that is once
@@ -114,7 +133,7 @@ for i = 1, m do
         if d <= room then rt = base - room end
         rs, rt = math.min(x, 4611686018427387904), math.min(rt, 4611686018427387904)
       end
-      if n ~= 0 and not denied then
+      if n ~= 0 and not stay then
         -- Decided under this policy from now on; a denial leaves the
         -- state as it was (core's registry.move).
         if d > 0 then
@@ -131,7 +150,24 @@ for i = 1, m do
   -- A server clock that stepped back by centuries: spans beyond 2^62 ns
   -- (which Redis would turn into garbage integers) are reported as 2^62.
   if base > 4611686018427387904 then base = 4611686018427387904 end
-  if n < 0 then -- Set: usage -1-n
+  if settle then -- Settle (core's gcraState.settle), in units of the key's own interval
+    local iv, t = interval, 0 -- and its TAT less now
+    if us then iv, t = tiv[k], (us - now_us) * 1000 + tr[k] - now_r end
+    local most = math.floor(4503599627370496 / iv) -- units in MaxSpan
+    if settle > 0 then
+      t = math.min(math.max(t, 0) + math.min(settle, most) * iv, 4503599627370496)
+    elseif delays == 0 and t > 0 then
+      t = math.max(t + math.max(settle, -most) * iv, 0)
+    else
+      t = nil -- nothing to give back
+    end
+    if t then
+      local x = now_r + t
+      local carry = math.floor(x / 1000)
+      tus[k], tr[k], tiv[k], dirty[k] = now_us + carry, x - carry * 1000, iv, math.max(ttl, math.ceil(t / 1000000))
+    end
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
+  elseif n < 0 then -- Set: usage -1-n
     local d = (-n - 1) * interval
     if d == 0 then
       tus[k], dirty[k] = false, 'del'
@@ -143,16 +179,17 @@ for i = 1, m do
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
-    local consume, used = n > 0, 0 -- a look's fifth value: the key's usage, ceil(base / interval)
-    if not consume then
+    local consume, used = n > 0 and not probe, 0 -- a look's fifth value: the key's usage, ceil(base / interval)
+    if n == 0 then
       n, used = 1, math.floor(base / interval)
       if used * interval < base then used = used + 1 end
     end
+    if stay then used = -1 end -- decided on a state not written: not to be cached
     local nxt = base + n * interval -- the new TAT - now
     if nxt > tau then
       local left = tau - base
       if left < 0 then left = 0 end
-      if stay then used = -1 end -- decided on a state not written: not to be cached
+      pass = false
       out[i] = struct.pack('<i8i8i8i8i8', 0, math.floor(left / interval), rs or base, rt or nxt - tau, used)
     elseif not consume then
       out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - base) / interval), rs or base, 0, used)
@@ -165,6 +202,13 @@ for i = 1, m do
       out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - nxt) / interval), nxt, 0, delay)
     end
   end
+  if i == g and (probe or pass) then
+    probe = false
+  elseif i == g and g > gs then -- a part denied: no part charged, the rows told without consuming
+    for k, s in pairs(sv) do tus[k], tr[k], tiv[k], dirty[k] = s[1], s[2], s[3], s[4] end
+    probe, i = true, gs - 1
+  end
+  i = i + 1
 end
 for k, px in pairs(dirty) do
   if px == 'del' then
@@ -175,4 +219,5 @@ for k, px in pairs(dirty) do
     redis.call('SET', k, struct.pack('<dHddH', tus[k], tr[k], tiv[k], cu, cr), 'PX', px)
   end
 end
+out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
 return table.concat(out)

@@ -32,19 +32,40 @@ type Form struct {
 // crossSlot heads the cross-slot form. The flag needs Redis 7.
 const crossSlot = "#!lua flags=allow-cross-slot-keys\n"
 
-// New returns the script of policy p, whose keys expire ttl after each
-// write: its algorithm's file with p's numbers in the header.
-func New(p core.Policy, ttl time.Duration) (Script, error) {
-	file, nums, extra, err := numbers(p, ttl)
-	if err != nil {
-		return Script{}, err
+// New returns the script of policy p, whose keys expire plus after they
+// would be full (Policy.Recovery): its algorithm's file with p's numbers in
+// the header, and those of its parts after the first, for a policy made
+// with core.AllOf, so that its calls send no policy.
+func New(p core.Policy, plus time.Duration) (Script, error) {
+	parts := p.Parts()
+	if parts == nil {
+		parts = []core.Policy{p}
 	}
-	values := make([]string, 0, len(nums)+1)
+	var file string
+	var own, more []string
+	for i, q := range parts {
+		f, values, err := header(q, plus)
+		if err != nil {
+			return Script{}, err
+		}
+		if i == 0 {
+			file, own = f, values
+		} else {
+			more = append(more, "{"+strings.Join(values, ", ")+"}")
+		}
+	}
+	src := withHeader(file, append(own, "{"+strings.Join(more, ", ")+"}"))
+	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil
+}
+
+// header returns the file of p's algorithm and p's values of its header
+// (Lua literals), but the last: the parts after the first.
+func header(p core.Policy, plus time.Duration) (file string, values []string, err error) {
+	file, nums, extra, err := numbers(p, p.Recovery()+plus)
 	for _, x := range nums {
 		values = append(values, strconv.FormatInt(x, 10))
 	}
-	src := withHeader(file, append(values, extra))
-	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil
+	return file, append(values, extra), err
 }
 
 func newForm(src string) Form { return Form{Src: src, sha: redis.NewScript(src).Hash()} }
@@ -101,13 +122,20 @@ func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra
 	return "", nil, "", fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
 }
 
-// Policy is a policy given with a call, as the scripts receive it.
-type Policy struct{ args []any } // its K numbers, boxed once
+// Policy is a policy given with a call, as the scripts receive it, or a
+// part of the limiter's own policy, which its script holds (OwnPart).
+type Policy struct {
+	args []any // its K numbers, boxed once
+	own  int   // own part own+1; 0: given
+}
+
+// OwnPart returns part j >= 1 (from 0) of the limiter's own policy.
+func OwnPart(j int) *Policy { return &Policy{own: j} }
 
 // NewPolicy returns the valid policy p for its calls' scripts, its keys
-// expiring ttl after each write.
-func NewPolicy(p core.Policy, ttl time.Duration) (*Policy, error) {
-	_, nums, _, err := numbers(p, ttl)
+// expiring plus after they would be full (Policy.Recovery).
+func NewPolicy(p core.Policy, plus time.Duration) (*Policy, error) {
+	_, nums, _, err := numbers(p, p.Recovery()+plus)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +147,39 @@ func NewPolicy(p core.Policy, ttl time.Duration) (*Policy, error) {
 }
 
 // Call is one decision of a script call: what it asks, and the answer.
+// Under a policy made with core.AllOf, it is the first part's, and More
+// holds the others': all are decided at once, a cost admitted only if
+// every part admits it, and then charged to each.
 type Call struct {
 	Key    string  // the Redis key
 	N      int64   // the cost; 0 to look (Peek and Get); -1-u to set the usage to u (Set)
 	Policy *Policy // the policy given with the call; nil: the limiter's own
 	Now    int64   // tests: the script's now, Unix ns; 0: the server's TIME
+	More   []Part  // the other parts, each with a Policy
+	// SettleAt, for a settlement, is the instant of the decision settled
+	// (Unix ns, not 0), and N the units it adds: a debt > 0, a refund < 0.
+	SettleAt int64
 
-	Res  core.Decision // Allowed, Remaining, ResetAfter, RetryAfter and Delay
+	Res  core.Decision // Allowed, Remaining, ResetAfter, RetryAfter, Delay and At
 	Used int64         // a look: the key's usage; else -1 for a denial the deny cache must not keep
+}
+
+// Part is a part of a Call after its first: its key, its policy (never
+// nil), its answer.
+type Part struct {
+	Key    string
+	Policy *Policy
+	Res    core.Decision
+	Used   int64
+}
+
+// cost is the argument of c's rows: its cost, or a settlement's units and
+// instant ('delta at_us at_r').
+func (c *Call) cost() any {
+	if c.SettleAt == 0 {
+		return c.N
+	}
+	return strconv.FormatInt(c.N, 10) + " " + strconv.FormatInt(c.SettleAt/1000, 10) + " " + strconv.FormatInt(c.SettleAt%1000, 10)
 }
 
 // Caller is a Call, or what holds one.
@@ -140,13 +193,7 @@ func (c *Call) ScriptCall() *Call { return c }
 // cross-slot form. A fresh one every time: a client hook may keep a
 // command after it was answered.
 func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool) *redis.Cmd {
-	var given []*Policy // the distinct policies given with the calls, usually none
-	for _, c := range calls {
-		if ps := c.ScriptCall().Policy; ps != nil && !slices.Contains(given, ps) {
-			given = append(given, ps)
-		}
-	}
-	m := len(calls)
+	m, given := rows(calls)
 	size := 6 + 2*m
 	if len(given) > 0 {
 		size += m + len(given)*len(given[0].args)
@@ -162,19 +209,21 @@ func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool
 	} else {
 		args = append(args, m)
 	}
-	for _, c := range calls {
-		args = append(args, c.ScriptCall().Key)
+	for _, cc := range calls {
+		c := cc.ScriptCall()
+		args = append(args, c.Key)
+		for j := range c.More {
+			args = append(args, c.More[j].Key)
+		}
 	}
-	for _, c := range calls {
-		args = append(args, c.ScriptCall().N)
+	for _, cc := range calls {
+		c := cc.ScriptCall()
+		for cost, j := c.cost(), 0; j <= len(c.More); j++ {
+			args = append(args, cost)
+		}
 	}
 	if len(given) > 0 {
-		for _, c := range calls {
-			args = append(args, slices.Index(given, c.ScriptCall().Policy)+1) // 0: the limiter's own
-		}
-		for _, ps := range given {
-			args = append(args, ps.args...)
-		}
+		args = appendPolicies(args, calls, given)
 	}
 	args = append(args, len(given))
 	if now := calls[0].ScriptCall().Now; now != 0 {
@@ -187,31 +236,87 @@ func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool
 	return cmd
 }
 
+// rows returns the number of rows of calls (each call's, then its other
+// parts') and the distinct policies given with them, usually none.
+func rows[C Caller](calls []C) (m int, given []*Policy) {
+	add := func(ps *Policy) {
+		if ps != nil && ps.own == 0 && !slices.Contains(given, ps) {
+			given = append(given, ps)
+		}
+	}
+	for _, cc := range calls {
+		c := cc.ScriptCall()
+		add(c.Policy)
+		for j := range c.More {
+			add(c.More[j].Policy)
+		}
+		m += 1 + len(c.More)
+	}
+	return m, given
+}
+
+// appendPolicies appends the rows' policies (ARGV[m+i]: 0 for the
+// limiter's own, e for given[e-1], -e for a part after a call's first,
+// -E-j for the own policy's part j+1), then the given policies' numbers.
+func appendPolicies[C Caller](args []any, calls []C, given []*Policy) []any {
+	for _, cc := range calls {
+		c := cc.ScriptCall()
+		args = append(args, slices.Index(given, c.Policy)+1)
+		for j := range c.More {
+			if ps := c.More[j].Policy; ps.own > 0 {
+				args = append(args, -len(given)-ps.own)
+			} else {
+				args = append(args, -1-slices.Index(given, ps))
+			}
+		}
+	}
+	for _, ps := range given {
+		args = append(args, ps.args...)
+	}
+	return args
+}
+
 // Parse reads a script's reply into its calls' answers.
 func Parse[C Caller](v any, calls []C) error {
-	f, ok := v.(string)
-	if !ok || len(f) != 40*len(calls) {
-		return fmt.Errorf("redisstore: unexpected script reply %T of %d bytes for %d calls", v, len(f), len(calls))
+	m := 0
+	for _, c := range calls {
+		m += 1 + len(c.ScriptCall().More)
 	}
-	for i, cc := range calls {
+	f, ok := v.(string)
+	if !ok || len(f) != 40*m+16 {
+		return fmt.Errorf("redisstore: unexpected script reply %T of %d bytes for %d rows", v, len(f), m)
+	}
+	word := func(i int) int64 { return int64(binary.LittleEndian.Uint64([]byte(f[8*i : 8*i+8]))) }
+	at := time.Unix(0, word(5*m)*1000+word(5*m+1)).UTC()
+	row := 0
+	for _, cc := range calls {
 		c := cc.ScriptCall()
-		var x [5]int64
-		for j := range x {
-			x[j] = int64(binary.LittleEndian.Uint64([]byte(f[40*i+8*j : 40*i+8*j+8])))
+		parseRow(word, row, c.N, at, &c.Res, &c.Used)
+		for j := range c.More {
+			parseRow(word, row+1+j, c.N, at, &c.More[j].Res, &c.More[j].Used)
 		}
-		d := &c.Res
-		d.Allowed = x[0] == 1
-		d.Remaining = x[1]
-		d.ResetAfter = time.Duration(max(x[2], 0))
-		d.RetryAfter = time.Duration(max(x[3], 0))
-		switch {
-		case c.N == 0:
-			c.Used = x[4] // a look: the fifth is the usage, the delay 0
-		case x[4] < 0:
-			c.Used = -1
-		default:
-			d.Delay = time.Duration(x[4])
-		}
+		row += 1 + len(c.More)
 	}
 	return nil
+}
+
+// parseRow reads the answer of row i of a call of cost n.
+func parseRow(word func(int) int64, i int, n int64, at time.Time, d *core.Decision, used *int64) {
+	var x [5]int64
+	for j := range x {
+		x[j] = word(5*i + j)
+	}
+	d.At = at
+	d.Allowed = x[0] == 1
+	d.Remaining = x[1]
+	d.ResetAfter = time.Duration(max(x[2], 0))
+	d.RetryAfter = time.Duration(max(x[3], 0))
+	switch {
+	case n == 0:
+		*used = x[4] // a look: the fifth is the usage, the delay 0
+	case x[4] < 0:
+		*used = -1
+	default:
+		d.Delay = time.Duration(x[4])
+	}
 }

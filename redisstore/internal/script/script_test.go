@@ -85,7 +85,7 @@ func testBatch(t *testing.T, rdb *redis.Client, cross bool) {
 			core.SlidingWindow(5, time.Minute),
 		} {
 			t.Run(p.String(), func(t *testing.T) {
-				s, err := script.New(p, p.Recovery()+time.Hour)
+				s, err := script.New(p, time.Hour)
 				require.NoError(t, err)
 				now := coretest.Epoch.Add(7 * time.Second)
 				ref := core.MustNew(p, core.WithClock(func() time.Time { return now }))
@@ -112,7 +112,7 @@ func testBatch(t *testing.T, rdb *redis.Client, cross bool) {
 		)
 		for i, p := range policies {
 			t.Run(p.String(), func(t *testing.T) {
-				s, err := script.New(p, p.Recovery()+time.Hour)
+				s, err := script.New(p, time.Hour)
 				require.NoError(t, err)
 				clock := coretest.NewClock(coretest.Epoch.Add(time.Duration(i) * 12345678901))
 				ref := core.MustNew(p, core.WithClock(clock.Now))
@@ -148,9 +148,10 @@ func TestScriptsRunWithRedisCli(t *testing.T) {
 		out, err := exec.Command("redis-cli", "-h", host, "-p", port, "--eval", f, key, ",", "1", "0", "", "").CombinedOutput()
 		require.NoError(t, err, "%s: %s", f, out)
 		reply := strings.TrimSuffix(string(out), "\n") // raw: redis-cli writes to no terminal
-		require.Len(t, reply, 40, "%s: one call's reply: %q", f, out)
+		require.Len(t, reply, 40+16, "%s: one call's reply and the script's now: %q", f, out)
 		var one script.Call
 		require.NoError(t, script.Parse(reply, []*script.Call{&one}))
 		assert.True(t, one.Res.Allowed, "%s admits a fresh key", f)
+		assert.WithinDuration(t, time.Now(), one.Res.At, time.Minute, "%s: At is the server's TIME (on this host)", f)
 	}
 }

@@ -15,8 +15,10 @@
 --
 -- The header: the limiter's own policy, which redisstore writes in as
 -- constants: the bucket width in whole µs and the ns remainder, Buckets,
--- Limit, cap2, the expiry in ms, and the struct format of its ring.
-local wa, wb, buckets, limit, cap2, ttl, fmt = 6000000, 0, 10, 100, 110, 66000, '<dddHI4I4I4I4I4I4I4I4I4I4I4'
+-- Limit, cap2, the expiry in ms, the struct format of its ring; then, for
+-- a policy made with core.AllOf, its parts after the first, each as these
+-- seven values.
+local wa, wb, buckets, limit, cap2, ttl, fmt, more = 6000000, 0, 10, 100, 110, 66000, '<dddHI4I4I4I4I4I4I4I4I4I4I4', {}
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
@@ -40,15 +42,19 @@ end
 local q, rem, w = span(wa, wb, now_us, now_r)
 local ring = buckets + 1
 local ring0, fmt0 = ring, fmt
-local P
-if E > 0 then
+local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+if E > 0 or K > 1 then
+  local function entry(a, b, ...) -- a policy's header values, its bucket's span now
+    local eq, erem, ew = span(a, b, now_us, now_r)
+    return {eq, erem, ew, ...}
+  end
   P = {[0] = {q, rem, w, buckets, limit, cap2, ttl, fmt}}
   for e = 1, E do
     local x = h + (e - 1) * 6
-    local eq, erem, ew = span(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), now_us, now_r)
     local eb = tonumber(ARGV[x + 3])
-    P[e] = {eq, erem, ew, eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dddH' .. string.rep('I4', eb + 1)}
+    P[e] = entry(tonumber(ARGV[x + 1]), tonumber(ARGV[x + 2]), eb, tonumber(ARGV[x + 4]), tonumber(ARGV[x + 5]), tonumber(ARGV[x + 6]), '<dddH' .. string.rep('I4', eb + 1))
   end
+  for j = 1, K - 1 do P[E + j] = entry(unpack(more[j])) end
 end
 
 -- ns from now until, with no further traffic, cost m is admitted and at
@@ -75,10 +81,28 @@ end
 
 local rings, px = {}, {} -- per key: its ring (false: none), the expiry to write (0: delete)
 local out = {}
-for i = 1, m do
-  local k, n = keys[i], tonumber(ARGV[co + i])
-  if E > 0 then
-    local p = P[tonumber(ARGV[co + m + i])]
+-- Rows gs..g are a group (doc.go): charged row by row, what each charge
+-- changed kept in sv; if a row denies (not pass), the states are put back
+-- and the rows decided again without consuming (probe).
+local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
+while i <= m do
+  local v = ARGV[co + i]
+  local k, n, settle, sa, sr = keys[i], tonumber(v), nil, nil, nil
+  if not n then -- Settle: 'delta at_us at_r'
+    settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
+    settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
+  end
+  if P then
+    local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
+    if E > 0 then e = tonumber(ARGV[co + m + i]) elseif (i - 1) % K > 0 then e = -((i - 1) % K) end
+    if e < 0 then
+      e = -e
+    elseif n > 0 and i > g then
+      g = i -- the group's last row: by ARGV, or the K parts of the limiter's own (E = 0)
+      while g < m and (E > 0 and tonumber(ARGV[co + m + g + 1]) < 0 or E == 0 and g % K > 0) do g = g + 1 end
+      gs, probe, pass, sv = i, false, true, {}
+    end
+    local p = P[e]
     q, rem, w, buckets, limit, cap2, ttl, fmt = p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]
     ring = buckets + 1
   end
@@ -164,7 +188,31 @@ for i = 1, m do
     -- registry.move).
     keep, converted = false, true
   end
-  if n < 0 then -- Set: usage -1-n
+  if settle then -- Settle (core's slidingState.settle), in the key's own buckets
+    local r = rings[k] -- as stored (c may be converted)
+    local sw, sring, sq, srem = w, ring, q, rem
+    if r then sw, sring = r[2], #r - 5 end
+    if sw ~= w then sq, srem = span(math.floor(sw / 1000), sw % 1000, now_us, now_r) end
+    local top = sq
+    if r and r[1] > top then top = r[1] end
+    local b = top -- a debt's bucket; a refund's is at's while it counts
+    if settle < 0 then
+      b = span(math.floor(sw / 1000), sw % 1000, sa, sr)
+      if not r or b > top or top - b >= sring then b = nil end
+    end
+    if b then
+      if not r or top - r[1] >= sring then
+        r = {top, sw, 0, 0}
+        for x = 5, sring + 5 do r[x] = 0 end
+      end
+      for x = r[1] + 1, top do r[5 + x % sring] = 0 end
+      r[1] = top
+      local y = 5 + b % sring
+      r[y] = math.min(math.max(r[y] + settle, 0), 4294967295)
+      rings[k], px[k] = r, math.max(ttl, math.ceil(((top + sring - sq) * sw - srem) / 1000000))
+    end
+    out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
+  elseif n < 0 then -- Set: usage -1-n
     if n == -1 then
       rings[k], px[k] = false, 0
     else
@@ -175,8 +223,9 @@ for i = 1, m do
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
-    local consume = n > 0
-    if not consume then n = 1 end
+    local look = n == 0
+    local consume = not look and not probe
+    if look then n = 1 end
     -- q is now's bucket. A clock that stepped back counts in the newest
     -- bucket seen, so it cannot revive buckets that already dropped out.
     local top = q
@@ -194,22 +243,23 @@ for i = 1, m do
     local trailing = all - c[5 + (top + 1) % ring] -- bucket top-B shares its slot with top+1
     local left = math.min(limit - trailing, cap2 - all)
     if left < 0 then left = 0 end
+    local u = 0 -- a look's fifth value: the trailing count
+    if look then
+      u = trailing
+    elseif converted then
+      u = -1 -- decided on a state not written: not to be cached
+    end
     if trailing + n > limit or all + n > cap2 then
-      local u = 0
-      if not consume then
-        u = trailing
-      elseif converted then
-        u = -1 -- decided on a state not written: not to be cached
-      end
+      pass = false
       if frees then
         out[i] = struct.pack('<i8i8i8i8i8', 0, left, frees(limit), frees(n), u)
       else
         out[i] = struct.pack('<i8i8i8i8i8', 0, left, after(c, top, trailing, all, 0, limit), after(c, top, trailing, all, n, n), u)
       end
     else
-      local u = trailing
       if consume then
         local x = 5 + top % ring
+        if i <= g and g > gs then sv[k] = {c, x, n, rings[k], px[k]} end
         c[x] = c[x] + n
         trailing, all, left, u = trailing + n, all + n, left - n, 0
         -- The key lives until its newest bucket drops out: longer than
@@ -223,6 +273,13 @@ for i = 1, m do
       out[i] = struct.pack('<i8i8i8i8i8', 1, left, reset, 0, u)
     end
   end
+  if i == g and (probe or pass) then
+    probe = false
+  elseif i == g and g > gs then -- a part denied: no part charged, the rows told without consuming
+    for k, s in pairs(sv) do s[1][s[2]], rings[k], px[k] = s[1][s[2]] - s[3], s[4], s[5] end
+    probe, i = true, gs - 1
+  end
+  i = i + 1
 end
 for k, p in pairs(px) do
   local c = rings[k]
@@ -235,4 +292,5 @@ for k, p in pairs(px) do
     redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', p)
   end
 end
+out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
 return table.concat(out)

@@ -15,7 +15,7 @@ import (
 // the request; the round trip that carries it fills in the answer.
 type Call struct {
 	script.Call
-	Del      bool      // Reset: DEL Key
+	Del      bool      // Reset: DEL Key and the keys of More
 	Deadline time.Time // when the call was made, plus the timeout
 	Err      error     // Redis's error, or the round trip's
 
@@ -55,7 +55,9 @@ func NewCall() *Call {
 // it.
 func (c *Call) Release() {
 	c.timer.Stop()
+	more := c.More[:0] // its array kept for the next call's parts
 	*c = Call{done: c.done, timer: c.timer}
+	c.More = more
 	callPool.Put(c)
 }
 

@@ -184,8 +184,12 @@ func distinctKeys(calls []*Call) int {
 
 // command builds the Redis command of g.
 func (b *conf) command(ctx context.Context, g *group) *redis.Cmd {
-	if g.calls[0].Del {
-		cmd := redis.NewCmd(ctx, "del", g.calls[0].Key)
+	if c := g.calls[0]; c.Del {
+		args := []any{"del", c.Key}
+		for _, q := range c.More {
+			args = append(args, q.Key) // one slot: the user key's hash tag
+		}
+		cmd := redis.NewCmd(ctx, args...)
 		cmd.SetFirstKeyPos(1)
 		return cmd
 	}

@@ -1,0 +1,66 @@
+package benchmarks
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
+)
+
+// BenchmarkComposeHTTP (issue 26): nethttp.Middleware on the in-memory
+// limiter, one client, every request admitted. policy= compares a policy
+// of two parts (core.AllOf) with a single policy and with the baseline it
+// replaces, two stacked middlewares; settle= compares a request settled
+// after its response (WithFinalCost, refunded) with one not settled, and
+// with one whose final cost is the charge (no call to Settle).
+func BenchmarkComposeHTTP(b *testing.B) {
+	const big = 100_000_000 // never binds
+	perSecond := core.FixedWindow(big, time.Second).WithName("per-second")
+	perDay := core.FixedWindow(big, 24*time.Hour).WithName("per-day")
+	keep := nethttp.WithFinalCost(func(_ int, _ http.Header, charged int64) int64 { return charged })
+	refund := nethttp.WithFinalCost(func(int, http.Header, int64) int64 { return 0 })
+	for _, bc := range []struct {
+		name string
+		h    func(b *testing.B) http.Handler
+	}{
+		{"policy=single", func(b *testing.B) http.Handler { return mw(b, perSecond)(composeOK) }},
+		{"policy=composite-2", func(b *testing.B) http.Handler { return mw(b, core.AllOf(perSecond, perDay))(composeOK) }},
+		{"policy=stacked-2", func(b *testing.B) http.Handler { return mw(b, perSecond)(mw(b, perDay)(composeOK)) }},
+		{"settle=off", func(b *testing.B) http.Handler { return mw(b, perSecond)(composeOK) }},
+		{"settle=same-cost", func(b *testing.B) http.Handler { return mw(b, perSecond, keep)(composeOK) }},
+		{"settle=refund", func(b *testing.B) http.Handler { return mw(b, perSecond, refund)(composeOK) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := bc.h(b)
+			r := newRequest()
+			w := newDiscardWriter()
+			wrong := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				w.reset()
+				h.ServeHTTP(w, r)
+				if w.status != http.StatusOK {
+					wrong++
+				}
+			}
+			if wrong > 0 {
+				b.Fatalf("%d of %d responses were not 200", wrong, b.N)
+			}
+		})
+	}
+}
+
+// mw is nethttp.Middleware on an in-memory limiter of p, closed at the end
+// of the benchmark.
+func mw(b *testing.B, p core.Policy, opts ...nethttp.Option) func(http.Handler) http.Handler {
+	lim := core.MustNew(p)
+	b.Cleanup(func() { _ = lim.Close() })
+	return nethttp.Middleware(lim, opts...)
+}
+
+var composeOK = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	w.WriteHeader(http.StatusOK) // discardWriter records only this
+	_, _ = w.Write([]byte("ok"))
+})

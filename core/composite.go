@@ -1,0 +1,436 @@
+package core
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// MaxParts is the most parts a policy made with AllOf may have.
+const MaxParts = 4
+
+// AllOf returns a policy made of parts (10 per second and 1,000 per day):
+// a request is admitted only if every part admits it, and then charged to
+// every part; denied, it is charged to none. Each part keeps its own
+// promise ("What is promised" in the package documentation), and the
+// Decision reports the part that binds (see [Decision.Parts]).
+//
+// The parts use one algorithm, the policy's, and have distinct labels
+// ([Policy.Label]: name them). A part cannot be made of parts. The
+// policy's Algorithm, Limit, Window and knobs are its first part's, so
+// name the part that best describes the limit first; its Name is its own
+// (WithName). A limiter built with such a policy decides policies of one
+// part too, as a policy of one part; one built with a policy of one part
+// decides no policy of several ([ErrAlgorithmMismatch]).
+//
+// When a key moves between such policies (plans), each part keeps what it
+// used if the new policy has a part of the same label, converted as a
+// policy of one part would be ("Policies per call"); a part that is new
+// starts empty. Equal parts make equal policies, so AllOf may be called
+// per request.
+func AllOf(parts ...Policy) Policy {
+	if len(parts) == 0 {
+		return Policy{}
+	}
+	p := parts[0]
+	p.Name, p.parts = "", encodeParts(parts)
+	return p
+}
+
+// Parts returns the parts of a policy made with AllOf, in order, and nil
+// for a policy of one part.
+func (p Policy) Parts() []Policy {
+	if p.parts == "" {
+		return nil
+	}
+	return decodeParts(p.parts)
+}
+
+// encodeParts writes parts into the string a Policy holds them in, so that
+// a Policy stays comparable and equal parts give equal policies.
+func encodeParts(parts []Policy) string {
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(len(parts)))
+	for _, q := range parts {
+		meter := byte(0)
+		if q.Meter {
+			meter = 1
+		}
+		if q.parts != "" {
+			meter |= 2 // a part made of parts: Validate refuses it
+		}
+		b = append(b, byte(q.Algorithm), meter)
+		for _, n := range []int64{q.Limit, int64(q.Window), q.Burst, q.Buckets} {
+			b = binary.AppendVarint(b, n)
+		}
+		b = binary.AppendUvarint(b, uint64(len(q.Name)))
+		b = append(b, q.Name...)
+	}
+	return string(b)
+}
+
+// partsCapacity is the smallest capacity of the parts encoded in s,
+// without allocating: AllowPolicy checks it on every call.
+func partsCapacity(s string) int64 {
+	uvarint := func() (u uint64) { // consumed from s
+		for shift := 0; ; shift += 7 {
+			c := s[0]
+			s = s[1:]
+			if u |= uint64(c&0x7f) << shift; c < 0x80 {
+				return u
+			}
+		}
+	}
+	varint := func() int64 { u := uvarint(); return int64(u>>1) ^ -int64(u&1) }
+	c := int64(-1)
+	for range uvarint() {
+		alg := Algorithm(s[0])
+		s = s[2:]
+		limit, _, burst, _ := varint(), varint(), varint(), varint()
+		if alg == AlgTokenBucket || alg == AlgLeakyBucket {
+			limit = burst
+		}
+		if c < 0 || limit < c {
+			c = limit
+		}
+		s = s[uvarint():]
+	}
+	return c
+}
+
+func decodeParts(s string) []Policy {
+	b := []byte(s)
+	n, k := binary.Uvarint(b)
+	b = b[k:]
+	parts := make([]Policy, n)
+	for i := range parts {
+		q := &parts[i]
+		q.Algorithm, q.Meter = Algorithm(b[0]), b[1]&1 != 0
+		if b[1]&2 != 0 {
+			q.parts = "nested"
+		}
+		b = b[2:]
+		for _, f := range []*int64{&q.Limit, (*int64)(&q.Window), &q.Burst, &q.Buckets} {
+			*f, k = binary.Varint(b)
+			b = b[k:]
+		}
+		l, k := binary.Uvarint(b)
+		q.Name, b = string(b[k:k+int(l)]), b[k+int(l):]
+	}
+	return parts
+}
+
+// validateParts checks a policy made with AllOf.
+func (p Policy) validateParts() error {
+	parts := p.Parts()
+	if len(parts) < 1 || len(parts) > MaxParts {
+		return fmt.Errorf("core: AllOf takes 1 to %d parts, got %d", MaxParts, len(parts))
+	}
+	first := parts[0]
+	first.Name, first.parts = p.Name, p.parts
+	if first != p {
+		return fmt.Errorf("core: a policy made with AllOf takes its numbers from its first part; set them on the parts (%v)", p)
+	}
+	labels := make(map[string]bool, len(parts))
+	for i, q := range parts {
+		if q.parts != "" {
+			return fmt.Errorf("core: AllOf part %d is made of parts itself", i+1)
+		}
+		switch err := q.Validate(); {
+		case err != nil:
+			return fmt.Errorf("core: AllOf part %d: %w", i+1, err)
+		case q.Algorithm != first.Algorithm:
+			return fmt.Errorf("core: AllOf parts use one algorithm: part %d is a %v, part 1 a %v", i+1, q.Algorithm, first.Algorithm)
+		case labels[q.Label()]:
+			return fmt.Errorf("core: AllOf parts need distinct labels: two are %q (name them with WithName)", q.Label())
+		}
+		labels[q.Label()] = true
+	}
+	return nil
+}
+
+// labelParts is Label for a policy made with AllOf without a name: its
+// parts' labels joined by "+".
+func labelParts(parts []Policy) string {
+	labels := make([]string, len(parts))
+	for i, q := range parts {
+		labels[i] = q.Label()
+	}
+	return strings.Join(labels, "+")
+}
+
+// allState is a key's state under a policy of several parts: one state per
+// part, decided together under a mutex, so that a request is charged to
+// every part or to none. The parts are those of the rule the state was
+// last decided under (rule.parts).
+type allState[S any, P stateOf[S]] struct {
+	mu    sync.Mutex
+	dead  bool // retired (see registry.go)
+	parts []S
+}
+
+// partVerdicts are the verdicts of the parts of a decision, for
+// Decision.Parts: rule is the policy's, v[i] its part i's, binding the
+// index of the part that binds (see combine).
+type partVerdicts struct {
+	rule    *rule
+	v       [MaxParts]verdict
+	binding uint8
+}
+
+func (s *allState[S, P]) init(r *rule) {
+	s.parts = make([]S, len(r.parts))
+	for i := range s.parts {
+		P(&s.parts[i]).init(&r.parts[i])
+	}
+}
+
+// decide asks every part without consuming, then, if every part admits
+// and consume is set, charges each: under the mutex, no other decision
+// comes between.
+func (s *allState[S, P]) decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return verdict{}, nil, false
+	}
+	pv := &partVerdicts{rule: r}
+	admitted := true
+	for i := range s.parts {
+		pv.v[i], _, _ = P(&s.parts[i]).decide(&r.parts[i], now, n, false)
+		admitted = admitted && pv.v[i].allowed
+	}
+	if admitted && consume {
+		for i := range s.parts {
+			pv.v[i], _, _ = P(&s.parts[i]).decide(&r.parts[i], now, n, true)
+		}
+	}
+	return pv.combine(admitted), pv, true
+}
+
+// combine is the verdict of the whole: admitted when every part admits,
+// waiting (RetryAfter, or a leaky bucket's Delay) as long as the longest,
+// and otherwise the part that binds: the fewest remaining, then the
+// longest wait, then the longest reset.
+func (pv *partVerdicts) combine(admitted bool) verdict {
+	k := len(pv.rule.parts)
+	b, wait := 0, pv.v[0].wait
+	for i := 1; i < k; i++ {
+		v, w := pv.v[i], pv.v[b]
+		wait = max(wait, v.wait)
+		if v.remaining < w.remaining || v.remaining == w.remaining && (v.wait > w.wait || v.wait == w.wait && v.reset > w.reset) {
+			b = i
+		}
+	}
+	d := pv.v[b]
+	d.allowed, d.wait, pv.binding = admitted, wait, uint8(b)
+	if !admitted {
+		// A part that admits has no RetryAfter: its wait is a delay.
+		d.wait = 0
+		for i := 0; i < k; i++ {
+			if !pv.v[i].allowed {
+				d.wait = max(d.wait, pv.v[i].wait)
+			}
+		}
+	}
+	return d
+}
+
+func (s *allState[S, P]) untilIdle(r *rule, now int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.untilIdleLocked(r, now)
+}
+
+func (s *allState[S, P]) untilIdleLocked(r *rule, now int64) int64 {
+	var t int64
+	for i := range s.parts {
+		t = max(t, P(&s.parts[i]).untilIdle(&r.parts[i], now))
+	}
+	return t
+}
+
+func (s *allState[S, P]) retire(r *rule, now int64, mode retireMode, into *allState[S, P]) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return false
+	}
+	switch mode {
+	case retireIdle:
+		if s.untilIdleLocked(r, now) > 0 {
+			return false
+		}
+	case retireUnlimited:
+		for i := range s.parts {
+			if v, _, _ := P(&s.parts[i]).decide(&r.parts[i], now, 1, false); !v.allowed {
+				return false
+			}
+		}
+	}
+	s.dead = true
+	if into != nil {
+		into.absorbLocked(r, now, s)
+	}
+	return true
+}
+
+func (s *allState[S, P]) absorb(r *rule, now int64, src *allState[S, P]) {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if !src.dead {
+		s.absorbLocked(r, now, src)
+	}
+}
+
+// absorbLocked absorbs src, of the same rule, part by part; the caller
+// holds src.mu, and s is unreachable by readers.
+func (s *allState[S, P]) absorbLocked(r *rule, now int64, src *allState[S, P]) {
+	for i := range s.parts {
+		P(&s.parts[i]).absorb(&r.parts[i], now, &src.parts[i])
+	}
+}
+
+// convert converts each part of `to` from the part of `from` with the same
+// label; a part without one stays empty.
+func (s *allState[S, P]) convert(from, to *rule, now int64, src *allState[S, P]) {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	for j := range to.parts {
+		if i := from.partLabeled(to.parts[j].label); i >= 0 {
+			P(&s.parts[j]).convert(&from.parts[i], &to.parts[j], now, &src.parts[i])
+		}
+	}
+}
+
+// admitsAt is the latest of the parts' (a new part admits at once).
+func (s *allState[S, P]) admitsAt(from, to *rule, now, n int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now
+	for j := range to.parts {
+		if i := from.partLabeled(to.parts[j].label); i >= 0 {
+			t = max(t, P(&s.parts[i]).admitsAt(&from.parts[i], &to.parts[j], now, n))
+		}
+	}
+	return t
+}
+
+// measureParts measures each part's durations in pv on the part of s,
+// held under from, that it was converted from, as look measures a single
+// policy's: every part's RetryAfter and ResetAfter are exact, and so the
+// whole's, combined from them. A new part's (empty) are exact already.
+func (s *allState[S, P]) measureParts(from, to *rule, now, n int64, pv *partVerdicts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j := range to.parts {
+		i := from.partLabeled(to.parts[j].label)
+		if i < 0 {
+			continue
+		}
+		src, f, t, v := P(&s.parts[i]), &from.parts[i], &to.parts[j], &pv.v[j]
+		v.reset = durationNs(src.admitsAt(f, t, now, fullQuota) - now)
+		if !v.allowed {
+			v.wait = durationNs(src.admitsAt(f, t, now, n) - now)
+		}
+	}
+}
+
+// usage is the most used part's.
+func (s *allState[S, P]) usage(r *rule, now int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var u int64
+	for i := range s.parts {
+		u = max(u, P(&s.parts[i]).usage(&r.parts[i], now))
+	}
+	return u
+}
+
+func (s *allState[S, P]) set(r *rule, now, used int64) {
+	for i := range s.parts {
+		P(&s.parts[i]).set(&r.parts[i], now, used)
+	}
+}
+
+// partLabeled returns the index of r's part labeled label, or -1.
+func (r *rule) partLabeled(label string) int {
+	for i := range r.parts {
+		if r.parts[i].label == label {
+			return i
+		}
+	}
+	return -1
+}
+
+// decider is the registry of a limiter of policies made with AllOf, for its
+// algorithm.
+type decider interface {
+	keys
+	decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *partVerdicts, *rule, error)
+}
+
+func newAllRegistry(r *rule, resolve func(Policy) (*rule, error), maxKeys int) decider {
+	switch r.policy.Algorithm {
+	case AlgFixedWindow:
+		return newRegistry[allState[fixedState, *fixedState]](r, resolve, maxKeys)
+	case AlgSlidingWindow:
+		return newRegistry[allState[slidingState, *slidingState]](r, resolve, maxKeys)
+	}
+	return newRegistry[allState[gcraState, *gcraState]](r, resolve, maxKeys)
+}
+
+// Combine returns the decision under p, a policy made with AllOf, of a
+// request whose parts a store decided one by one: parts[i] is what part i
+// of p.Parts() answers (for a denial, what it would answer without
+// consuming). The decision is as the in-memory limiter's ([Decision.Parts]);
+// its Source and At are parts[0]'s. It is for stores that decide the parts
+// themselves (redisstore); it returns an error when p is not made of
+// len(parts) parts.
+func Combine(p Policy, parts []Decision) (Decision, error) {
+	r, err := combineRule(p)
+	switch {
+	case err != nil:
+		return Decision{}, err
+	case p.parts == "" || len(r.parts) != len(parts):
+		return Decision{}, fmt.Errorf("core: Combine: %v has %d parts, got %d decisions", p, len(r.parts), len(parts))
+	}
+	pv := &partVerdicts{rule: r}
+	admitted := true
+	for i, d := range parts {
+		wait := d.RetryAfter
+		if d.Allowed {
+			wait = d.Delay
+		}
+		pv.v[i] = verdict{allowed: d.Allowed, remaining: d.Remaining, reset: d.ResetAfter, wait: wait}
+		admitted = admitted && d.Allowed
+	}
+	var d Decision
+	r.fill(&d, pv.combine(admitted), pv, 0)
+	d.Source, d.At = parts[0].Source, parts[0].At
+	return d, nil
+}
+
+// combineRules keeps Combine's rules, by policy: compiling one decodes its
+// parts and labels each (9 allocations), on every decision of a store
+// otherwise. A store's policies are few (its own, its plans'); past
+// maxCombineRules, Combine compiles each time rather than grow.
+var (
+	combineRules     sync.Map // Policy -> *rule
+	combineRuleCount atomic.Int64
+)
+
+const maxCombineRules = 1024
+
+func combineRule(p Policy) (*rule, error) {
+	if r, ok := combineRules.Load(p); ok {
+		return r.(*rule), nil
+	}
+	r, err := compile(p)
+	if err == nil && combineRuleCount.Add(1) <= maxCombineRules {
+		combineRules.Store(p, &r)
+	}
+	return &r, err
+}

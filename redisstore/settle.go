@@ -1,0 +1,56 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-ratelimit/ratelimit/core"
+)
+
+var _ core.Settler = (*Limiter)(nil)
+
+// Settle charges key the difference between cost, the request's final
+// cost, and charged, what d, this limiter's admission of the request,
+// charged it, with the rules of core.Settler: a debt is charged at once
+// and never refused; a refund is given back never beyond the charge nor
+// past the window of d.At (Redis's clock). A policy made with core.AllOf
+// settles each part. It is one script call, bounded by the limiter's
+// timeout and the circuit breaker like any call, and never retried; its
+// errors are Set's, and those of core.CheckSettle. A decision of the local
+// fallback (Source core.SourceFallback) is settled there.
+//
+// A settlement makes this process's cached denials of key stale (a refund
+// admits sooner, a debt later): it forgets them, as Reset does. Another
+// process's deny cache keeps its denial of key until its cached
+// RetryAfter.
+func (l *Limiter) Settle(ctx context.Context, key string, d core.Decision, charged, cost int64) error {
+	if l.closed.Load() {
+		return fmt.Errorf("redisstore: Settle: %w", core.ErrClosed)
+	}
+	if err := core.CheckSettle(d, charged, cost); err != nil {
+		return fmt.Errorf("redisstore: Settle: %w", err)
+	}
+	ps, err := l.spec("Settle", d.Policy)
+	if err != nil || cost == charged {
+		return err
+	}
+	if l.deny != nil {
+		// As in reset: after the script, whatever its outcome.
+		defer l.deny.forget(key)
+	}
+	if d.Source == core.SourceFallback && l.fb != nil {
+		if err := l.fb.Settle(ctx, key, d, charged, cost); err != nil {
+			return fmt.Errorf("redisstore: Settle in fallback: %w", err)
+		}
+		return nil
+	}
+	return l.admin(ctx, "Settle", func() error {
+		c := l.call(ps, key)
+		c.N, c.SettleAt = cost-charged, d.At.UnixNano()
+		if err := l.wait(ctx, "Settle", c); err != nil {
+			return err
+		}
+		c.Release()
+		return nil
+	})
+}

@@ -199,7 +199,7 @@ func snippet10() {
 }
 
 func snippet11() {
-//line README.md:292
+//line README.md:293
 	core.FixedWindow(100, time.Minute)                   // ≤ 100 in each minute on the clock
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
@@ -208,7 +208,7 @@ func snippet11() {
 }
 
 func snippet12() {
-//line README.md:312
+//line README.md:313
 	lim, err := core.New(core.TokenBucket(100, time.Minute), core.WithMaxKeys(1_000_000))
 	if err != nil {
 		log.Fatal(err) // an invalid policy is an error that names the field (core.MustNew panics with it)
@@ -230,7 +230,7 @@ func snippet12() {
 }
 
 func snippet13() {
-//line README.md:338
+//line README.md:339
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -246,7 +246,7 @@ func snippet13() {
 }
 
 func snippet14() {
-//line README.md:375
+//line README.md:376
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute))
 	if err != nil {
@@ -267,7 +267,7 @@ func snippet14() {
 }
 
 func snippet15() {
-//line README.md:393
+//line README.md:394
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute).WithName("per-ip"),
 		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {

@@ -90,8 +90,8 @@ func WithPrefix(prefix string) Option {
 // quota times the number of app servers plus one. How far the total goes
 // above the quota depends on the CPU the process gets: in the load
 // scenario on two cores (benchmarks/README.md), within 5% on one Redis and
-// up to about 10% on a three-master Cluster. A longer timeout buys
-// exactness under overload.
+// 7-11% above on a three-master Cluster. A longer timeout buys exactness
+// under overload.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

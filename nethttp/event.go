@@ -121,9 +121,7 @@ func (o Outcome) String() string {
 // the order they were added; each WithHook adds one.
 // nethttp/sloghook, promhook and otelhook are ready-made.
 func WithHook(f func(Event)) Option {
-	if f == nil {
-		panic(nilFunc("WithHook"))
-	}
+	mustFunc("WithHook", f)
 	return func(c *config) { c.hooks = append(c.hooks, f) }
 }
 
@@ -137,9 +135,7 @@ func WithHook(f func(Event)) Option {
 // prefixed "policy func: ", with no rate-limit header. f runs after the key
 // and the cost are known; Event.Latency does not include it.
 func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Option {
-	if f == nil {
-		panic(nilFunc("WithPolicyFunc"))
-	}
+	mustFunc("WithPolicyFunc", f)
 	return func(c *config) { c.policy = f }
 }
 

@@ -177,10 +177,14 @@ func notAdmitted(ctx context.Context, err error, failClosed, dryRun bool) Outcom
 }
 
 // failureOutcome is OutcomeOf for err, a failure to decide: of the limiter,
-// or of the WithPolicyFunc function.
+// or of the WithPolicyFunc function. An error that comes from ctx having
+// ended is the caller's own cancellation or deadline, not a failure of the
+// limiter; a store's own timeout, on a context that has not ended, is a
+// failure.
 func failureOutcome(ctx context.Context, err error, failClosed, dryRun bool) Outcome {
 	switch {
-	case canceled(ctx, err):
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Cause(ctx))):
 		return OutcomeCanceled
 	case dryRun || !failClosed && !errors.Is(err, core.ErrClosed):
 		return OutcomeFailedOpen

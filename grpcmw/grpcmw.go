@@ -11,6 +11,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 )
 
 // UnaryServerInterceptor returns a unary server interceptor that limits
@@ -26,7 +27,7 @@ import (
 func UnaryServerInterceptor(lim core.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
 	l := newLimiter("UnaryServerInterceptor", lim, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := l.call(ctx, info.FullMethod, req); err != nil {
+		if _, _, err := l.call(ctx, info.FullMethod, req); err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)
@@ -100,18 +101,19 @@ func (l *limiter) methodRules() error {
 
 // call decides a unary call or the opening of a stream, writes its header
 // metadata, waits out a leaky-bucket delay, and returns the status error
-// to answer with, or nil to serve the call.
-func (l *limiter) call(ctx context.Context, method string, msg any) error {
+// to answer with, or nil to serve the call; and the key and rule a
+// stream's messages are decided under, r nil for a call skipped or, under
+// WithDryRun, without a key.
+func (l *limiter) call(ctx context.Context, method string, msg any) (key string, r *rule, err error) {
 	for _, skip := range l.cfg.skip {
 		if skip(ctx, method) {
-			return nil
+			return "", nil, nil
 		}
 	}
-	key, r, err := l.keyOf(ctx, method)
-	if err != nil {
-		return err
+	if key, r, err = l.keyOf(ctx, method); err != nil {
+		return "", nil, err
 	}
-	return l.decide(ctx, r, key, method, msg, true)
+	return key, r, l.decide(ctx, r, key, method, msg, true)
 }
 
 // keyOf returns the key of a call and the rule it is decided under, or the
@@ -199,7 +201,7 @@ func (l *limiter) answer(ctx context.Context, r *rule, ev *nethttp.Event, fields
 		if d.Delay > 0 && !l.cfg.dryRun {
 			if err := wait(ctx, d.Delay); err != nil {
 				ev.Outcome, ev.Err = nethttp.OutcomeCanceled, err
-				return contextStatus(err)
+				return status.FromContextError(err).Err() // Canceled or DeadlineExceeded
 			}
 		}
 		return nil
@@ -217,7 +219,7 @@ func (l *limiter) answer(ctx context.Context, r *rule, ev *nethttp.Event, fields
 		return denial(d)
 	case nethttp.OutcomeCanceled:
 		ev.Decision = known(r, d)
-		return contextStatus(ctx.Err())
+		return status.FromContextError(ctx.Err()).Err()
 	case nethttp.OutcomeCostError: // a store's ErrInvalidCost: cannot come from costOf
 		ev.Decision = known(r, d)
 		return statusBadCost

@@ -152,22 +152,20 @@ func (l *limiter) decide(ctx context.Context, r *rule, key, method string, msg a
 		}
 		return statusBadCost
 	}
+	ev := nethttp.Event{Key: key, Cost: n, LimiterCalled: true}
 	var start time.Time
-	hooked := len(l.cfg.hooks) > 0
-	if hooked {
+	if len(l.cfg.hooks) > 0 {
 		start = time.Now() // read for the hooks' Latency only
 	}
-	var d core.Decision
 	if r.method {
-		d, err = l.plim.AllowPolicy(ctx, r.policy, key, n)
+		ev.Decision, ev.Err = l.plim.AllowPolicy(ctx, r.policy, key, n)
 	} else {
-		d, err = l.lim.AllowN(ctx, key, n)
+		ev.Decision, ev.Err = l.lim.AllowN(ctx, key, n)
 	}
-	ev := nethttp.Event{Key: key, Cost: n, Decision: d, Err: err, LimiterCalled: true}
-	if hooked {
+	if !start.IsZero() {
 		ev.Latency = time.Since(start)
 	}
-	ev.Outcome = nethttp.OutcomeOf(ctx, d, err, l.cfg.failClosed, l.cfg.dryRun)
+	ev.Outcome = nethttp.OutcomeOf(ctx, ev.Decision, ev.Err, l.cfg.failClosed, l.cfg.dryRun)
 	ans := l.answer(ctx, r, &ev, fields)
 	l.emit(ev)
 	return ans

@@ -318,10 +318,7 @@ func moreRestrictive(h http.Header, remaining, reset int64) bool {
 		return true
 	}
 	oldReset, ok := headerInt(h, keyReset)
-	if !ok {
-		return true
-	}
-	return remaining < oldRem || remaining == oldRem && reset > oldReset
+	return !ok || remaining < oldRem || remaining == oldRem && reset > oldReset
 }
 
 func headerInt(h http.Header, key string) (int64, bool) {
@@ -359,13 +356,8 @@ func ceilSeconds(d time.Duration) int64 {
 // The window is in whole seconds rounded up, at least 1, as the draft's w
 // parameter cannot say less.
 func policyItem(name string, p core.Policy) string {
-	b := make([]byte, 0, len(name)+32)
-	b = append(b, name...)
-	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, p.Limit, 10)
-	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, max(ceilSeconds(p.Window), 1), 10)
-	return string(b)
+	w := max(ceilSeconds(p.Window), 1)
+	return name + ";q=" + strconv.FormatInt(p.Limit, 10) + ";w=" + strconv.FormatInt(w, 10)
 }
 
 // checkPolicyName reports whether the names of p and of its parts can be

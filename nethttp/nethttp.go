@@ -113,8 +113,7 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 // function is to see the request, so that a request no function reads
 // costs no copy.
 func (e *Engine) Check(w http.ResponseWriter, r *http.Request, view func() *http.Request) *Rejection {
-	var ev Event
-	return e.check(w, r, view, &ev)
+	return e.check(w, r, view, new(Event))
 }
 
 // check is Check, filling in ev: its Request stays nil for a request

@@ -136,10 +136,7 @@ func forwardedFor(elem string) (addr netip.Addr, ok bool) {
 		}
 		s = trimOWS(rest[1:])
 	}
-	if !seen {
-		return netip.Addr{}, false
-	}
-	return addr, ok
+	return addr, ok // the zero Addr and false if no for= was seen
 }
 
 // parseNode parses one hop as proxies write it: "192.0.2.1",

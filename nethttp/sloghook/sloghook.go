@@ -278,11 +278,7 @@ func failure(o nethttp.Outcome) bool {
 // itself. (A denial's error, core.ErrCostExceedsCapacity, is left out: on a
 // summary of thousands of denials it would read as the reason for all.)
 func withError(o nethttp.Outcome) bool {
-	switch o {
-	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
-		return false
-	}
-	return true
+	return o != nethttp.OutcomeAllowed && o != nethttp.OutcomeDenied && o != nethttp.OutcomeDryRun
 }
 
 // messages are the messages of each outcome's lines.

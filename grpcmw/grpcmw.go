@@ -99,33 +99,22 @@ func (l *limiter) methodRules() error {
 	return nil
 }
 
-// call decides a unary call or the opening of a stream, writes its header
-// metadata, waits out a leaky-bucket delay, and returns the status error
-// to answer with, or nil to serve the call; and the key and rule a
-// stream's messages are decided under, r nil for a call skipped or, under
-// WithDryRun, without a key.
+// call decides a unary call or the opening of a stream under its method's
+// rule, writes its header metadata, waits out a leaky-bucket delay, and
+// returns the status error to answer with, or nil to serve the call; and
+// the key and rule a stream's messages are decided under, r nil for a call
+// skipped or, under WithDryRun, without a key.
 func (l *limiter) call(ctx context.Context, method string, msg any) (key string, r *rule, err error) {
 	for _, skip := range l.cfg.skip {
 		if skip(ctx, method) {
 			return "", nil, nil
 		}
 	}
-	if key, r, err = l.keyOf(ctx, method); err != nil {
-		return "", nil, err
-	}
-	return key, r, l.decide(ctx, r, key, method, msg, true)
-}
-
-// keyOf returns the key of a call and the rule it is decided under, or the
-// status error of a call without a key (nil under WithDryRun, with an empty
-// key).
-func (l *limiter) keyOf(ctx context.Context, method string) (string, *rule, error) {
-	r := l.own
+	r = l.own
 	if mr, ok := l.methods[method]; ok {
 		r = mr
 	}
-	key, err := l.cfg.key(ctx, method)
-	if err != nil {
+	if key, err = l.cfg.key(ctx, method); err != nil {
 		l.emit(nethttp.Event{Outcome: nethttp.OutcomeKeyError, Decision: known(r, core.Decision{}), Err: err})
 		if l.cfg.dryRun {
 			return "", nil, nil
@@ -135,15 +124,12 @@ func (l *limiter) keyOf(ctx context.Context, method string) (string, *rule, erro
 	if r.method {
 		key = keyfunc.JoinKeys(method, key)
 	}
-	return key, r, nil
+	return key, r, l.decide(ctx, r, key, method, msg, true)
 }
 
 // decide decides one call or message of cost from WithCostFunc under r and
 // answers it: fields says whether to write the header metadata.
 func (l *limiter) decide(ctx context.Context, r *rule, key, method string, msg any, fields bool) error {
-	if r == nil { // no key, under WithDryRun
-		return nil
-	}
 	n, err := l.costOf(ctx, method, msg)
 	if err != nil {
 		l.emit(nethttp.Event{Key: key, Outcome: nethttp.OutcomeCostError, Decision: known(r, core.Decision{}), Err: err})

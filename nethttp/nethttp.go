@@ -212,18 +212,17 @@ func (e *Engine) costOf(ev *Event) bool {
 
 // costFromFunc sets ev.Cost to the cost function's, which must be > 0.
 func (e *Engine) costFromFunc(ev *Event) bool {
-	n, err := e.cfg.cost(ev.Request)
-	if err != nil {
-		err = fmt.Errorf("cost function: %w", err)
-	} else if n <= 0 {
-		err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
+	switch n, err := e.cfg.cost(ev.Request); {
+	case err != nil:
+		ev.Err = fmt.Errorf("cost function: %w", err)
+	case n <= 0:
+		ev.Err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
+	default:
+		ev.Cost = n
+		return true
 	}
-	if err != nil {
-		ev.Outcome, ev.Err = OutcomeCostError, err
-		return false
-	}
-	ev.Cost = n
-	return true
+	ev.Outcome = OutcomeCostError
+	return false
 }
 
 // policyOf sets *p to the policy the WithPolicyFunc function chooses for

@@ -30,7 +30,7 @@ const MaxRetryDelay = time.Minute
 // Streams are not retried: their denial arrives after the client has
 // started sending, which only the application can replay.
 func UnaryClientInterceptor() grpc.UnaryClientInterceptor {
-	return retryOnce(waitTimer)
+	return retryOnce(wait)
 }
 
 // retryOnce is UnaryClientInterceptor with the wait as a parameter, for
@@ -51,9 +51,6 @@ func retryOnce(wait func(context.Context, time.Duration) error) grpc.UnaryClient
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
 }
-
-// waitTimer waits d, or until ctx ends.
-func waitTimer(ctx context.Context, d time.Duration) error { return wait(ctx, d) }
 
 // retryDelay returns the RetryInfo delay of a ResourceExhausted error.
 func retryDelay(err error) (time.Duration, bool) {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-ratelimit/ratelimit/keyfunc"
 	"github.com/go-ratelimit/ratelimit/nethttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 )
 
 // UnaryServerInterceptor returns a unary server interceptor that limits
@@ -26,7 +27,7 @@ import (
 func UnaryServerInterceptor(lim core.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
 	l := newLimiter("UnaryServerInterceptor", lim, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := l.call(ctx, info.FullMethod, req); err != nil {
+		if _, _, err := l.call(ctx, info.FullMethod, req); err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)
@@ -98,32 +99,22 @@ func (l *limiter) methodRules() error {
 	return nil
 }
 
-// call decides a unary call or the opening of a stream, writes its header
-// metadata, waits out a leaky-bucket delay, and returns the status error
-// to answer with, or nil to serve the call.
-func (l *limiter) call(ctx context.Context, method string, msg any) error {
+// call decides a unary call or the opening of a stream under its method's
+// rule, writes its header metadata, waits out a leaky-bucket delay, and
+// returns the status error to answer with, or nil to serve the call; and
+// the key and rule a stream's messages are decided under, r nil for a call
+// skipped or, under WithDryRun, without a key.
+func (l *limiter) call(ctx context.Context, method string, msg any) (key string, r *rule, err error) {
 	for _, skip := range l.cfg.skip {
 		if skip(ctx, method) {
-			return nil
+			return "", nil, nil
 		}
 	}
-	key, r, err := l.keyOf(ctx, method)
-	if err != nil {
-		return err
-	}
-	return l.decide(ctx, r, key, method, msg, true)
-}
-
-// keyOf returns the key of a call and the rule it is decided under, or the
-// status error of a call without a key (nil under WithDryRun, with an empty
-// key).
-func (l *limiter) keyOf(ctx context.Context, method string) (string, *rule, error) {
-	r := l.own
+	r = l.own
 	if mr, ok := l.methods[method]; ok {
 		r = mr
 	}
-	key, err := l.cfg.key(ctx, method)
-	if err != nil {
+	if key, err = l.cfg.key(ctx, method); err != nil {
 		l.emit(nethttp.Event{Outcome: nethttp.OutcomeKeyError, Decision: known(r, core.Decision{}), Err: err})
 		if l.cfg.dryRun {
 			return "", nil, nil
@@ -133,15 +124,12 @@ func (l *limiter) keyOf(ctx context.Context, method string) (string, *rule, erro
 	if r.method {
 		key = keyfunc.JoinKeys(method, key)
 	}
-	return key, r, nil
+	return key, r, l.decide(ctx, r, key, method, msg, true)
 }
 
 // decide decides one call or message of cost from WithCostFunc under r and
 // answers it: fields says whether to write the header metadata.
 func (l *limiter) decide(ctx context.Context, r *rule, key, method string, msg any, fields bool) error {
-	if r == nil { // no key, under WithDryRun
-		return nil
-	}
 	n, err := l.costOf(ctx, method, msg)
 	if err != nil {
 		l.emit(nethttp.Event{Key: key, Outcome: nethttp.OutcomeCostError, Decision: known(r, core.Decision{}), Err: err})
@@ -150,22 +138,20 @@ func (l *limiter) decide(ctx context.Context, r *rule, key, method string, msg a
 		}
 		return statusBadCost
 	}
+	ev := nethttp.Event{Key: key, Cost: n, LimiterCalled: true}
 	var start time.Time
-	hooked := len(l.cfg.hooks) > 0
-	if hooked {
+	if len(l.cfg.hooks) > 0 {
 		start = time.Now() // read for the hooks' Latency only
 	}
-	var d core.Decision
 	if r.method {
-		d, err = l.plim.AllowPolicy(ctx, r.policy, key, n)
+		ev.Decision, ev.Err = l.plim.AllowPolicy(ctx, r.policy, key, n)
 	} else {
-		d, err = l.lim.AllowN(ctx, key, n)
+		ev.Decision, ev.Err = l.lim.AllowN(ctx, key, n)
 	}
-	ev := nethttp.Event{Key: key, Cost: n, Decision: d, Err: err, LimiterCalled: true}
-	if hooked {
+	if !start.IsZero() {
 		ev.Latency = time.Since(start)
 	}
-	ev.Outcome = nethttp.OutcomeOf(ctx, d, err, l.cfg.failClosed, l.cfg.dryRun)
+	ev.Outcome = nethttp.OutcomeOf(ctx, ev.Decision, ev.Err, l.cfg.failClosed, l.cfg.dryRun)
 	ans := l.answer(ctx, r, &ev, fields)
 	l.emit(ev)
 	return ans
@@ -199,7 +185,7 @@ func (l *limiter) answer(ctx context.Context, r *rule, ev *nethttp.Event, fields
 		if d.Delay > 0 && !l.cfg.dryRun {
 			if err := wait(ctx, d.Delay); err != nil {
 				ev.Outcome, ev.Err = nethttp.OutcomeCanceled, err
-				return contextStatus(err)
+				return status.FromContextError(err).Err() // Canceled or DeadlineExceeded
 			}
 		}
 		return nil
@@ -217,7 +203,7 @@ func (l *limiter) answer(ctx context.Context, r *rule, ev *nethttp.Event, fields
 		return denial(d)
 	case nethttp.OutcomeCanceled:
 		ev.Decision = known(r, d)
-		return contextStatus(ctx.Err())
+		return status.FromContextError(ctx.Err()).Err()
 	case nethttp.OutcomeCostError: // a store's ErrInvalidCost: cannot come from costOf
 		ev.Decision = known(r, d)
 		return statusBadCost

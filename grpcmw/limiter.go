@@ -36,5 +36,6 @@ func NewLimiter(lim core.Limiter, opts ...Option) *Limiter {
 // would be answered with by UnaryServerInterceptor.
 func (l *Limiter) Limit(ctx context.Context) error {
 	method, _ := grpc.Method(ctx)
-	return l.l.call(ctx, method, nil)
+	_, _, err := l.l.call(ctx, method, nil)
+	return err
 }

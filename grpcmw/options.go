@@ -3,6 +3,7 @@ package grpcmw
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/nethttp"
@@ -26,16 +27,20 @@ type config struct {
 	hooks      []func(nethttp.Event)
 }
 
-func nilFunc(option string) error { return fmt.Errorf("grpcmw: %s: nil function", option) }
+// mustFunc panics when option is given a nil function f (any of the
+// options' function types, so reflect tells a nil one).
+func mustFunc(option string, f any) {
+	if reflect.ValueOf(f).IsNil() {
+		panic(fmt.Errorf("grpcmw: %s: nil function", option))
+	}
+}
 
 // WithKey sets how a call is turned into the key it is limited under
 // (default [Peer]). A call without a key is answered codes.Unauthenticated:
 // the caller did not say who it is (a missing API key, most often); it is
 // never let through unlimited.
 func WithKey(f KeyFunc) Option {
-	if f == nil {
-		panic(nilFunc("WithKey"))
-	}
+	mustFunc("WithKey", f)
 	return func(c *config) { c.key = f }
 }
 
@@ -64,9 +69,7 @@ func WithMethodPolicy(fullMethod string, p core.Policy) Option {
 // is a server bug: the call is answered codes.Internal (served under
 // WithDryRun).
 func WithCostFunc(f func(ctx context.Context, fullMethod string, msg any) (int64, error)) Option {
-	if f == nil {
-		panic(nilFunc("WithCostFunc"))
-	}
+	mustFunc("WithCostFunc", f)
 	return func(c *config) { c.cost = f }
 }
 
@@ -86,9 +89,7 @@ func WithPerMessage() Option {
 // internal callers): they pass untouched, with no metadata and no hooks
 // called. A call is skipped when any WithSkip function returns true.
 func WithSkip(f func(ctx context.Context, fullMethod string) bool) Option {
-	if f == nil {
-		panic(nilFunc("WithSkip"))
-	}
+	mustFunc("WithSkip", f)
 	return func(c *config) { c.skip = append(c.skip, f) }
 }
 
@@ -126,8 +127,6 @@ func WithHeaderStyle(s nethttp.HeaderStyle) Option {
 // goroutine: keep it fast. Event.Request is nil; the rest is as for HTTP, so
 // nethttp/sloghook, promhook and otelhook work unchanged.
 func WithHook(f func(nethttp.Event)) Option {
-	if f == nil {
-		panic(nilFunc("WithHook"))
-	}
+	mustFunc("WithHook", f)
 	return func(c *config) { c.hooks = append(c.hooks, f) }
 }

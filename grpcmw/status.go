@@ -73,12 +73,6 @@ func unavailable(cause error) error {
 	return st.Err()
 }
 
-// contextStatus is the status of a call whose own context ended while it
-// was decided or delayed: Canceled or DeadlineExceeded.
-func contextStatus(err error) error {
-	return status.FromContextError(err).Err()
-}
-
 // setHeader sends the rate-limit fields of d as header metadata, rendered
 // by nethttp's renderer (the fields of every HTTP response) and named in
 // lower case, as HTTP/2 and gRPC metadata spell names. deny is as for

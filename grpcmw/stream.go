@@ -15,17 +15,8 @@ import (
 func StreamServerInterceptor(lim core.Limiter, opts ...Option) grpc.StreamServerInterceptor {
 	l := newLimiter("StreamServerInterceptor", lim, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ctx := ss.Context()
-		for _, skip := range l.cfg.skip {
-			if skip(ctx, info.FullMethod) {
-				return handler(srv, ss)
-			}
-		}
-		key, r, err := l.keyOf(ctx, info.FullMethod)
+		key, r, err := l.call(ss.Context(), info.FullMethod, nil)
 		if err != nil {
-			return err
-		}
-		if err := l.decide(ctx, r, key, info.FullMethod, nil, true); err != nil {
 			return err
 		}
 		if l.cfg.perMessage && r != nil {

@@ -100,3 +100,27 @@ func TestStreamSkipAndKeyErrors(t *testing.T) {
 		t.Errorf("a call without its key: got %v, want Unauthenticated", r.code)
 	}
 }
+
+// TestDryRunServesAStreamWithoutKey: under WithDryRun a stream whose key
+// is missing is served whole, its messages undecided (there is no key to
+// decide them under): one key-error event, then nothing.
+func TestDryRunServesAStreamWithoutKey(t *testing.T) {
+	ev := newEvents()
+	lim := newLimiter(t, core.FixedWindow(1, time.Minute))
+	srv := serve(t, grpc.ChainStreamInterceptor(grpcmw.StreamServerInterceptor(lim,
+		grpcmw.WithKey(grpcmw.Metadata("x-api-key")), grpcmw.WithPerMessage(), grpcmw.WithDryRun(), grpcmw.WithHook(ev.hook))))
+	c := dial(t, srv, "127.0.0.1")
+	if r := streamIn(t, c, 3); r.code != codes.OK {
+		t.Errorf("got %v, want OK", r.code)
+	}
+	if got := srv.svc.messages.Load(); got != 3 {
+		t.Errorf("handler got %d messages, want 3", got)
+	}
+	var outcomes []nethttp.Outcome
+	for _, e := range ev.list() {
+		outcomes = append(outcomes, e.Outcome)
+	}
+	if want := []nethttp.Outcome{nethttp.OutcomeKeyError}; fmt.Sprint(outcomes) != fmt.Sprint(want) {
+		t.Errorf("outcomes: got %v, want %v", outcomes, want)
+	}
+}

@@ -2,6 +2,7 @@ package keyfunc
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -135,10 +136,7 @@ func forwardedFor(elem string) (addr netip.Addr, ok bool) {
 		}
 		s = trimOWS(rest[1:])
 	}
-	if !seen {
-		return netip.Addr{}, false
-	}
-	return addr, ok
+	return addr, ok // the zero Addr and false if no for= was seen
 }
 
 // parseNode parses one hop as proxies write it: "192.0.2.1",
@@ -196,17 +194,8 @@ func validPort(p string) bool {
 		}
 		return true
 	}
-	if p == "" || len(p) > 5 {
-		return false
-	}
-	n := 0
-	for i := 0; i < len(p); i++ {
-		if p[i] < '0' || p[i] > '9' {
-			return false
-		}
-		n = n*10 + int(p[i]-'0')
-	}
-	return n <= 65535
+	_, err := strconv.ParseUint(p, 10, 16) // digits only, at most 65535
+	return len(p) <= 5 && err == nil
 }
 
 func isAlnum(c byte) bool {

@@ -13,7 +13,7 @@ func JoinKeys(parts ...string) string {
 	for _, part := range parts {
 		key = appendPart(key, part)
 	}
-	return boundKeyBytes(key)
+	return boundKey(key)
 }
 
 // BoundKey is the key a Func of this package makes of the value key (an

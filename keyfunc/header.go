@@ -1,7 +1,6 @@
 package keyfunc
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -14,10 +13,7 @@ import (
 // authenticate before counting, or expect one bucket per made-up key. Header
 // panics for an empty or invalid header name.
 func Header(name string) Func {
-	if name == "" {
-		panic(errors.New("keyfunc: Header: empty header name"))
-	}
-	if !validHeaderName(name) {
+	if !validHeaderName(name) { // "" included
 		panic(fmt.Errorf("keyfunc: Header: %q is not a valid header name", name))
 	}
 	name = textproto.CanonicalMIMEHeaderKey(name)

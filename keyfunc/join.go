@@ -33,6 +33,6 @@ func Join(fs ...Func) Func {
 			}
 			key = appendPart(key, part)
 		}
-		return boundKeyBytes(key), nil
+		return boundKey(key), nil
 	}
 }

@@ -39,21 +39,14 @@ func Static(key string) Func {
 }
 
 // boundKey returns key itself when it is short and cannot be mistaken for a
-// hashed key, and its hash otherwise. The common path allocates nothing.
-func boundKey(key string) string {
-	if len(key) <= maxKeyLen && !strings.HasPrefix(key, hashedKeyPrefix) {
-		return key
-	}
-	return hashKey([]byte(key))
-}
-
-// boundKeyBytes is boundKey for a key being assembled in a buffer: the
-// short path costs exactly the one allocation of the returned string.
-func boundKeyBytes(key []byte) string {
+// hashed key, and its hash otherwise. The common path allocates nothing for
+// a string, and for a key being assembled in a buffer exactly the returned
+// string.
+func boundKey[K string | []byte](key K) string {
 	if len(key) <= maxKeyLen && !strings.HasPrefix(string(key), hashedKeyPrefix) {
 		return string(key)
 	}
-	return hashKey(key)
+	return hashKey([]byte(key))
 }
 
 func hashKey(key []byte) string {

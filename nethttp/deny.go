@@ -50,11 +50,7 @@ func ProblemJSON(w http.ResponseWriter, _ *http.Request, d core.Decision) {
 	if d.RetryAfter <= 0 {
 		p.Detail = "The request costs more than the policy ever admits; retrying cannot succeed."
 	}
-	body, err := json.Marshal(p)
-	if err != nil { // cannot happen: strings and an int
-		http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
-		return
-	}
+	body, _ := json.Marshal(p) // cannot fail: strings (invalid UTF-8 is replaced) and an int
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -121,9 +121,7 @@ func (o Outcome) String() string {
 // the order they were added; each WithHook adds one.
 // nethttp/sloghook, promhook and otelhook are ready-made.
 func WithHook(f func(Event)) Option {
-	if f == nil {
-		panic(nilFunc("WithHook"))
-	}
+	mustFunc("WithHook", f)
 	return func(c *config) { c.hooks = append(c.hooks, f) }
 }
 
@@ -137,9 +135,7 @@ func WithHook(f func(Event)) Option {
 // prefixed "policy func: ", with no rate-limit header. f runs after the key
 // and the cost are known; Event.Latency does not include it.
 func WithPolicyFunc(f func(r *http.Request, key string) (core.Policy, error)) Option {
-	if f == nil {
-		panic(nilFunc("WithPolicyFunc"))
-	}
+	mustFunc("WithPolicyFunc", f)
 	return func(c *config) { c.policy = f }
 }
 
@@ -181,10 +177,14 @@ func notAdmitted(ctx context.Context, err error, failClosed, dryRun bool) Outcom
 }
 
 // failureOutcome is OutcomeOf for err, a failure to decide: of the limiter,
-// or of the WithPolicyFunc function.
+// or of the WithPolicyFunc function. An error that comes from ctx having
+// ended is the caller's own cancellation or deadline, not a failure of the
+// limiter; a store's own timeout, on a context that has not ended, is a
+// failure.
 func failureOutcome(ctx context.Context, err error, failClosed, dryRun bool) Outcome {
 	switch {
-	case canceled(ctx, err):
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Cause(ctx))):
 		return OutcomeCanceled
 	case dryRun || !failClosed && !errors.Is(err, core.ErrClosed):
 		return OutcomeFailedOpen

@@ -133,7 +133,19 @@ func (e *Engine) rendererFor(p *core.Policy) *renderer {
 // the X-RateLimit-* fields from a tighter limit.
 func (rd *renderer) write(h http.Header, d *core.Decision, deny bool) {
 	if !d.Allowed && d.RetryAfter <= 0 {
-		rd.writeBeyondCapacity(h, d.Limit, deny)
+		// A denial of a cost above capacity: the key's state is beside the
+		// point (and unknown to a store that failed), so what is known of
+		// the limit, never Remaining or Reset. When it is the answer
+		// (deny), Retry-After goes (waiting cannot end this denial,
+		// whatever an earlier writer left), and so do an outer limit's
+		// X-RateLimit-* fields, which describe another limit.
+		if deny {
+			delete(h, keyRetryAfter)
+			delete(h, keyLimit)
+			delete(h, keyRemaining)
+			delete(h, keyReset)
+		}
+		rd.writeKnown(h, d.Limit)
 		return
 	}
 	x, ietf := rd.style.x(), rd.style.ietf()
@@ -231,22 +243,6 @@ func appendMember(b []byte, name string, remaining int64, reset time.Duration) [
 	return strconv.AppendInt(b, ceilSeconds(reset), 10)
 }
 
-// writeBeyondCapacity writes the fields of a denial of a cost above
-// capacity: the key's state is beside the point (and unknown to a store
-// that failed), so what is known of the limit, never Remaining or Reset.
-// When it is the answer (deny), Retry-After goes (waiting cannot end this
-// denial, whatever an earlier writer left), and so do an outer limit's
-// X-RateLimit-* fields, which describe another limit.
-func (rd *renderer) writeBeyondCapacity(h http.Header, limit int64, deny bool) {
-	if deny {
-		delete(h, keyRetryAfter)
-		delete(h, keyLimit)
-		delete(h, keyRemaining)
-		delete(h, keyReset)
-	}
-	rd.writeKnown(h, limit)
-}
-
 // writeKnown sets what is known of a limit whose decision is not (the
 // limiter failed, or the cost is above capacity): X-RateLimit-Limit, unless
 // an outer limit has set its own, complete fields, and this policy's member
@@ -322,10 +318,7 @@ func moreRestrictive(h http.Header, remaining, reset int64) bool {
 		return true
 	}
 	oldReset, ok := headerInt(h, keyReset)
-	if !ok {
-		return true
-	}
-	return remaining < oldRem || remaining == oldRem && reset > oldReset
+	return !ok || remaining < oldRem || remaining == oldRem && reset > oldReset
 }
 
 func headerInt(h http.Header, key string) (int64, bool) {
@@ -337,16 +330,13 @@ func headerInt(h http.Header, key string) (int64, bool) {
 	return n, err == nil
 }
 
+// resetValue is X-RateLimit-Reset for a reset d from now: d in seconds, or
+// with WithResetAsUnixTime the Unix time then, both rounded up.
 func (rd *renderer) resetValue(d time.Duration) int64 {
-	if !rd.resetUnix {
-		return ceilSeconds(d)
+	if rd.resetUnix {
+		return ceilSeconds(time.Duration(time.Now().Add(d).UnixNano()))
 	}
-	t := time.Now().Add(d)
-	u := t.Unix()
-	if t.Nanosecond() > 0 {
-		u++
-	}
-	return u
+	return ceilSeconds(d)
 }
 
 // ceilSeconds is d in whole seconds, rounded up: a client that waits that long
@@ -366,13 +356,8 @@ func ceilSeconds(d time.Duration) int64 {
 // The window is in whole seconds rounded up, at least 1, as the draft's w
 // parameter cannot say less.
 func policyItem(name string, p core.Policy) string {
-	b := make([]byte, 0, len(name)+32)
-	b = append(b, name...)
-	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, p.Limit, 10)
-	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, max(ceilSeconds(p.Window), 1), 10)
-	return string(b)
+	w := max(ceilSeconds(p.Window), 1)
+	return name + ";q=" + strconv.FormatInt(p.Limit, 10) + ";w=" + strconv.FormatInt(w, 10)
 }
 
 // checkPolicyName reports whether the names of p and of its parts can be

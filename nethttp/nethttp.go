@@ -1,7 +1,6 @@
 package nethttp
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -114,8 +113,7 @@ func newEngine(fn string, lim core.Limiter, opts []Option) *Engine {
 // function is to see the request, so that a request no function reads
 // costs no copy.
 func (e *Engine) Check(w http.ResponseWriter, r *http.Request, view func() *http.Request) *Rejection {
-	var ev Event
-	return e.check(w, r, view, &ev)
+	return e.check(w, r, view, new(Event))
 }
 
 // check is Check, filling in ev: its Request stays nil for a request
@@ -214,18 +212,17 @@ func (e *Engine) costOf(ev *Event) bool {
 
 // costFromFunc sets ev.Cost to the cost function's, which must be > 0.
 func (e *Engine) costFromFunc(ev *Event) bool {
-	n, err := e.cfg.cost(ev.Request)
-	if err != nil {
-		err = fmt.Errorf("cost function: %w", err)
-	} else if n <= 0 {
-		err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
+	switch n, err := e.cfg.cost(ev.Request); {
+	case err != nil:
+		ev.Err = fmt.Errorf("cost function: %w", err)
+	case n <= 0:
+		ev.Err = fmt.Errorf("cost function returned %d: %w", n, core.ErrInvalidCost)
+	default:
+		ev.Cost = n
+		return true
 	}
-	if err != nil {
-		ev.Outcome, ev.Err = OutcomeCostError, err
-		return false
-	}
-	ev.Cost = n
-	return true
+	ev.Outcome = OutcomeCostError
+	return false
 }
 
 // policyOf sets *p to the policy the WithPolicyFunc function chooses for
@@ -300,26 +297,18 @@ func (e *Engine) setHeaders(h http.Header, ev *Event) {
 
 // setKnown writes what is known of the limit after a limiter failure, never
 // Remaining or Reset, which are not; and on a 503, Retry-After when the
-// error knows it.
+// error knows it (the Redis store's errors while its circuit breaker is
+// open have a method RetryAfter).
 func (e *Engine) setKnown(h http.Header, ev *Event) {
 	if d := &ev.Decision; d.Policy != (core.Policy{}) {
 		e.rendererFor(&d.Policy).writeKnown(h, d.Limit)
 	}
-	if ev.Outcome == OutcomeFailedClosed {
-		if after := retryAfter(ev.Err); after > 0 {
-			h.Set(HeaderRetryAfter, strconv.FormatInt(max(ceilSeconds(after), 1), 10))
+	var known interface{ RetryAfter() time.Duration }
+	if ev.Outcome == OutcomeFailedClosed && errors.As(ev.Err, &known) {
+		if after := known.RetryAfter(); after > 0 {
+			h.Set(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(after), 10)) // >= 1
 		}
 	}
-}
-
-// retryAfter is the time err says to wait before retrying (the Redis
-// store's errors while its circuit breaker is open), or 0.
-func retryAfter(err error) time.Duration {
-	var known interface{ RetryAfter() time.Duration }
-	if errors.As(err, &known) {
-		return known.RetryAfter()
-	}
-	return 0
 }
 
 // delay holds an admitted leaky-bucket request for its Delay (not under
@@ -360,17 +349,6 @@ func rejection(ev *Event, view func() *http.Request) *Rejection {
 		r = view()
 	}
 	return &Rejection{Outcome: ev.Outcome, Status: ev.Outcome.status(), Decision: ev.Decision, Err: ev.Err, request: r}
-}
-
-// canceled reports whether err comes from ctx having ended: the caller's
-// own cancellation or deadline, not a failure of the limiter. A store's own
-// timeout, on a context that has not ended, is a failure.
-func canceled(ctx context.Context, err error) bool {
-	if ctx.Err() == nil {
-		return false
-	}
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, context.Cause(ctx))
 }
 
 // Respond writes the answer to a rejection from Check, as Middleware does:

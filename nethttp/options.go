@@ -3,6 +3,7 @@ package nethttp
 import (
 	"fmt"
 	"net/http"
+	"reflect"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/keyfunc"
@@ -30,18 +31,19 @@ type config struct {
 	finalCost  func(status int, h http.Header, charged int64) int64
 }
 
-// nilFunc is the panic of an option given a nil function: a mistake in the
-// program, reported where it is made.
-func nilFunc(option string) error {
-	return fmt.Errorf("nethttp: %s: nil function", option)
+// mustFunc panics when option is given a nil function f: a mistake in the
+// program, reported where it is made. (f is any of the options' function
+// types, so reflect tells a nil one.)
+func mustFunc(option string, f any) {
+	if reflect.ValueOf(f).IsNil() {
+		panic(fmt.Errorf("nethttp: %s: nil function", option))
+	}
 }
 
 // WithKeyFunc sets how a request is turned into the key it is limited under
 // (default [keyfunc.IP]). See WithKeyFallback for when it fails.
 func WithKeyFunc(f keyfunc.Func) Option {
-	if f == nil {
-		panic(nilFunc("WithKeyFunc"))
-	}
+	mustFunc("WithKeyFunc", f)
 	return func(c *config) { c.key = f }
 }
 
@@ -50,9 +52,7 @@ func WithKeyFunc(f keyfunc.Func) Option {
 // request carries no key). When both fail, or without a fallback, the
 // request is rejected (served in dry-run mode): see WithKeyErrorHandler.
 func WithKeyFallback(f keyfunc.Func) Option {
-	if f == nil {
-		panic(nilFunc("WithKeyFallback"))
-	}
+	mustFunc("WithKeyFallback", f)
 	return func(c *config) { c.fallback = f }
 }
 
@@ -62,9 +62,7 @@ func WithKeyFallback(f keyfunc.Func) Option {
 // answers 400 Bad Request with a short plain-text body; an API that requires
 // a key might answer 401 with a WWW-Authenticate challenge instead.
 func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
-	if f == nil {
-		panic(nilFunc("WithKeyErrorHandler"))
-	}
+	mustFunc("WithKeyErrorHandler", f)
 	return func(c *config) { c.keyError = f }
 }
 
@@ -73,9 +71,7 @@ func WithKeyErrorHandler(f func(w http.ResponseWriter, r *http.Request, err erro
 // <= 0, is a server bug: the request is answered 500 Internal Server Error
 // (served in dry-run mode) and the hooks get [OutcomeCostError].
 func WithCostFunc(f func(*http.Request) (int64, error)) Option {
-	if f == nil {
-		panic(nilFunc("WithCostFunc"))
-	}
+	mustFunc("WithCostFunc", f)
 	return func(c *config) { c.cost = f }
 }
 
@@ -83,9 +79,7 @@ func WithCostFunc(f func(*http.Request) (int64, error)) Option {
 // allowlists): they pass untouched, with no rate-limit headers and no hooks
 // called. A request is skipped when any WithSkip function returns true.
 func WithSkip(f func(*http.Request) bool) Option {
-	if f == nil {
-		panic(nilFunc("WithSkip"))
-	}
+	mustFunc("WithSkip", f)
 	return func(c *config) { c.skip = append(c.skip, f) }
 }
 
@@ -133,8 +127,6 @@ func WithResetAsUnixTime() Option {
 // ([core.ErrCostExceedsCapacity]). The default writes "Too Many Requests" as
 // text/plain; [ProblemJSON] writes RFC 9457 problem details.
 func WithDenyHandler(f func(w http.ResponseWriter, r *http.Request, d core.Decision)) Option {
-	if f == nil {
-		panic(nilFunc("WithDenyHandler"))
-	}
+	mustFunc("WithDenyHandler", f)
 	return func(c *config) { c.deny = f }
 }

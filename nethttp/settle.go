@@ -39,9 +39,7 @@ import (
 // charged; nor is one whose handler panicked (the charge stays). It panics
 // at construction if the limiter is not a core.Settler.
 func WithFinalCost(f func(status int, h http.Header, charged int64) int64) Option {
-	if f == nil {
-		panic(nilFunc("WithFinalCost"))
-	}
+	mustFunc("WithFinalCost", f)
 	return func(c *config) { c.finalCost = f }
 }
 

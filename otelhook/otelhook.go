@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -245,14 +247,8 @@ func (m *Metrics) SetFallbackActive(limiter string, active bool) {
 // it reports under the lock and calls Len outside it.
 func (m *Metrics) observe(_ context.Context, obs metric.Observer) error {
 	m.mu.Lock()
-	watched := make([]watch, 0, len(m.watched))
-	for _, w := range m.watched {
-		watched = append(watched, w)
-	}
-	limiters := make([]fallbackState, 0, len(m.limiters))
-	for _, st := range m.limiters {
-		limiters = append(limiters, st)
-	}
+	watched := slices.Collect(maps.Values(m.watched))
+	limiters := slices.Collect(maps.Values(m.limiters))
 	m.mu.Unlock()
 	for _, w := range watched {
 		obs.ObserveInt64(m.keys, int64(w.lim.Len()), w.opt...)

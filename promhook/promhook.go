@@ -110,7 +110,7 @@ func New(opts ...Option) *Metrics {
 		}
 		o(&c)
 	}
-	m := &Metrics{
+	return &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: c.namespace,
 			Name:      "requests_total",
@@ -133,7 +133,6 @@ func New(opts ...Option) *Metrics {
 			"Keys held in memory by an in-memory limiter.", []string{"limiter"}, nil),
 		watched: make(map[string]interface{ Len() int }),
 	}
-	return m
 }
 
 // Observe counts one request: pass it to nethttp.WithHook. It allocates only

@@ -16,7 +16,7 @@ import (
 type Option func(*config)
 
 type config struct {
-	interval time.Duration
+	interval int64 // ns
 	now      func() time.Time
 	keys     bool
 	levels   [256]slog.Level // by Outcome (a uint8)
@@ -30,7 +30,7 @@ const DefaultInterval = time.Minute
 const LevelOff = slog.Level(math.MaxInt32)
 
 func defaults() config {
-	c := config{interval: DefaultInterval} // now: nil for the real clock
+	c := config{interval: int64(DefaultInterval)} // now: nil for the real clock
 	for i := range c.levels {
 		c.levels[i] = slog.LevelWarn // an outcome added to nethttp later
 	}
@@ -52,7 +52,7 @@ func WithInterval(d time.Duration) Option {
 	if d <= 0 {
 		panic(fmt.Errorf("sloghook: WithInterval(%v): the interval must be > 0", d))
 	}
-	return func(c *config) { c.interval = d }
+	return func(c *config) { c.interval = int64(d) }
 }
 
 // WithClock sets the clock intervals are measured with (time.Now by

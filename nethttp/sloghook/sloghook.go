@@ -20,12 +20,9 @@ import (
 // given (Handle), as the package documentation says. Build it with [New]:
 // the zero Hook is not usable.
 type Hook struct {
-	log      *slog.Logger
-	now      func() time.Time
-	timed    bool  // now is the real clock: a timer logs each summary when due
-	interval int64 // ns
-	keys     bool
-	levels   [256]slog.Level
+	log *slog.Logger
+	config
+	timed bool // now is the real clock: a timer logs each summary when due
 
 	// due is when the earliest pending summary is due (Unix ns), 0 when no
 	// event is waiting to be logged: the only thing a call for an outcome
@@ -81,15 +78,7 @@ func New(logger *slog.Logger, opts ...Option) *Hook {
 		}
 		o(&c)
 	}
-	h := &Hook{
-		log:      logger,
-		now:      c.now,
-		timed:    c.now == nil,
-		interval: int64(c.interval),
-		keys:     c.keys,
-		levels:   c.levels,
-		groups:   make(map[group]*state),
-	}
+	h := &Hook{log: logger, config: c, timed: c.now == nil, groups: make(map[group]*state)}
 	if h.timed {
 		h.now = time.Now
 	}
@@ -289,11 +278,7 @@ func failure(o nethttp.Outcome) bool {
 // itself. (A denial's error, core.ErrCostExceedsCapacity, is left out: on a
 // summary of thousands of denials it would read as the reason for all.)
 func withError(o nethttp.Outcome) bool {
-	switch o {
-	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
-		return false
-	}
-	return true
+	return o != nethttp.OutcomeAllowed && o != nethttp.OutcomeDenied && o != nethttp.OutcomeDryRun
 }
 
 // messages are the messages of each outcome's lines.

@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -47,6 +48,45 @@ func BenchmarkComposeHTTP(b *testing.B) {
 			}
 			if wrong > 0 {
 				b.Fatalf("%d of %d responses were not 200", wrong, b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkComposeMemory (issue 26) is BenchmarkComposeHTTP's policy=
+// rows without the middleware: the in-memory limiter's AllowN alone, one
+// key, every request admitted. stacked-2 is two limiters asked in turn.
+func BenchmarkComposeMemory(b *testing.B) {
+	const big = 100_000_000 // never binds
+	perSecond := core.FixedWindow(big, time.Second).WithName("per-second")
+	perDay := core.FixedWindow(big, 24*time.Hour).WithName("per-day")
+	for _, bc := range []struct {
+		name     string
+		policies []core.Policy
+	}{
+		{"policy=single", []core.Policy{perSecond}},
+		{"policy=composite-2", []core.Policy{core.AllOf(perSecond, perDay)}},
+		{"policy=stacked-2", []core.Policy{perSecond, perDay}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var lims []*core.MemoryLimiter
+			for _, p := range bc.policies {
+				lim := core.MustNew(p)
+				b.Cleanup(func() { _ = lim.Close() })
+				lims = append(lims, lim)
+			}
+			ctx := context.Background()
+			wrong := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, lim := range lims {
+					if d, err := lim.AllowN(ctx, oneKey, 1); !d.Allowed || err != nil {
+						wrong++
+					}
+				}
+			}
+			if wrong > 0 {
+				b.Fatalf("%d of %d decisions were not admissions", wrong, b.N)
 			}
 		})
 	}

@@ -26,7 +26,7 @@ type Decision struct {
 	// server's for redisstore): Settler.Settle finds by it the window a
 	// cost was charged in.
 	At    time.Time
-	parts *partVerdicts // a policy made with AllOf: see Parts
+	parts *verdict // a policy made with AllOf: its partVerdicts' first (see Parts)
 }
 
 // Parts returns, for a decision under a policy made with AllOf, the
@@ -42,10 +42,14 @@ func (d Decision) Parts() []Decision {
 	if d.parts == nil {
 		return nil
 	}
-	r := d.parts.rule
+	r, err := combineRule(d.Policy)
+	if err != nil {
+		return nil // not reached: d.Policy was compiled to decide d
+	}
+	pv := r.partVerdicts(d.parts)
 	out := make([]Decision, len(r.parts))
 	for i := range out {
-		r.parts[i].fill(&out[i], d.parts.v[i], nil, 0)
+		r.parts[i].fill(&out[i], pv[i], nil, 0)
 		out[i].Source, out[i].At = d.Source, d.At
 	}
 	return out

@@ -36,7 +36,7 @@ func (s *fixedState) current(r *rule, word, now int64) (window, count int64) {
 
 func (s *fixedState) init(*rule) {}
 
-func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool) {
+func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, *verdict, bool) {
 	for {
 		// A fresh verdict each attempt: a lost CompareAndSwap must not
 		// leave Allowed set for the retry.

@@ -254,7 +254,7 @@ func (l *MemoryLimiter) Len() int { return l.keys.len() }
 
 // decide is the registry's decide (registry.go), for the limiter's
 // algorithm.
-func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *partVerdicts, *rule, error) {
+func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *verdict, *rule, error) {
 	switch {
 	case l.gcra != nil:
 		return l.gcra.decide(r, p, key, now, n, consume)

@@ -427,12 +427,12 @@ func (r *rule) sliding() bool { return r.policy.Algorithm == AlgSlidingWindow }
 // rule shares. It is called once, at the top of a call, writing the
 // caller's result in place: the verdict, small enough to travel in
 // registers, is what passes between the layers below.
-func (r *rule) fill(d *Decision, v verdict, pv *partVerdicts, now int64) {
+func (r *rule) fill(d *Decision, v verdict, parts *verdict, now int64) {
 	limit := r.limit
-	if pv != nil {
-		limit = r.parts[pv.binding].limit
+	if parts != nil {
+		limit = r.parts[r.partVerdicts(parts).binding()].limit
 		if r.policy.parts != "" {
-			d.parts = pv
+			d.parts = parts
 		}
 	}
 	d.Allowed, d.Limit, d.Remaining, d.ResetAfter = v.allowed, limit, v.remaining, v.reset

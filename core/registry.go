@@ -52,7 +52,7 @@ type stateOf[S any] interface {
 	// the parts of a policy made with AllOf (allState), nil otherwise: not
 	// a field of verdict, which stays four words that the compiler keeps
 	// in registers on the hot path.
-	decide(r *rule, now, n int64, consume bool) (v verdict, parts *partVerdicts, ok bool)
+	decide(r *rule, now, n int64, consume bool) (v verdict, parts *verdict, ok bool)
 	// untilIdle is the time from now until the state equals a new key's,
 	// with no further traffic (<= 0: it does now, the key is idle).
 	untilIdle(r *rule, now int64) int64
@@ -237,7 +237,7 @@ func lookup[S any](t *table[S], h uint64, key string) (*slot[S], *entry[S]) {
 // is new. Otherwise, under the shard's mutex, the key's state is converted
 // to the call's rule (decideLocked). It returns the rule the verdict was
 // decided under; the error is resolve's.
-func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *partVerdicts, *rule, error) {
+func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, consume bool) (verdict, *verdict, *rule, error) {
 	h := g.hash(key)
 	sh := &g.shards[h>>g.shift]
 	if _, e := lookup(sh.table.Load(), h, key); e != nil && (e.rule == r || e.rule.policy == *p) {
@@ -260,7 +260,7 @@ func (g *registry[S, P]) decide(r *rule, p *Policy, key string, now, n int64, co
 // it inserts the key, as a copy of the shard's inherited state, or moves
 // it to r (move); when consume is false it reports what either would
 // answer without storing anything.
-func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key string, now, n int64, consume bool) (verdict, *partVerdicts) {
+func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key string, now, n int64, consume bool) (verdict, *verdict) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now = sh.at(now)
@@ -301,7 +301,7 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 // rescaled) would be multiplied by the ratio of two rates on every trip
 // between them, and a store whose clock stepped back after the denial
 // would stand still at it, where the requests before it had aged out.
-func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r *rule, now, n int64, consume bool) (verdict, *partVerdicts) {
+func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r *rule, now, n int64, consume bool) (verdict, *verdict) {
 	if d, pv, _ := look[S, P](e.rule, r, now, n, &e.state); !consume || !d.allowed {
 		return d, pv
 	}
@@ -326,22 +326,23 @@ func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r
 // denial) until, converted then, it admits n, and ResetAfter until it is
 // back to its full quota. Both are exact: waiting RetryAfter admits, 1ns
 // less does not.
-func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *partVerdicts, *S) {
+func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *verdict, *S) {
 	c := new(S)
 	P(c).init(to)
 	P(c).convert(from, to, now, src)
-	d, pv, _ := P(c).decide(to, now, n, false)
+	d, first, _ := P(c).decide(to, now, n, false)
 	if a, ok := any(src).(interface {
-		measureParts(from, to *rule, now, n int64, pv *partVerdicts)
+		measureParts(from, to *rule, now, n int64, pv partVerdicts)
 	}); ok {
+		pv := to.partVerdicts(first)
 		a.measureParts(from, to, now, n, pv) // and the whole from its parts
-		return pv.combine(d.allowed), pv, c
+		return pv.combine(d.allowed), first, c
 	}
 	d.reset = durationNs(P(src).admitsAt(from, to, now, fullQuota) - now)
 	if !d.allowed {
 		d.wait = durationNs(P(src).admitsAt(from, to, now, n) - now)
 	}
-	return d, pv, c
+	return d, first, c
 }
 
 // newcomer returns the entry a new key under r starts from, holding sh.mu:
@@ -419,7 +420,7 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 // keys of r that found no room so share. If the shard already keeps
 // maxHeirs inherited states, none of them r's, the request is denied
 // until one of them is idle: there is nowhere to count it.
-func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, consume bool) (verdict, *partVerdicts) {
+func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, consume bool) (verdict, *verdict) {
 	if i, _ := g.heirSlot(sh, r, now); i < 0 {
 		var wait int64 = math.MaxInt64
 		for _, h := range sh.inherited {

@@ -469,7 +469,7 @@ func TestBackwardClockAtTheAlgorithm(t *testing.T) {
 			}
 			var s interface {
 				init(r *rule)
-				decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool)
+				decide(r *rule, now, n int64, consume bool) (verdict, *verdict, bool)
 			}
 			switch p.Algorithm {
 			case AlgFixedWindow:

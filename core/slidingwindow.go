@@ -75,7 +75,7 @@ func (s *slidingState) sums(r *rule) (trailing, all int64) {
 	return s.total - oldest, s.total
 }
 
-func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool) {
+func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, *verdict, bool) {
 	var d verdict
 	s.mu.Lock()
 	defer s.mu.Unlock()

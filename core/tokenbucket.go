@@ -27,7 +27,7 @@ func (s *gcraState) init(*rule) {}
 // decide applies a request of cost n at now, consuming it when consume is
 // set and the request is admitted. A clock that steps backwards cannot mint
 // capacity: the state is measured from max(tat, now).
-func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, *partVerdicts, bool) {
+func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, *verdict, bool) {
 	for {
 		// A fresh verdict each attempt: a lost CompareAndSwap must not
 		// leave Allowed set for the retry.

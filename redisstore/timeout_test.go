@@ -34,6 +34,10 @@ func ops(l *Limiter) map[string]func(ctx context.Context, key string) error {
 		},
 		"Get": func(ctx context.Context, key string) error { _, err := l.Get(ctx, other, key); return err },
 		"Set": func(ctx context.Context, key string) error { return l.Set(ctx, other, key, 1) },
+		"Settle": func(ctx context.Context, key string) error {
+			admitted := core.Decision{Allowed: true, Policy: other, At: time.Now()}
+			return l.Settle(ctx, key, admitted, 1, 0)
+		},
 	}
 }
 

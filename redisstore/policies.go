@@ -111,16 +111,15 @@ func (l *Limiter) Get(ctx context.Context, p core.Policy, key string) (core.Usag
 	if err != nil {
 		return core.Usage{Policy: p}, err
 	}
-	var u core.Usage
+	u := core.Usage{Policy: p}
 	err = l.admin(ctx, "Get", func() error {
 		d, used, err := l.decide(ctx, "Get", ps, &p, key, 0)
-		u = core.Usage{Used: used, Remaining: d.Remaining, ResetAfter: d.ResetAfter, Policy: p}
+		if err == nil {
+			u.Used, u.Remaining, u.ResetAfter = used, d.Remaining, d.ResetAfter
+		}
 		return err
 	})
-	if err != nil {
-		return core.Usage{Policy: p}, err
-	}
-	return u, nil
+	return u, err
 }
 
 // Set makes key's usage under p exactly used units now, 0 <= used <=
@@ -141,23 +140,20 @@ func (l *Limiter) Set(ctx context.Context, p core.Policy, key string, used int64
 		return fmt.Errorf("redisstore: Set: %w: got %d, %s", core.ErrInvalidUsage, used, capacityText(p))
 	}
 	return l.admin(ctx, "Set", func() error {
-		if l.deny != nil {
-			// As in reset: after the script, whatever its outcome.
-			defer l.deny.forget(key)
-		}
+		defer l.deny.forget(key) // as in reset: after the script, whatever its outcome
 		_, _, err := l.decide(ctx, "Set", ps, &p, key, -1-used)
 		return err
 	})
 }
 
-// admin runs an admin call to Redis (Get, Set) through the circuit
-// breaker, which it informs.
+// admin runs an admin call to Redis (Reset, Get, Set, Settle) through the
+// circuit breaker, which it informs.
 func (l *Limiter) admin(ctx context.Context, op string, f func() error) error {
-	if l.closed.Load() {
+	switch {
+	case l.closed.Load():
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-	}
-	if ctx.Err() != nil {
-		return f() // the error, without Redis
+	case ctx.Err() != nil:
+		return fmt.Errorf("redisstore: %s: %w", op, ctx.Err())
 	}
 	t, ok := l.br.Admit()
 	if !ok {

@@ -86,7 +86,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	c := config{prefix: defaultPrefix, timeout: defaultTimeout, denySize: defaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights,
-		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval}
+		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval, hook: func(BreakerChange) {}}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("redisstore: New: option %d is nil", i+1)
@@ -113,13 +113,9 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		}
 	}
 	l.local = c.localClock()
-	var hook func(outage.Change)
-	if c.hook != nil {
-		hook = func(ch outage.Change) {
-			c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
-		}
-	}
-	l.br = outage.NewBreaker(c.failures, c.interval, l.local, hook)
+	l.br = outage.NewBreaker(c.failures, c.interval, l.local, func(ch outage.Change) {
+		c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
+	})
 	if !c.noFallback {
 		if l.fb, err = outage.NewFallback(p, c.clock); err != nil {
 			return nil, fmt.Errorf("redisstore: fallback: %w", err)
@@ -199,7 +195,9 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	}
 	var sent int64
 	var gen uint64
-	cache := l.deny != nil && n <= 1 && ps.cacheable()
+	// The deny cache holds the denials of the limiter's own policy and of
+	// every policy the spec cache holds.
+	cache := l.deny != nil && n <= 1 && (ps == nil || ps.id != 0)
 	switch {
 	case cache:
 		sent = l.local()
@@ -303,37 +301,25 @@ func cachedDenial(e denyEntry, now int64, p *core.Policy) core.Decision {
 // fallback (one wrapping ErrBreakerOpen while the breaker keeps it from
 // Redis: the key in Redis was not reset).
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	if l.closed.Load() {
-		return fmt.Errorf("redisstore: Reset: %w", core.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstore: Reset: %w", err)
-	}
-	if l.fb != nil {
+	// The fallback first, even when the breaker keeps the call from Redis
+	// (admin returns the errors of a closed limiter and an ended context).
+	if l.fb != nil && !l.closed.Load() && ctx.Err() == nil {
 		if err := l.fb.Reset(ctx, key); err != nil {
 			return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
 		}
 	}
-	t, ok := l.br.Admit()
-	if !ok {
-		return l.refused("Reset")
-	}
-	err := l.reset(ctx, key)
-	l.done(t, err)
-	return err
+	return l.admin(ctx, "Reset", func() error { return l.reset(ctx, key) })
 }
 
 // reset deletes key in Redis.
 func (l *Limiter) reset(ctx context.Context, key string) error {
-	if l.deny != nil {
-		// After the DEL, whatever its outcome: a denial cached before
-		// the DEL was answered (say, one Redis produced before the DEL
-		// but this process received while it was in flight) is dropped,
-		// and forget turns away every denial whose call was sent before
-		// now (put's gen), so one still in flight cannot cache itself.
-		// A call sent after this is decided by Redis after the DEL.
-		defer l.deny.forget(key)
-	}
+	// After the DEL, whatever its outcome: a denial cached before the DEL
+	// was answered (say, one Redis produced before the DEL but this
+	// process received while it was in flight) is dropped, and forget
+	// turns away every denial whose call was sent before now (put's gen),
+	// so one still in flight cannot cache itself. A call sent after this
+	// is decided by Redis after the DEL.
+	defer l.deny.forget(key)
 	c := l.call(nil, key)
 	c.Del = true
 	if l.own != nil {
@@ -456,7 +442,10 @@ func (l *Limiter) call(ps *pspec, key string) *transport.Call {
 		ps = l.own
 	}
 	if ps == nil || ps.parts == nil {
-		c.Key, c.Policy = l.keys.key(key), ps.script()
+		c.Key = l.keys.key(key)
+		if ps != nil {
+			c.Policy = ps.args
+		}
 		return c
 	}
 	k := tagged(key)

@@ -30,14 +30,6 @@ type part struct {
 	args *script.Policy
 }
 
-// script returns the policy for the scripts: nil for the limiter's own.
-func (ps *pspec) script() *script.Policy {
-	if ps == nil {
-		return nil
-	}
-	return ps.args
-}
-
 // pid is the deny cache's name of the policy: 0 for the limiter's own,
 // and for a policy whose denials are not cached one that no entry has.
 func (ps *pspec) pid() uint64 {
@@ -49,10 +41,6 @@ func (ps *pspec) pid() uint64 {
 	}
 	return ps.id
 }
-
-// cacheable reports whether the deny cache may hold the policy's denials:
-// the limiter's own and every policy the spec cache holds.
-func (ps *pspec) cacheable() bool { return ps == nil || ps.id != 0 }
 
 // maxSpecs bounds the policies a limiter keeps converted for the scripts:
 // plans are few, and policies beyond the bound still work (converted on

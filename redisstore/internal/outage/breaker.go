@@ -62,8 +62,8 @@ type Breaker struct {
 
 // NewBreaker returns a closed breaker that threshold consecutive failed
 // round trips open, probing every interval on the clock now (ns), and
-// calls hook (if not nil) with each change: one at a time, in order, on
-// the goroutine of a call (see report).
+// calls hook with each change: one at a time, in order, on the goroutine
+// of a call (see report).
 func NewBreaker(threshold int, interval time.Duration, now func() int64, hook func(Change)) *Breaker {
 	return &Breaker{threshold: int32(min(threshold, 1<<30)), interval: int64(interval), now: now, hook: hook}
 }
@@ -169,9 +169,7 @@ func (b *Breaker) change(w uint64, to State, err error) uint64 {
 	b.probing.Store(false)
 	next := (w>>2+1)<<2 | uint64(to)
 	b.word.Store(next)
-	if b.hook != nil {
-		b.changes = append(b.changes, Change{From: State(w & 3), To: to, Err: err})
-	}
+	b.changes = append(b.changes, Change{From: State(w & 3), To: to, Err: err})
 	return next
 }
 
@@ -181,9 +179,6 @@ func (b *Breaker) change(w uint64, to State, err error) uint64 {
 // deadlocking); the check after unlocking catches a change queued just
 // before.
 func (b *Breaker) report() {
-	if b.hook == nil {
-		return
-	}
 	for b.calling.TryLock() {
 		b.drain()
 		b.mu.Lock()

@@ -56,14 +56,9 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 // for a limiter of policies made with core.AllOf when ofParts is set.
 // The limiter's own (l.own) has the parts of its script (OwnPart).
 func (l *Limiter) newSpec(p core.Policy, ofParts bool) (*pspec, error) {
-	ps := &pspec{policy: p}
-	if !ofParts {
-		var err error
-		ps.args, err = script.NewPolicy(p, l.ttlPlus)
-		return ps, err
-	}
 	parts := p.Parts()
-	if ps.all = parts != nil; !ps.all {
+	ps := &pspec{all: parts != nil}
+	if !ps.all {
 		parts = []core.Policy{p}
 	}
 	for j, q := range parts {
@@ -76,7 +71,11 @@ func (l *Limiter) newSpec(p core.Policy, ofParts bool) (*pspec, error) {
 		case p == l.unnamed:
 			args = nil
 		}
-		ps.parts = append(ps.parts, part{tail: l.keys.tail + ":" + q.Label(), args: args})
+		tail := l.keys.tail // the key of the user key (keyLayout)
+		if ofParts {
+			tail += ":" + q.Label()
+		}
+		ps.parts = append(ps.parts, part{tail: tail, args: args})
 	}
 	return ps, nil
 }

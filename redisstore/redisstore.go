@@ -441,11 +441,8 @@ func (l *Limiter) call(ps *pspec, key string) *transport.Call {
 	if ps == nil {
 		ps = l.own
 	}
-	if ps == nil || ps.parts == nil {
+	if ps == nil {
 		c.Key = l.keys.key(key)
-		if ps != nil {
-			c.Policy = ps.args
-		}
 		return c
 	}
 	k := tagged(key)

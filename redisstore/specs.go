@@ -4,7 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
@@ -14,17 +13,16 @@ import (
 // script has written in (Limiter.own, under a limiter of policies made
 // with core.AllOf).
 type pspec struct {
-	policy core.Policy    // without its Name
-	args   *script.Policy // its numbers for the scripts
-	id     uint64         // the deny cache's name for it, >= 1; 0 when not cached
-	// Under a limiter of policies made with core.AllOf: the parts (the
-	// policy alone when it has none), and whether it has parts.
+	id uint64 // the deny cache's name for it, >= 1; 0 when not cached
+	// Its parts (the policy alone when it has none), and whether it has
+	// parts.
 	parts []part
 	all   bool
 }
 
-// part is a part of a policy under a limiter of policies made with
-// core.AllOf: its keys' tail (keyLayout) and its numbers for the scripts.
+// part is a part of a policy: its keys' tail (keyLayout) and its numbers
+// for the scripts. Under a limiter of a policy of one part, the one part
+// has the limiter's keys.
 type part struct {
 	tail string
 	args *script.Policy

@@ -117,9 +117,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
 	})
 	if !c.noFallback {
-		if l.fb, err = outage.NewFallback(p, c.clock); err != nil {
-			return nil, fmt.Errorf("redisstore: fallback: %w", err)
-		}
+		l.fb = outage.NewFallback(p, c.clock)
 	}
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)

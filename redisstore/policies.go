@@ -139,7 +139,7 @@ func (l *Limiter) Set(ctx context.Context, p core.Policy, key string, used int64
 		return fmt.Errorf("redisstore: Set: %w: got %d, %s", core.ErrInvalidUsage, used, capacityText(p))
 	}
 	return l.admin(ctx, "Set", func() error {
-		defer l.deny.forget(key) // as in reset: after the script, whatever its outcome
+		defer l.deny.forget(key) // as in Reset: after the script, whatever its outcome
 		_, _, err := l.decide(ctx, "Set", ps, &p, key, -1-used)
 		return err
 	})

@@ -306,28 +306,25 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 			return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
 		}
 	}
-	return l.admin(ctx, "Reset", func() error { return l.reset(ctx, key) })
-}
-
-// reset deletes key in Redis.
-func (l *Limiter) reset(ctx context.Context, key string) error {
-	// After the DEL, whatever its outcome: a denial cached before the DEL
-	// was answered (say, one Redis produced before the DEL but this
-	// process received while it was in flight) is dropped, and forget
-	// turns away every denial whose call was sent before now (put's gen),
-	// so one still in flight cannot cache itself. A call sent after this
-	// is decided by Redis after the DEL.
-	defer l.deny.forget(key)
-	c := l.call(nil, key)
-	c.Del = true
-	if l.own != nil {
-		l.partsKnown(c, key)
-	}
-	if err := l.wait(ctx, "Reset", c); err != nil {
-		return err
-	}
-	c.Release()
-	return nil
+	return l.admin(ctx, "Reset", func() error {
+		// After the DEL, whatever its outcome: a denial cached before the
+		// DEL was answered (say, one Redis produced before the DEL but this
+		// process received while it was in flight) is dropped, and forget
+		// turns away every denial whose call was sent before now (put's
+		// gen), so one still in flight cannot cache itself. A call sent
+		// after this is decided by Redis after the DEL.
+		defer l.deny.forget(key)
+		c := l.call(nil, key)
+		c.Del = true
+		if l.own != nil {
+			l.partsKnown(c, key)
+		}
+		if err := l.wait(ctx, "Reset", c); err != nil {
+			return err
+		}
+		c.Release()
+		return nil
+	})
 }
 
 // partsKnown adds to c, a DEL of key's parts under the limiter's own

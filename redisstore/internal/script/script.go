@@ -41,18 +41,14 @@ func New(p core.Policy, plus time.Duration) (Script, error) {
 	if parts == nil {
 		parts = []core.Policy{p}
 	}
-	var file string
-	var own, more []string
-	for i, q := range parts {
-		f, values, err := header(q, plus)
-		if err != nil {
-			return Script{}, err
-		}
-		if i == 0 {
-			file, own = f, values
-		} else {
-			more = append(more, "{"+strings.Join(values, ", ")+"}")
-		}
+	file, own, err := header(parts[0], plus)
+	if err != nil {
+		return Script{}, err
+	}
+	var more []string
+	for _, q := range parts[1:] {
+		_, values, _ := header(q, plus) // the first part's algorithm: no error
+		more = append(more, "{"+strings.Join(values, ", ")+"}")
 	}
 	src := withHeader(file, append(own, "{"+strings.Join(more, ", ")+"}"))
 	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil

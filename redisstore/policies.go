@@ -27,19 +27,15 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	if v, ok := l.specs.m.Load(p); ok {
 		return v.(*pspec), nil
 	}
-	if err := p.Validate(); err != nil {
+	switch err := p.Validate(); {
+	case err != nil:
 		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
-	}
-	switch {
 	case p.Algorithm != l.policy.Algorithm:
 		return nil, fmt.Errorf("redisstore: %s: %w: %v, the limiter's is %v", op, core.ErrAlgorithmMismatch, p.Algorithm, l.policy.Algorithm)
 	case l.own == nil && p.Parts() != nil:
 		return nil, fmt.Errorf("redisstore: %s: %w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", op, core.ErrAlgorithmMismatch)
 	}
-	ps, err := l.newSpec(p, l.own != nil)
-	if err != nil {
-		return nil, err
-	}
+	ps := l.newSpec(p, l.own != nil)
 	if l.specs.n.Add(1) > maxSpecs {
 		l.specs.n.Add(-1)
 		return ps, nil // not cached: id 0
@@ -55,17 +51,15 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 // newSpec returns the spec of p, valid and of the limiter's algorithm,
 // for a limiter of policies made with core.AllOf when ofParts is set.
 // The limiter's own (l.own) has the parts of its script (OwnPart).
-func (l *Limiter) newSpec(p core.Policy, ofParts bool) (*pspec, error) {
+func (l *Limiter) newSpec(p core.Policy, ofParts bool) *pspec {
 	parts := p.Parts()
 	ps := &pspec{all: parts != nil}
 	if !ps.all {
 		parts = []core.Policy{p}
 	}
 	for j, q := range parts {
-		args, err := script.NewPolicy(q, l.ttlPlus)
+		args := script.NewPolicy(q, l.ttlPlus)
 		switch {
-		case err != nil:
-			return nil, err
 		case p == l.unnamed && j > 0:
 			args = script.OwnPart(j)
 		case p == l.unnamed:
@@ -77,7 +71,7 @@ func (l *Limiter) newSpec(p core.Policy, ofParts bool) (*pspec, error) {
 		}
 		ps.parts = append(ps.parts, part{tail: tail, args: args})
 	}
-	return ps, nil
+	return ps
 }
 
 // AllowPolicy is AllowN under p instead of the limiter's own policy, with

@@ -108,9 +108,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	l := &Limiter{policy: p, unnamed: p, ttlPlus: ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock}
 	l.unnamed.Name = ""
 	if p.Parts() != nil {
-		if l.own, err = l.newSpec(l.unnamed, true); err != nil {
-			return nil, err
-		}
+		l.own = l.newSpec(l.unnamed, true)
 	}
 	l.local = c.localClock()
 	l.br = outage.NewBreaker(c.failures, c.interval, l.local, func(ch outage.Change) {

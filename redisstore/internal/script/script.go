@@ -35,19 +35,20 @@ const crossSlot = "#!lua flags=allow-cross-slot-keys\n"
 // New returns the script of policy p, whose keys expire plus after they
 // would be full (Policy.Recovery): its algorithm's file with p's numbers in
 // the header, and those of its parts after the first, for a policy made
-// with core.AllOf, so that its calls send no policy.
+// with core.AllOf, so that its calls send no policy. Its error is
+// p.Validate's.
 func New(p core.Policy, plus time.Duration) (Script, error) {
+	if err := p.Validate(); err != nil {
+		return Script{}, err
+	}
 	parts := p.Parts()
 	if parts == nil {
 		parts = []core.Policy{p}
 	}
-	file, own, err := header(parts[0], plus)
-	if err != nil {
-		return Script{}, err
-	}
+	file, own := header(parts[0], plus)
 	var more []string
 	for _, q := range parts[1:] {
-		_, values, _ := header(q, plus) // the first part's algorithm: no error
+		_, values := header(q, plus)
 		more = append(more, "{"+strings.Join(values, ", ")+"}")
 	}
 	src := withHeader(file, append(own, "{"+strings.Join(more, ", ")+"}"))
@@ -56,12 +57,12 @@ func New(p core.Policy, plus time.Duration) (Script, error) {
 
 // header returns the file of p's algorithm and p's values of its header
 // (Lua literals), but the last: the parts after the first.
-func header(p core.Policy, plus time.Duration) (file string, values []string, err error) {
-	file, nums, extra, err := numbers(p, p.Recovery()+plus)
+func header(p core.Policy, plus time.Duration) (file string, values []string) {
+	file, nums, extra := numbers(p, p.Recovery()+plus)
 	for _, x := range nums {
 		values = append(values, strconv.FormatInt(x, 10))
 	}
-	return file, append(values, extra), err
+	return file, append(values, extra)
 }
 
 func newForm(src string) Form { return Form{Src: src, sha: redis.NewScript(src).Hash()} }
@@ -91,7 +92,7 @@ func withHeader(file string, values []string) string {
 //	token and leaky bucket  interval (ns), tau (ns), expiry (ms), 1 if it delays; the expiry as text
 //	fixed window            Window in µs and the ns remainder, Limit, expiry (ms), the largest count a conversion keeps; the expiry as text
 //	sliding window          bucket width in µs and the ns remainder, Buckets, Limit, cap2, expiry (ms); the ring's struct format
-func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra string, err error) {
+func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra string) {
 	ttlMs := int64((ttl + time.Millisecond - 1) / time.Millisecond)
 	ttlText := "'" + strconv.FormatInt(ttlMs, 10) + "'"
 	switch p.Algorithm {
@@ -100,22 +101,22 @@ func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra
 		if p.Algorithm == core.AlgLeakyBucket && !p.Meter {
 			delays = 1
 		}
-		return "gcra.lua", []int64{interval, p.Burst * interval, ttlMs, delays}, ttlText, nil
+		return "gcra.lua", []int64{interval, p.Burst * interval, ttlMs, delays}, ttlText
 	case core.AlgFixedWindow:
 		w := int64(p.Window)
 		// The largest count core's one-word state keeps beside the window
 		// number (core's maxFixedLimit), so that a conversion keeps the
 		// same count in both stores.
 		most := min(int64(1)<<(63-bits.Len64(uint64(math.MaxInt64/w)))-1, core.MaxWindowLimit)
-		return "fixedwindow.lua", []int64{w / 1000, w % 1000, p.Limit, ttlMs, most}, ttlText, nil
+		return "fixedwindow.lua", []int64{w / 1000, w % 1000, p.Limit, ttlMs, most}, ttlText
 	case core.AlgSlidingWindow:
 		// core.MaxBuckets bounds the ring, which the script unpacks onto
 		// Lua's stack (8000 values): TestMaxBucketsFitLua.
 		w := int64(p.Interval())
 		return "slidingwindow.lua", []int64{w / 1000, w % 1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs},
-			"'<dddH" + strings.Repeat("I4", int(p.Buckets+1)) + "'", nil
+			"'<dddH" + strings.Repeat("I4", int(p.Buckets+1)) + "'"
 	}
-	return "", nil, "", fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
+	panic(fmt.Sprintf("script: unknown algorithm %v of a valid policy", p.Algorithm))
 }
 
 // Policy is a policy given with a call, as the scripts receive it, or a
@@ -128,18 +129,16 @@ type Policy struct {
 // OwnPart returns part j >= 1 (from 0) of the limiter's own policy.
 func OwnPart(j int) *Policy { return &Policy{own: j} }
 
-// NewPolicy returns the valid policy p for its calls' scripts, its keys
-// expiring plus after they would be full (Policy.Recovery).
-func NewPolicy(p core.Policy, plus time.Duration) (*Policy, error) {
-	_, nums, _, err := numbers(p, p.Recovery()+plus)
-	if err != nil {
-		return nil, err
-	}
+// NewPolicy returns the valid policy p (core.Policy.Validate) for its
+// calls' scripts, its keys expiring plus after they would be full
+// (Policy.Recovery).
+func NewPolicy(p core.Policy, plus time.Duration) *Policy {
+	_, nums, _ := numbers(p, p.Recovery()+plus)
 	ps := &Policy{args: make([]any, len(nums))}
 	for i, x := range nums {
 		ps.args[i] = x
 	}
-	return ps, nil
+	return ps
 }
 
 // Call is one decision of a script call: what it asks, and the answer.

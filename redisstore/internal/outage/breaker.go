@@ -120,12 +120,10 @@ func (b *Breaker) Done(t Ticket, rt uint64, err error) {
 	}
 	b.mu.Lock()
 	w := b.word.Load()
-	changed := false
 	switch {
 	case w != t.word: // a change came in between: the outcome no longer counts
 	case err == nil && t.probe:
 		b.change(w, Closed, nil)
-		changed = true
 	case err == nil:
 		b.fails.Store(0)
 	case rt == 0:
@@ -142,12 +140,9 @@ func (b *Breaker) Done(t Ticket, rt uint64, err error) {
 		b.cause.Store(&cause)
 		b.probeAt.Store(b.now() + b.interval)
 		b.change(w, Open, err)
-		changed = true
 	}
 	b.mu.Unlock()
-	if changed {
-		b.report()
-	}
+	b.report() // off the request path: a failure, or a probe's outcome
 }
 
 // Refused returns, while the breaker is open, how long until it lets a

@@ -142,30 +142,27 @@ func NewPolicy(p core.Policy, plus time.Duration) *Policy {
 }
 
 // Call is one decision of a script call: what it asks, and the answer.
-// Under a policy made with core.AllOf, it is the first part's, and More
-// holds the others': all are decided at once, a cost admitted only if
-// every part admits it, and then charged to each.
+// Its Part is its key, its policy (nil: the limiter's own) and its answer;
+// under a policy made with core.AllOf, the first part's, and More holds
+// the others': all are decided at once, a cost admitted only if every
+// part admits it, and then charged to each.
 type Call struct {
-	Key    string  // the Redis key
-	N      int64   // the cost; 0 to look (Peek and Get); -1-u to set the usage to u (Set)
-	Policy *Policy // the policy given with the call; nil: the limiter's own
-	Now    int64   // tests: the script's now, Unix ns; 0: the server's TIME
-	More   []Part  // the other parts, each with a Policy
+	Part
+	N    int64  // the cost; 0 to look (Peek and Get); -1-u to set the usage to u (Set)
+	Now  int64  // tests: the script's now, Unix ns; 0: the server's TIME
+	More []Part // the other parts, each with a Policy
 	// SettleAt, for a settlement, is the instant of the decision settled
 	// (Unix ns, not 0), and N the units it adds: a debt > 0, a refund < 0.
 	SettleAt int64
-
-	Res  core.Decision // Allowed, Remaining, ResetAfter, RetryAfter, Delay and At
-	Used int64         // a look: the key's usage; else -1 for a denial the deny cache must not keep
 }
 
-// Part is a part of a Call after its first: its key, its policy (never
-// nil), its answer.
+// Part is a part of a Call: its key, its policy (never nil after the
+// first), its answer.
 type Part struct {
-	Key    string
-	Policy *Policy
-	Res    core.Decision
-	Used   int64
+	Key    string        // the Redis key
+	Policy *Policy       // the policy given with the call
+	Res    core.Decision // Allowed, Remaining, ResetAfter, RetryAfter, Delay and At
+	Used   int64         // a look: the key's usage; else -1 for a denial the deny cache must not keep
 }
 
 // cost is the argument of c's rows: its cost, or a settlement's units and
@@ -286,17 +283,18 @@ func Parse[C Caller](v any, calls []C) error {
 	row := 0
 	for _, cc := range calls {
 		c := cc.ScriptCall()
-		parseRow(word, row, c.N, at, &c.Res, &c.Used)
+		parseRow(word, row, c.N, at, &c.Part)
 		for j := range c.More {
-			parseRow(word, row+1+j, c.N, at, &c.More[j].Res, &c.More[j].Used)
+			parseRow(word, row+1+j, c.N, at, &c.More[j])
 		}
 		row += 1 + len(c.More)
 	}
 	return nil
 }
 
-// parseRow reads the answer of row i of a call of cost n.
-func parseRow(word func(int) int64, i int, n int64, at time.Time, d *core.Decision, used *int64) {
+// parseRow reads the answer of row i of a call of cost n into p.
+func parseRow(word func(int) int64, i int, n int64, at time.Time, p *Part) {
+	d := &p.Res
 	var x [5]int64
 	for j := range x {
 		x[j] = word(5*i + j)
@@ -308,9 +306,9 @@ func parseRow(word func(int) int64, i int, n int64, at time.Time, d *core.Decisi
 	d.RetryAfter = time.Duration(max(x[3], 0))
 	switch {
 	case n == 0:
-		*used = x[4] // a look: the fifth is the usage, the delay 0
+		p.Used = x[4] // a look: the fifth is the usage, the delay 0
 	case x[4] < 0:
-		*used = -1
+		p.Used = -1
 	default:
 		d.Delay = time.Duration(x[4])
 	}

@@ -51,7 +51,8 @@ type config struct {
 	hook       func(BreakerChange)
 	noFallback bool
 	clock      func() time.Time // tests: fixes the scripts' now
-	localNow   func() time.Time // tests: the deny cache's and breaker's clock alone
+	localNow   func() time.Time // tests: the deny cache's and breaker's clock
+	ttlPlus    time.Duration    // tests: added to the keys' expiry
 }
 
 // WithPrefix sets the first part of every Redis key the limiter writes.

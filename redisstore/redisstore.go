@@ -95,22 +95,18 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 			return nil, err
 		}
 	}
-	var ttlPlus time.Duration
-	if c.clock != nil {
-		// A test clock moves independently of the real time by which
-		// Redis expires keys: keep the state long enough for any test.
-		ttlPlus = testKeyLife
-	}
-	s, err := script.New(p, ttlPlus)
+	s, err := script.New(p, c.ttlPlus)
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{policy: p, unnamed: p, ttlPlus: ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock}
+	l := &Limiter{policy: p, unnamed: p, ttlPlus: c.ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock, local: sinceStart}
 	l.unnamed.Name = ""
 	if p.Parts() != nil {
 		l.own = l.newSpec(l.unnamed, true)
 	}
-	l.local = c.localClock()
+	if c.localNow != nil {
+		l.local = func() int64 { return c.localNow().UnixNano() }
+	}
 	l.br = outage.NewBreaker(c.failures, c.interval, l.local, func(ch outage.Change) {
 		c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
 	})
@@ -131,20 +127,6 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 var start = time.Now()
 
 func sinceStart() int64 { return int64(time.Since(start)) }
-
-// localClock is the limiter's local clock (sinceStart, or a test's).
-func (c *config) localClock() func() int64 {
-	switch {
-	case c.localNow != nil:
-		return func() int64 { return c.localNow().UnixNano() }
-	case c.clock != nil:
-		return func() int64 { return c.clock().UnixNano() }
-	}
-	return sinceStart
-}
-
-// testKeyLife is added to the key expiry when a test fixes the clock.
-const testKeyLife = time.Hour
 
 // Allow is AllowN with cost 1.
 func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) {

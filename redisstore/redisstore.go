@@ -458,7 +458,7 @@ func (l *Limiter) wait(ctx context.Context, op string, c *transport.Call) error 
 }
 
 // gaveUp returns the error for a call that Redis did not answer in time
-// (ctxErr nil or errDeadline) or whose context ended (ctxErr).
+// (ctxErr nil or transport.ErrDeadline) or whose context ended (ctxErr).
 func (l *Limiter) gaveUp(op string, c *transport.Call, ctxErr error) error {
 	if ctxErr != nil && ctxErr != transport.ErrDeadline {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)

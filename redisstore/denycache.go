@@ -188,9 +188,8 @@ func (c *denyCache) forget(key string) uint64 {
 	}
 	sh := c.shard(key)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	sh.gen++
-	gen := sh.gen
 	delete(sh.m, key)
-	sh.mu.Unlock()
-	return gen
+	return sh.gen
 }

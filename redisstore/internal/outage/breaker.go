@@ -82,32 +82,31 @@ func (b *Breaker) State() State { return State(b.word.Load() & 3) }
 // Admit reports whether a call may go to Redis now.
 func (b *Breaker) Admit() (Ticket, bool) {
 	w := b.word.Load()
-	switch State(w & 3) {
-	case Closed:
+	switch {
+	case State(w&3) == Closed:
 		return Ticket{word: w}, true
-	case Open:
-		if b.now() < b.probeAt.Load() {
-			return Ticket{}, false
-		}
-	case HalfOpen:
-		if b.probing.Load() {
-			return Ticket{}, false
-		}
+	case !b.mayProbe(w):
+		return Ticket{}, false
 	}
 	b.mu.Lock()
-	w = b.word.Load()
-	switch {
-	case State(w&3) == Open && b.now() >= b.probeAt.Load():
-		w = b.change(w, HalfOpen, nil)
-	case State(w&3) == HalfOpen && !b.probing.Load():
-	default:
+	if w = b.word.Load(); !b.mayProbe(w) { // another call took the probe, or it closed
 		b.mu.Unlock()
 		return Ticket{}, false
+	}
+	if State(w&3) == Open {
+		w = b.change(w, HalfOpen, nil)
 	}
 	b.probing.Store(true)
 	b.mu.Unlock()
 	b.report()
 	return Ticket{word: w, probe: true}, true
+}
+
+// mayProbe reports whether a call may probe Redis now, the breaker's word
+// being w: open for its interval, or half-open with no probe out.
+func (b *Breaker) mayProbe(w uint64) bool {
+	s := State(w & 3)
+	return s == Open && b.now() >= b.probeAt.Load() || s == HalfOpen && !b.probing.Load()
 }
 
 // Done records the outcome of a call Admit let through: err nil for a

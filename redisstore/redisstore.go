@@ -516,11 +516,10 @@ func (l *Limiter) done(t outage.Ticket, err error) (failed bool) {
 		return false
 	}
 	var se *storeError
-	failed = errors.As(err, &se)
-	var rt uint64
-	if failed {
-		rt = se.rt
+	if !errors.As(err, &se) {
+		l.br.Done(t, 0, err) // not Redis's failure: its round trip counts for nothing
+		return false
 	}
-	l.br.Done(t, rt, err)
-	return failed
+	l.br.Done(t, se.rt, err)
+	return true
 }

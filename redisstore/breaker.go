@@ -30,16 +30,13 @@ const (
 
 // String returns "closed", "open" or "half-open".
 func (s BreakerState) String() string {
-	switch s {
-	case BreakerClosed:
-		return "closed"
-	case BreakerOpen:
-		return "open"
-	case BreakerHalfOpen:
-		return "half-open"
+	if int(s) < len(breakerStates) {
+		return breakerStates[s]
 	}
 	return fmt.Sprintf("BreakerState(%d)", uint8(s))
 }
+
+var breakerStates = [...]string{BreakerClosed: "closed", BreakerOpen: "open", BreakerHalfOpen: "half-open"}
 
 // BreakerChange is one change of the breaker's state, as WithBreakerHook
 // reports it.

@@ -167,39 +167,29 @@ func (c *denyCache) put(key string, e denyEntry, now int64, gen uint64) {
 }
 
 // other forgets key's denial if one is cached under another policy than
-// pid, before a call under pid that may consume is sent; it returns the
-// shard's generation to pass to put. Without denials under policies given
-// with calls, a call under the limiter's own policy has nothing to forget.
-func (c *denyCache) other(key string, pid uint64) uint64 {
+// pid, before a call under pid that may consume is sent. Without denials
+// under policies given with calls, a call under the limiter's own policy
+// has nothing to forget.
+func (c *denyCache) other(key string, pid uint64) {
 	if pid == 0 && !c.mixed.Load() {
-		return 0
+		return
 	}
-	e, ok, gen := c.lookup(key)
-	if ok && e.pid != pid {
-		return c.forget(key)
+	if e, ok, _ := c.lookup(key); ok && e.pid != pid {
+		c.forget(key)
 	}
-	return gen
 }
 
 // forget drops key's denial and turns away the denials of calls sent
-// before it (see put). It returns the shard's new generation.
+// before it (see put). It returns the shard's new generation. A nil cache
+// (switched off) has nothing to forget.
 func (c *denyCache) forget(key string) uint64 {
+	if c == nil {
+		return 0
+	}
 	sh := c.shard(key)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	sh.gen++
-	gen := sh.gen
 	delete(sh.m, key)
-	sh.mu.Unlock()
-	return gen
-}
-
-func (c *denyCache) len() int {
-	total := 0
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.RLock()
-		total += len(sh.m)
-		sh.mu.RUnlock()
-	}
-	return total
+	return sh.gen
 }

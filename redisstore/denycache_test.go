@@ -178,3 +178,15 @@ func TestDenyCacheEviction(t *testing.T) {
 		assert.False(t, ok)
 	})
 }
+
+// len counts the cached denials.
+func (c *denyCache) len() int {
+	total := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.RLock()
+		total += len(sh.m)
+		sh.mu.RUnlock()
+	}
+	return total
+}

@@ -65,13 +65,19 @@ func (quiet) Printf(_ context.Context, format string, args ...any) {
 }
 
 // withClock makes the scripts read now from the given clock instead of the
-// server's TIME, and the deny cache too. It exists only in this package's
-// tests: nothing in the exported API can pass a time to the scripts, so a
-// production limiter always runs on the server's clock. (An exported
-// testing option would let any caller turn it on by accident or by malice:
-// a client-side clock is exactly what the design rules out.)
+// server's TIME, and the deny cache and the breaker too. It exists only in
+// this package's tests: nothing in the exported API can pass a time to the
+// scripts, so a production limiter always runs on the server's clock. (An
+// exported testing option would let any caller turn it on by accident or
+// by malice: a client-side clock is exactly what the design rules out.)
+//
+// A test clock moves independently of the real time by which Redis expires
+// keys: the keys live an hour longer, long enough for any test.
 func withClock(now func() time.Time) Option {
-	return func(c *config) error { c.clock = now; return nil }
+	return func(c *config) error {
+		c.clock, c.localNow, c.ttlPlus = now, now, time.Hour
+		return nil
+	}
 }
 
 // withLocalClock replaces only the deny cache's clock: the scripts still

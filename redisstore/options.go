@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,6 +28,18 @@ const (
 // Option configures New.
 type Option func(*config) error
 
+// option returns the Option that applies set, if ok (its value is valid),
+// or else fails with the error that format and args describe.
+func option(ok bool, set func(*config), format string, args ...any) Option {
+	return func(c *config) error {
+		if !ok {
+			return fmt.Errorf("redisstore: "+format, args...)
+		}
+		set(c)
+		return nil
+	}
+}
+
 type config struct {
 	prefix     string
 	timeout    time.Duration
@@ -40,7 +51,8 @@ type config struct {
 	hook       func(BreakerChange)
 	noFallback bool
 	clock      func() time.Time // tests: fixes the scripts' now
-	localNow   func() time.Time // tests: the deny cache's and breaker's clock alone
+	localNow   func() time.Time // tests: the deny cache's and breaker's clock
+	ttlPlus    time.Duration    // tests: added to the keys' expiry
 }
 
 // WithPrefix sets the first part of every Redis key the limiter writes.
@@ -59,13 +71,11 @@ type config struct {
 // policy starts from fresh keys, so to change limits and keep what keys
 // used, give the policy with each call (Limiter.AllowPolicy).
 func WithPrefix(prefix string) Option {
-	return func(c *config) error {
-		if err := validPrefix(prefix); err != nil {
-			return err
-		}
-		c.prefix = prefix
-		return nil
+	if prefix == "" {
+		return option(false, nil, "WithPrefix needs a non-empty prefix")
 	}
+	return option(!strings.ContainsAny(prefix, "{}"), func(c *config) { c.prefix = prefix },
+		"WithPrefix(%q): a prefix may not contain '{' or '}' (the key's hash tag is the library's)", prefix)
 }
 
 // WithTimeout sets how long a call that goes to Redis may take, from when
@@ -93,13 +103,7 @@ func WithPrefix(prefix string) Option {
 // 7-11% above on a three-master Cluster. A longer timeout buys exactness
 // under overload.
 func WithTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("redisstore: WithTimeout must be > 0, got %v", d)
-		}
-		c.timeout = d
-		return nil
-	}
+	return option(d > 0, func(c *config) { c.timeout = d }, "WithTimeout must be > 0, got %v", d)
 }
 
 // WithDenyCacheSize bounds the deny cache to about n keys; n = 0 switches
@@ -115,13 +119,8 @@ func WithTimeout(d time.Duration) Option {
 // Limiter.Reset and Limiter.Set clear it for the key in this process;
 // another process may keep denying until its cached RetryAfter.
 func WithDenyCacheSize(n int) Option {
-	return func(c *config) error {
-		if n < 0 {
-			return fmt.Errorf("redisstore: WithDenyCacheSize must be >= 0 (0 switches the deny cache off), got %d", n)
-		}
-		c.denySize = n
-		return nil
-	}
+	return option(n >= 0, func(c *config) { c.denySize = n },
+		"WithDenyCacheSize must be >= 0 (0 switches the deny cache off), got %d", n)
 }
 
 // Defaults of the circuit breaker (see WithBreakerFailures).
@@ -164,26 +163,14 @@ func WithoutFallback() Option {
 // it open. A refused connection fails at once, so an outage costs the
 // calls that opened the breaker and one call per probe interval.
 func WithBreakerFailures(n int) Option {
-	return func(c *config) error {
-		if n <= 0 {
-			return fmt.Errorf("redisstore: WithBreakerFailures must be > 0, got %d", n)
-		}
-		c.failures = n
-		return nil
-	}
+	return option(n > 0, func(c *config) { c.failures = n }, "WithBreakerFailures must be > 0, got %d", n)
 }
 
 // WithBreakerProbeInterval sets how long the open breaker waits before it
 // lets one call through to Redis as a probe, and again after each probe
 // that fails. d must be > 0. The default is 1s.
 func WithBreakerProbeInterval(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("redisstore: WithBreakerProbeInterval must be > 0, got %v", d)
-		}
-		c.interval = d
-		return nil
-	}
+	return option(d > 0, func(c *config) { c.interval = d }, "WithBreakerProbeInterval must be > 0, got %v", d)
 }
 
 // WithBreakerHook sets a function called on every change of the circuit
@@ -192,21 +179,5 @@ func WithBreakerProbeInterval(d time.Duration) Option {
 // (usually the one that caused the change), which waits for it: keep f
 // fast. f may call the Limiter.
 func WithBreakerHook(f func(BreakerChange)) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errors.New("redisstore: WithBreakerHook needs a non-nil function")
-		}
-		c.hook = f
-		return nil
-	}
-}
-
-func validPrefix(prefix string) error {
-	switch {
-	case prefix == "":
-		return fmt.Errorf("redisstore: WithPrefix needs a non-empty prefix")
-	case strings.ContainsAny(prefix, "{}"):
-		return fmt.Errorf("redisstore: WithPrefix(%q): a prefix may not contain '{' or '}' (the key's hash tag is the library's)", prefix)
-	}
-	return nil
+	return option(f != nil, func(c *config) { c.hook = f }, "WithBreakerHook needs a non-nil function")
 }

@@ -27,19 +27,15 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	if v, ok := l.specs.m.Load(p); ok {
 		return v.(*pspec), nil
 	}
-	if err := p.Validate(); err != nil {
+	switch err := p.Validate(); {
+	case err != nil:
 		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
-	}
-	switch {
 	case p.Algorithm != l.policy.Algorithm:
 		return nil, fmt.Errorf("redisstore: %s: %w: %v, the limiter's is %v", op, core.ErrAlgorithmMismatch, p.Algorithm, l.policy.Algorithm)
 	case l.own == nil && p.Parts() != nil:
 		return nil, fmt.Errorf("redisstore: %s: %w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", op, core.ErrAlgorithmMismatch)
 	}
-	ps, err := l.newSpec(p, l.own != nil)
-	if err != nil {
-		return nil, err
-	}
+	ps := l.newSpec(p, l.own != nil)
 	if l.specs.n.Add(1) > maxSpecs {
 		l.specs.n.Add(-1)
 		return ps, nil // not cached: id 0
@@ -55,30 +51,27 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 // newSpec returns the spec of p, valid and of the limiter's algorithm,
 // for a limiter of policies made with core.AllOf when ofParts is set.
 // The limiter's own (l.own) has the parts of its script (OwnPart).
-func (l *Limiter) newSpec(p core.Policy, ofParts bool) (*pspec, error) {
-	ps := &pspec{policy: p}
-	if !ofParts {
-		var err error
-		ps.args, err = script.NewPolicy(p, l.ttlPlus)
-		return ps, err
-	}
+func (l *Limiter) newSpec(p core.Policy, ofParts bool) *pspec {
 	parts := p.Parts()
-	if ps.all = parts != nil; !ps.all {
+	ps := &pspec{all: parts != nil}
+	if !ps.all {
 		parts = []core.Policy{p}
 	}
 	for j, q := range parts {
-		args, err := script.NewPolicy(q, l.ttlPlus)
+		args := script.NewPolicy(q, l.ttlPlus)
 		switch {
-		case err != nil:
-			return nil, err
 		case p == l.unnamed && j > 0:
 			args = script.OwnPart(j)
 		case p == l.unnamed:
 			args = nil
 		}
-		ps.parts = append(ps.parts, part{tail: l.keys.tail + ":" + q.Label(), args: args})
+		tail := l.keys.tail // the key of the user key (keyLayout)
+		if ofParts {
+			tail += ":" + q.Label()
+		}
+		ps.parts = append(ps.parts, part{tail: tail, args: args})
 	}
-	return ps, nil
+	return ps
 }
 
 // AllowPolicy is AllowN under p instead of the limiter's own policy, with
@@ -111,16 +104,15 @@ func (l *Limiter) Get(ctx context.Context, p core.Policy, key string) (core.Usag
 	if err != nil {
 		return core.Usage{Policy: p}, err
 	}
-	var u core.Usage
+	u := core.Usage{Policy: p}
 	err = l.admin(ctx, "Get", func() error {
 		d, used, err := l.decide(ctx, "Get", ps, &p, key, 0)
-		u = core.Usage{Used: used, Remaining: d.Remaining, ResetAfter: d.ResetAfter, Policy: p}
+		if err == nil {
+			u.Used, u.Remaining, u.ResetAfter = used, d.Remaining, d.ResetAfter
+		}
 		return err
 	})
-	if err != nil {
-		return core.Usage{Policy: p}, err
-	}
-	return u, nil
+	return u, err
 }
 
 // Set makes key's usage under p exactly used units now, 0 <= used <=
@@ -141,23 +133,20 @@ func (l *Limiter) Set(ctx context.Context, p core.Policy, key string, used int64
 		return fmt.Errorf("redisstore: Set: %w: got %d, %s", core.ErrInvalidUsage, used, capacityText(p))
 	}
 	return l.admin(ctx, "Set", func() error {
-		if l.deny != nil {
-			// As in reset: after the script, whatever its outcome.
-			defer l.deny.forget(key)
-		}
+		defer l.deny.forget(key) // as in Reset: after the script, whatever its outcome
 		_, _, err := l.decide(ctx, "Set", ps, &p, key, -1-used)
 		return err
 	})
 }
 
-// admin runs an admin call to Redis (Get, Set) through the circuit
-// breaker, which it informs.
+// admin runs an admin call to Redis (Reset, Get, Set, Settle) through the
+// circuit breaker, which it informs.
 func (l *Limiter) admin(ctx context.Context, op string, f func() error) error {
-	if l.closed.Load() {
+	switch {
+	case l.closed.Load():
 		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-	}
-	if ctx.Err() != nil {
-		return f() // the error, without Redis
+	case ctx.Err() != nil:
+		return fmt.Errorf("redisstore: %s: %w", op, ctx.Err())
 	}
 	t, ok := l.br.Admit()
 	if !ok {

@@ -86,7 +86,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	c := config{prefix: defaultPrefix, timeout: defaultTimeout, denySize: defaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights,
-		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval}
+		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval, hook: func(BreakerChange) {}}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("redisstore: New: option %d is nil", i+1)
@@ -95,35 +95,23 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 			return nil, err
 		}
 	}
-	var ttlPlus time.Duration
-	if c.clock != nil {
-		// A test clock moves independently of the real time by which
-		// Redis expires keys: keep the state long enough for any test.
-		ttlPlus = testKeyLife
-	}
-	s, err := script.New(p, ttlPlus)
+	s, err := script.New(p, c.ttlPlus)
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{policy: p, unnamed: p, ttlPlus: ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock}
+	l := &Limiter{policy: p, unnamed: p, ttlPlus: c.ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock, local: sinceStart}
 	l.unnamed.Name = ""
 	if p.Parts() != nil {
-		if l.own, err = l.newSpec(l.unnamed, true); err != nil {
-			return nil, err
-		}
+		l.own = l.newSpec(l.unnamed, true)
 	}
-	l.local = c.localClock()
-	var hook func(outage.Change)
-	if c.hook != nil {
-		hook = func(ch outage.Change) {
-			c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
-		}
+	if c.localNow != nil {
+		l.local = func() int64 { return c.localNow().UnixNano() }
 	}
-	l.br = outage.NewBreaker(c.failures, c.interval, l.local, hook)
+	l.br = outage.NewBreaker(c.failures, c.interval, l.local, func(ch outage.Change) {
+		c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
+	})
 	if !c.noFallback {
-		if l.fb, err = outage.NewFallback(p, c.clock); err != nil {
-			return nil, fmt.Errorf("redisstore: fallback: %w", err)
-		}
+		l.fb = outage.NewFallback(p, c.clock)
 	}
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
@@ -139,20 +127,6 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 var start = time.Now()
 
 func sinceStart() int64 { return int64(time.Since(start)) }
-
-// localClock is the limiter's local clock (sinceStart, or a test's).
-func (c *config) localClock() func() int64 {
-	switch {
-	case c.localNow != nil:
-		return func() int64 { return c.localNow().UnixNano() }
-	case c.clock != nil:
-		return func() int64 { return c.clock().UnixNano() }
-	}
-	return sinceStart
-}
-
-// testKeyLife is added to the key expiry when a test fixes the clock.
-const testKeyLife = time.Hour
 
 // Allow is AllowN with cost 1.
 func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) {
@@ -199,7 +173,9 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	}
 	var sent int64
 	var gen uint64
-	cache := l.deny != nil && n <= 1 && ps.cacheable()
+	// The deny cache holds the denials of the limiter's own policy and of
+	// every policy the spec cache holds.
+	cache := l.deny != nil && n <= 1 && (ps == nil || ps.id != 0)
 	switch {
 	case cache:
 		sent = l.local()
@@ -303,47 +279,32 @@ func cachedDenial(e denyEntry, now int64, p *core.Policy) core.Decision {
 // fallback (one wrapping ErrBreakerOpen while the breaker keeps it from
 // Redis: the key in Redis was not reset).
 func (l *Limiter) Reset(ctx context.Context, key string) error {
-	if l.closed.Load() {
-		return fmt.Errorf("redisstore: Reset: %w", core.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstore: Reset: %w", err)
-	}
-	if l.fb != nil {
+	// The fallback first, even when the breaker keeps the call from Redis
+	// (admin returns the errors of a closed limiter and an ended context).
+	if l.fb != nil && !l.closed.Load() && ctx.Err() == nil {
 		if err := l.fb.Reset(ctx, key); err != nil {
 			return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
 		}
 	}
-	t, ok := l.br.Admit()
-	if !ok {
-		return l.refused("Reset")
-	}
-	err := l.reset(ctx, key)
-	l.done(t, err)
-	return err
-}
-
-// reset deletes key in Redis.
-func (l *Limiter) reset(ctx context.Context, key string) error {
-	if l.deny != nil {
-		// After the DEL, whatever its outcome: a denial cached before
-		// the DEL was answered (say, one Redis produced before the DEL
-		// but this process received while it was in flight) is dropped,
-		// and forget turns away every denial whose call was sent before
-		// now (put's gen), so one still in flight cannot cache itself.
-		// A call sent after this is decided by Redis after the DEL.
+	return l.admin(ctx, "Reset", func() error {
+		// After the DEL, whatever its outcome: a denial cached before the
+		// DEL was answered (say, one Redis produced before the DEL but this
+		// process received while it was in flight) is dropped, and forget
+		// turns away every denial whose call was sent before now (put's
+		// gen), so one still in flight cannot cache itself. A call sent
+		// after this is decided by Redis after the DEL.
 		defer l.deny.forget(key)
-	}
-	c := l.call(nil, key)
-	c.Del = true
-	if l.own != nil {
-		l.partsKnown(c, key)
-	}
-	if err := l.wait(ctx, "Reset", c); err != nil {
-		return err
-	}
-	c.Release()
-	return nil
+		c := l.call(nil, key)
+		c.Del = true
+		if l.own != nil {
+			l.partsKnown(c, key)
+		}
+		if err := l.wait(ctx, "Reset", c); err != nil {
+			return err
+		}
+		c.Release()
+		return nil
+	})
 }
 
 // partsKnown adds to c, a DEL of key's parts under the limiter's own
@@ -455,8 +416,8 @@ func (l *Limiter) call(ps *pspec, key string) *transport.Call {
 	if ps == nil {
 		ps = l.own
 	}
-	if ps == nil || ps.parts == nil {
-		c.Key, c.Policy = l.keys.key(key), ps.script()
+	if ps == nil {
+		c.Key = l.keys.key(key)
 		return c
 	}
 	k := tagged(key)
@@ -497,7 +458,7 @@ func (l *Limiter) wait(ctx context.Context, op string, c *transport.Call) error 
 }
 
 // gaveUp returns the error for a call that Redis did not answer in time
-// (ctxErr nil or errDeadline) or whose context ended (ctxErr).
+// (ctxErr nil or transport.ErrDeadline) or whose context ended (ctxErr).
 func (l *Limiter) gaveUp(op string, c *transport.Call, ctxErr error) error {
 	if ctxErr != nil && ctxErr != transport.ErrDeadline {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
@@ -555,11 +516,10 @@ func (l *Limiter) done(t outage.Ticket, err error) (failed bool) {
 		return false
 	}
 	var se *storeError
-	failed = errors.As(err, &se)
-	var rt uint64
-	if failed {
-		rt = se.rt
+	if !errors.As(err, &se) {
+		l.br.Done(t, 0, err) // not Redis's failure: its round trip counts for nothing
+		return false
 	}
-	l.br.Done(t, rt, err)
-	return failed
+	l.br.Done(t, se.rt, err)
+	return true
 }

@@ -34,10 +34,7 @@ func (l *Limiter) Settle(ctx context.Context, key string, d core.Decision, charg
 	if err != nil || cost == charged {
 		return err
 	}
-	if l.deny != nil {
-		// As in reset: after the script, whatever its outcome.
-		defer l.deny.forget(key)
-	}
+	defer l.deny.forget(key) // as in Reset: after the script, whatever its outcome
 	if d.Source == core.SourceFallback && l.fb != nil {
 		if err := l.fb.Settle(ctx, key, d, charged, cost); err != nil {
 			return fmt.Errorf("redisstore: Settle in fallback: %w", err)

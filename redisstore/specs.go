@@ -4,7 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
@@ -14,28 +13,19 @@ import (
 // script has written in (Limiter.own, under a limiter of policies made
 // with core.AllOf).
 type pspec struct {
-	policy core.Policy    // without its Name
-	args   *script.Policy // its numbers for the scripts
-	id     uint64         // the deny cache's name for it, >= 1; 0 when not cached
-	// Under a limiter of policies made with core.AllOf: the parts (the
-	// policy alone when it has none), and whether it has parts.
+	id uint64 // the deny cache's name for it, >= 1; 0 when not cached
+	// Its parts (the policy alone when it has none), and whether it has
+	// parts.
 	parts []part
 	all   bool
 }
 
-// part is a part of a policy under a limiter of policies made with
-// core.AllOf: its keys' tail (keyLayout) and its numbers for the scripts.
+// part is a part of a policy: its keys' tail (keyLayout) and its numbers
+// for the scripts. Under a limiter of a policy of one part, the one part
+// has the limiter's keys.
 type part struct {
 	tail string
 	args *script.Policy
-}
-
-// script returns the policy for the scripts: nil for the limiter's own.
-func (ps *pspec) script() *script.Policy {
-	if ps == nil {
-		return nil
-	}
-	return ps.args
 }
 
 // pid is the deny cache's name of the policy: 0 for the limiter's own,
@@ -49,10 +39,6 @@ func (ps *pspec) pid() uint64 {
 	}
 	return ps.id
 }
-
-// cacheable reports whether the deny cache may hold the policy's denials:
-// the limiter's own and every policy the spec cache holds.
-func (ps *pspec) cacheable() bool { return ps == nil || ps.id != 0 }
 
 // maxSpecs bounds the policies a limiter keeps converted for the scripts:
 // plans are few, and policies beyond the bound still work (converted on

@@ -62,8 +62,8 @@ type Breaker struct {
 
 // NewBreaker returns a closed breaker that threshold consecutive failed
 // round trips open, probing every interval on the clock now (ns), and
-// calls hook (if not nil) with each change: one at a time, in order, on
-// the goroutine of a call (see report).
+// calls hook with each change: one at a time, in order, on the goroutine
+// of a call (see report).
 func NewBreaker(threshold int, interval time.Duration, now func() int64, hook func(Change)) *Breaker {
 	return &Breaker{threshold: int32(min(threshold, 1<<30)), interval: int64(interval), now: now, hook: hook}
 }
@@ -82,32 +82,31 @@ func (b *Breaker) State() State { return State(b.word.Load() & 3) }
 // Admit reports whether a call may go to Redis now.
 func (b *Breaker) Admit() (Ticket, bool) {
 	w := b.word.Load()
-	switch State(w & 3) {
-	case Closed:
+	switch {
+	case State(w&3) == Closed:
 		return Ticket{word: w}, true
-	case Open:
-		if b.now() < b.probeAt.Load() {
-			return Ticket{}, false
-		}
-	case HalfOpen:
-		if b.probing.Load() {
-			return Ticket{}, false
-		}
+	case !b.mayProbe(w):
+		return Ticket{}, false
 	}
 	b.mu.Lock()
-	w = b.word.Load()
-	switch {
-	case State(w&3) == Open && b.now() >= b.probeAt.Load():
-		w = b.change(w, HalfOpen, nil)
-	case State(w&3) == HalfOpen && !b.probing.Load():
-	default:
+	if w = b.word.Load(); !b.mayProbe(w) { // another call took the probe, or it closed
 		b.mu.Unlock()
 		return Ticket{}, false
+	}
+	if State(w&3) == Open {
+		w = b.change(w, HalfOpen, nil)
 	}
 	b.probing.Store(true)
 	b.mu.Unlock()
 	b.report()
 	return Ticket{word: w, probe: true}, true
+}
+
+// mayProbe reports whether a call may probe Redis now, the breaker's word
+// being w: open for its interval, or half-open with no probe out.
+func (b *Breaker) mayProbe(w uint64) bool {
+	s := State(w & 3)
+	return s == Open && b.now() >= b.probeAt.Load() || s == HalfOpen && !b.probing.Load()
 }
 
 // Done records the outcome of a call Admit let through: err nil for a
@@ -120,12 +119,10 @@ func (b *Breaker) Done(t Ticket, rt uint64, err error) {
 	}
 	b.mu.Lock()
 	w := b.word.Load()
-	changed := false
 	switch {
 	case w != t.word: // a change came in between: the outcome no longer counts
 	case err == nil && t.probe:
 		b.change(w, Closed, nil)
-		changed = true
 	case err == nil:
 		b.fails.Store(0)
 	case rt == 0:
@@ -142,12 +139,9 @@ func (b *Breaker) Done(t Ticket, rt uint64, err error) {
 		b.cause.Store(&cause)
 		b.probeAt.Store(b.now() + b.interval)
 		b.change(w, Open, err)
-		changed = true
 	}
 	b.mu.Unlock()
-	if changed {
-		b.report()
-	}
+	b.report() // off the request path: a failure, or a probe's outcome
 }
 
 // Refused returns, while the breaker is open, how long until it lets a
@@ -169,9 +163,7 @@ func (b *Breaker) change(w uint64, to State, err error) uint64 {
 	b.probing.Store(false)
 	next := (w>>2+1)<<2 | uint64(to)
 	b.word.Store(next)
-	if b.hook != nil {
-		b.changes = append(b.changes, Change{From: State(w & 3), To: to, Err: err})
-	}
+	b.changes = append(b.changes, Change{From: State(w & 3), To: to, Err: err})
 	return next
 }
 
@@ -181,9 +173,6 @@ func (b *Breaker) change(w uint64, to State, err error) uint64 {
 // deadlocking); the check after unlocking catches a change queued just
 // before.
 func (b *Breaker) report() {
-	if b.hook == nil {
-		return
-	}
 	for b.calling.TryLock() {
 		b.drain()
 		b.mu.Lock()

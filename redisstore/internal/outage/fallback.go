@@ -12,15 +12,13 @@ import (
 // policy, deciding the calls Redis did not, under the call's policy.
 type Fallback struct{ *core.MemoryLimiter }
 
-// NewFallback returns the fallback of policy p, on the test clock now
-// when there is one.
-func NewFallback(p core.Policy, now func() time.Time) (*Fallback, error) {
-	var opts []core.Option
-	if now != nil {
-		opts = append(opts, core.WithClock(now))
+// NewFallback returns the fallback of the valid policy p (so that
+// core.MustNew cannot panic), on the test clock now when there is one.
+func NewFallback(p core.Policy, now func() time.Time) *Fallback {
+	if now == nil {
+		return &Fallback{core.MustNew(p)}
 	}
-	lim, err := core.New(p, opts...)
-	return &Fallback{lim}, err
+	return &Fallback{core.MustNew(p, core.WithClock(now))}
 }
 
 // Decide decides call op locally under p (given with the call, or the

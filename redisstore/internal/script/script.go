@@ -35,24 +35,21 @@ const crossSlot = "#!lua flags=allow-cross-slot-keys\n"
 // New returns the script of policy p, whose keys expire plus after they
 // would be full (Policy.Recovery): its algorithm's file with p's numbers in
 // the header, and those of its parts after the first, for a policy made
-// with core.AllOf, so that its calls send no policy.
+// with core.AllOf, so that its calls send no policy. Its error is
+// p.Validate's.
 func New(p core.Policy, plus time.Duration) (Script, error) {
+	if err := p.Validate(); err != nil {
+		return Script{}, err
+	}
 	parts := p.Parts()
 	if parts == nil {
 		parts = []core.Policy{p}
 	}
-	var file string
-	var own, more []string
-	for i, q := range parts {
-		f, values, err := header(q, plus)
-		if err != nil {
-			return Script{}, err
-		}
-		if i == 0 {
-			file, own = f, values
-		} else {
-			more = append(more, "{"+strings.Join(values, ", ")+"}")
-		}
+	file, own := header(parts[0], plus)
+	var more []string
+	for _, q := range parts[1:] {
+		_, values := header(q, plus)
+		more = append(more, "{"+strings.Join(values, ", ")+"}")
 	}
 	src := withHeader(file, append(own, "{"+strings.Join(more, ", ")+"}"))
 	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil
@@ -60,12 +57,12 @@ func New(p core.Policy, plus time.Duration) (Script, error) {
 
 // header returns the file of p's algorithm and p's values of its header
 // (Lua literals), but the last: the parts after the first.
-func header(p core.Policy, plus time.Duration) (file string, values []string, err error) {
-	file, nums, extra, err := numbers(p, p.Recovery()+plus)
+func header(p core.Policy, plus time.Duration) (file string, values []string) {
+	file, nums, extra := numbers(p, p.Recovery()+plus)
 	for _, x := range nums {
 		values = append(values, strconv.FormatInt(x, 10))
 	}
-	return file, append(values, extra), err
+	return file, append(values, extra)
 }
 
 func newForm(src string) Form { return Form{Src: src, sha: redis.NewScript(src).Hash()} }
@@ -95,7 +92,7 @@ func withHeader(file string, values []string) string {
 //	token and leaky bucket  interval (ns), tau (ns), expiry (ms), 1 if it delays; the expiry as text
 //	fixed window            Window in µs and the ns remainder, Limit, expiry (ms), the largest count a conversion keeps; the expiry as text
 //	sliding window          bucket width in µs and the ns remainder, Buckets, Limit, cap2, expiry (ms); the ring's struct format
-func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra string, err error) {
+func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra string) {
 	ttlMs := int64((ttl + time.Millisecond - 1) / time.Millisecond)
 	ttlText := "'" + strconv.FormatInt(ttlMs, 10) + "'"
 	switch p.Algorithm {
@@ -104,22 +101,22 @@ func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra
 		if p.Algorithm == core.AlgLeakyBucket && !p.Meter {
 			delays = 1
 		}
-		return "gcra.lua", []int64{interval, p.Burst * interval, ttlMs, delays}, ttlText, nil
+		return "gcra.lua", []int64{interval, p.Burst * interval, ttlMs, delays}, ttlText
 	case core.AlgFixedWindow:
 		w := int64(p.Window)
 		// The largest count core's one-word state keeps beside the window
 		// number (core's maxFixedLimit), so that a conversion keeps the
 		// same count in both stores.
 		most := min(int64(1)<<(63-bits.Len64(uint64(math.MaxInt64/w)))-1, core.MaxWindowLimit)
-		return "fixedwindow.lua", []int64{w / 1000, w % 1000, p.Limit, ttlMs, most}, ttlText, nil
+		return "fixedwindow.lua", []int64{w / 1000, w % 1000, p.Limit, ttlMs, most}, ttlText
 	case core.AlgSlidingWindow:
 		// core.MaxBuckets bounds the ring, which the script unpacks onto
 		// Lua's stack (8000 values): TestMaxBucketsFitLua.
 		w := int64(p.Interval())
 		return "slidingwindow.lua", []int64{w / 1000, w % 1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs},
-			"'<dddH" + strings.Repeat("I4", int(p.Buckets+1)) + "'", nil
+			"'<dddH" + strings.Repeat("I4", int(p.Buckets+1)) + "'"
 	}
-	return "", nil, "", fmt.Errorf("redisstore: unknown algorithm %v", p.Algorithm)
+	panic(fmt.Sprintf("script: unknown algorithm %v of a valid policy", p.Algorithm))
 }
 
 // Policy is a policy given with a call, as the scripts receive it, or a
@@ -132,45 +129,40 @@ type Policy struct {
 // OwnPart returns part j >= 1 (from 0) of the limiter's own policy.
 func OwnPart(j int) *Policy { return &Policy{own: j} }
 
-// NewPolicy returns the valid policy p for its calls' scripts, its keys
-// expiring plus after they would be full (Policy.Recovery).
-func NewPolicy(p core.Policy, plus time.Duration) (*Policy, error) {
-	_, nums, _, err := numbers(p, p.Recovery()+plus)
-	if err != nil {
-		return nil, err
-	}
+// NewPolicy returns the valid policy p (core.Policy.Validate) for its
+// calls' scripts, its keys expiring plus after they would be full
+// (Policy.Recovery).
+func NewPolicy(p core.Policy, plus time.Duration) *Policy {
+	_, nums, _ := numbers(p, p.Recovery()+plus)
 	ps := &Policy{args: make([]any, len(nums))}
 	for i, x := range nums {
 		ps.args[i] = x
 	}
-	return ps, nil
+	return ps
 }
 
 // Call is one decision of a script call: what it asks, and the answer.
-// Under a policy made with core.AllOf, it is the first part's, and More
-// holds the others': all are decided at once, a cost admitted only if
-// every part admits it, and then charged to each.
+// Its Part is its key, its policy (nil: the limiter's own) and its answer;
+// under a policy made with core.AllOf, the first part's, and More holds
+// the others': all are decided at once, a cost admitted only if every
+// part admits it, and then charged to each.
 type Call struct {
-	Key    string  // the Redis key
-	N      int64   // the cost; 0 to look (Peek and Get); -1-u to set the usage to u (Set)
-	Policy *Policy // the policy given with the call; nil: the limiter's own
-	Now    int64   // tests: the script's now, Unix ns; 0: the server's TIME
-	More   []Part  // the other parts, each with a Policy
+	Part
+	N    int64  // the cost; 0 to look (Peek and Get); -1-u to set the usage to u (Set)
+	Now  int64  // tests: the script's now, Unix ns; 0: the server's TIME
+	More []Part // the other parts, each with a Policy
 	// SettleAt, for a settlement, is the instant of the decision settled
 	// (Unix ns, not 0), and N the units it adds: a debt > 0, a refund < 0.
 	SettleAt int64
-
-	Res  core.Decision // Allowed, Remaining, ResetAfter, RetryAfter, Delay and At
-	Used int64         // a look: the key's usage; else -1 for a denial the deny cache must not keep
 }
 
-// Part is a part of a Call after its first: its key, its policy (never
-// nil), its answer.
+// Part is a part of a Call: its key, its policy (never nil after the
+// first), its answer.
 type Part struct {
-	Key    string
-	Policy *Policy
-	Res    core.Decision
-	Used   int64
+	Key    string        // the Redis key
+	Policy *Policy       // the policy given with the call
+	Res    core.Decision // Allowed, Remaining, ResetAfter, RetryAfter, Delay and At
+	Used   int64         // a look: the key's usage; else -1 for a denial the deny cache must not keep
 }
 
 // cost is the argument of c's rows: its cost, or a settlement's units and
@@ -291,17 +283,18 @@ func Parse[C Caller](v any, calls []C) error {
 	row := 0
 	for _, cc := range calls {
 		c := cc.ScriptCall()
-		parseRow(word, row, c.N, at, &c.Res, &c.Used)
+		parseRow(word, row, c.N, at, &c.Part)
 		for j := range c.More {
-			parseRow(word, row+1+j, c.N, at, &c.More[j].Res, &c.More[j].Used)
+			parseRow(word, row+1+j, c.N, at, &c.More[j])
 		}
 		row += 1 + len(c.More)
 	}
 	return nil
 }
 
-// parseRow reads the answer of row i of a call of cost n.
-func parseRow(word func(int) int64, i int, n int64, at time.Time, d *core.Decision, used *int64) {
+// parseRow reads the answer of row i of a call of cost n into p.
+func parseRow(word func(int) int64, i int, n int64, at time.Time, p *Part) {
+	d := &p.Res
 	var x [5]int64
 	for j := range x {
 		x[j] = word(5*i + j)
@@ -313,9 +306,9 @@ func parseRow(word func(int) int64, i int, n int64, at time.Time, d *core.Decisi
 	d.RetryAfter = time.Duration(max(x[3], 0))
 	switch {
 	case n == 0:
-		*used = x[4] // a look: the fifth is the usage, the delay 0
+		p.Used = x[4] // a look: the fifth is the usage, the delay 0
 	case x[4] < 0:
-		*used = -1
+		p.Used = -1
 	default:
 		d.Delay = time.Duration(x[4])
 	}

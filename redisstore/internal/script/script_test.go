@@ -32,7 +32,7 @@ func decide(t *testing.T, rdb *redis.Client, s script.Script, p core.Policy, pre
 	t.Helper()
 	calls := make([]*script.Call, len(reqs))
 	for i, r := range reqs {
-		calls[i] = &script.Call{Key: prefix + r.key, N: r.n, Now: now.UnixNano()}
+		calls[i] = &script.Call{Part: script.Part{Key: prefix + r.key}, N: r.n, Now: now.UnixNano()}
 	}
 	f := &s.Keyed
 	if cross {

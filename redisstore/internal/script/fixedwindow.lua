@@ -56,14 +56,14 @@ end
 -- as soon as a call changes it (fewer tables than one per field: each
 -- costs Redis an allocation and its garbage collection), and the expiry to
 -- write it with (0: delete).
-local cur, px, out = {}, {}, {}
+local cur, px, out = {}, {}, {false, false} -- out: room for one call and the now
 -- Rows gs..g are a group (doc.go): charged row by row, each key's state
 -- before kept in sv; if a row denies (not pass), the states are put back
 -- and the rows decided again without consuming (probe).
 local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
-  local v = ARGV[co + i]
-  local k, n, settle, sa, sr = keys[i], tonumber(v), nil, nil, nil
+  local v = ARGV[co + i] -- the cost; '1' (Allow) spared tonumber
+  local k, n, settle, sa, sr = keys[i], v == '1' and 1 or tonumber(v), nil, nil, nil
   if not n then -- Settle: 'delta at_us at_r'
     settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
     settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
@@ -81,18 +81,18 @@ while i <= m do
     local p = P[e]
     q, rem, w, limit, ttl, most, ttlS = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
   end
-  local v = cur[k]
-  if v == nil then
-    v = redis.call('GET', k)
-    cur[k] = v
+  local st = cur[k]
+  if st == nil then
+    st = redis.call('GET', k)
+    cur[k] = st
   end
-  if i <= g and g > gs and not probe then sv[k] = {v, px[k]} end
+  if i <= g and g > gs and not probe then sv[k] = {st, px[k]} end
   -- The stored window (false: none), its count, Window and Limit, and
   -- (cu, cr) the later of now and the instant it was written at.
   local stored, sc, sw, sl, cu, cr = false, 0, w, limit, now_us, now_r
-  if v then
+  if st then
     local lu, lr
-    stored, sc, sw, lu, lr, sl = struct.unpack('<dI4ddHI4', v)
+    stored, sc, sw, lu, lr, sl = struct.unpack('<dI4ddHI4', st)
     if lu > cu or (lu == cu and lr > cr) then cu, cr = lu, lr end
   end
   local count, back, converted = 0, 0, false -- back: windows the stored one is ahead of now's

@@ -38,14 +38,14 @@ end
 -- as soon as a call changes it (fewer tables than one per field: each
 -- costs Redis an allocation and its garbage collection), and the expiry to
 -- write it with ('del': delete).
-local cur, dirty, out = {}, {}, {}
+local cur, dirty, out = {}, {}, {false, false} -- out: room for one call and the now
 -- Rows gs..g are a group (doc.go): charged row by row, each key's state
 -- before kept in sv; if a row denies (not pass), the states are put back
 -- and the rows decided again without consuming (probe).
 local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
-  local v = ARGV[co + i]
-  local k, n, settle = keys[i], tonumber(v), nil
+  local v = ARGV[co + i] -- the cost; '1' (Allow) spared tonumber
+  local k, n, settle = keys[i], v == '1' and 1 or tonumber(v), nil
   if not n then settle, n = tonumber(string.match(v, '^%S+')), 0 end -- Settle: 'delta at_us at_r'
   if P then
     local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
@@ -60,20 +60,20 @@ while i <= m do
     local p = P[e]
     interval, tau, ttl, delays, ttlS = p[1], p[2], p[3], p[4], p[5]
   end
-  local v = cur[k]
-  if v == nil then
-    v = redis.call('GET', k)
-    cur[k] = v
+  local st = cur[k]
+  if st == nil then
+    st = redis.call('GET', k)
+    cur[k] = st
   end
-  if i <= g and g > gs and not probe then sv[k] = {v, dirty[k]} end
+  if i <= g and g > gs and not probe then sv[k] = {st, dirty[k]} end
   -- The TAT (false: none) in µs and ns, the interval of the policy it was
   -- written under, and (cu, cr) the later of now and the instant it was
   -- written at: a clock that stepped back converts and writes as if it
   -- had stood still there.
   local us, ur, from, cu, cr = false, 0, interval, now_us, now_r
-  if v then
+  if st then
     local lu, lr
-    us, ur, from, lu, lr = struct.unpack('<dHddH', v)
+    us, ur, from, lu, lr = struct.unpack('<dHddH', st)
     if lu > cu or (lu == cu and lr > cr) then cu, cr = lu, lr end
   end
   local base = 0 -- max(tat, now) - now

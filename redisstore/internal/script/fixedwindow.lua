@@ -16,8 +16,11 @@
 local wa, wb, limit, ttl, most, ttlS, more = 60000000, 0, 10, 60000, 536870911, '60000', {}
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
-local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
-if now_us then now_r = tonumber(ARGV[A]) else local t = redis.call('TIME'); now_us = t[1] * 1000000 + t[2] end
+-- E and now are compared as text first: tonumber (a strtod) costs about
+-- a thousand instructions, as much as a table.
+local E, now_us, now_r = 0, ARGV[A - 1], 0
+if ARGV[A - 2] ~= '0' then E = tonumber(ARGV[A - 2]) end
+if now_us ~= '' then now_us, now_r = tonumber(now_us), tonumber(ARGV[A]) else local t = redis.call('TIME'); now_us = t[1] * 1000000 + t[2] end
 local h = A - 3 - E * 5 -- the given policies' numbers follow ARGV[h]
 if m == 0 then m = h / (2 + math.min(E, 1)); keys, co = ARGV, m end -- the cross-slot form
 
@@ -49,17 +52,18 @@ if E > 0 or K > 1 then
   for j = 1, K - 1 do P[E + j] = entry(unpack(more[j])) end
 end
 
--- Per key: the stored window (false: none), its count, its Window and
--- Limit, the instant it was written at, the expiry to write (0: delete).
-local win, cnt, ws, wl, lu, lr, px = {}, {}, {}, {}, {}, {}, {}
-local out = {}
+-- Per key: its state (false: none), packed as it is stored, packed again
+-- as soon as a call changes it (fewer tables than one per field: each
+-- costs Redis an allocation and its garbage collection), and the expiry to
+-- write it with (0: delete).
+local cur, px, out = {}, {}, {false, false} -- out: room for one call and the now
 -- Rows gs..g are a group (doc.go): charged row by row, each key's state
 -- before kept in sv; if a row denies (not pass), the states are put back
 -- and the rows decided again without consuming (probe).
 local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
-  local v = ARGV[co + i]
-  local k, n, settle, sa, sr = keys[i], tonumber(v), nil, nil, nil
+  local v = ARGV[co + i] -- the cost; '1' (Allow) spared tonumber
+  local k, n, settle, sa, sr = keys[i], v == '1' and 1 or tonumber(v), nil, nil, nil
   if not n then -- Settle: 'delta at_us at_r'
     settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
     settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
@@ -77,23 +81,28 @@ while i <= m do
     local p = P[e]
     q, rem, w, limit, ttl, most, ttlS = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
   end
-  local stored = win[k]
-  if stored == nil then
-    local v = redis.call('GET', k)
-    stored = false
-    if v then stored, cnt[k], ws[k], lu[k], lr[k], wl[k] = struct.unpack('<dI4ddHI4', v) end
-    win[k] = stored
+  local st = cur[k]
+  if st == nil then
+    st = redis.call('GET', k)
+    cur[k] = st
   end
-  if i <= g and g > gs and not probe then sv[k] = {stored, cnt[k], ws[k], wl[k], px[k]} end
+  if i <= g and g > gs and not probe then sv[k] = {st, px[k]} end
+  -- The stored window (false: none), its count, Window and Limit, and
+  -- (cu, cr) the later of now and the instant it was written at.
+  local stored, sc, sw, sl, cu, cr = false, 0, w, limit, now_us, now_r
+  if st then
+    local lu, lr
+    stored, sc, sw, lu, lr, sl = struct.unpack('<dI4ddHI4', st)
+    if lu > cu or (lu == cu and lr > cr) then cu, cr = lu, lr end
+  end
   local count, back, converted = 0, 0, false -- back: windows the stored one is ahead of now's
   local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
   if stored then
-    local sw = ws[k]
     if sw == w then
       if stored >= q then
         -- A clock that stepped back stays in the stored window, so it
         -- cannot reopen a used-up window.
-        count, back = cnt[k], stored - q
+        count, back = sc, stored - q
       end
     else
       -- Written under another Window (core's fixedState.convert): both
@@ -103,8 +112,6 @@ while i <= m do
       -- overlaps the current one and is its policy's current window or the
       -- one before, and its Limit for the window before it when that
       -- overlaps too and the stored window is its policy's current one.
-      local cu, cr, l = now_us, now_r, lu[k]
-      if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
       local oq, orem = span(math.floor(sw / 1000), sw % 1000, cu, cr)
       local nq, nrem = q, rem
       if cu ~= now_us or cr ~= now_r then nq, nrem = span(math.floor(w / 1000), w % 1000, cu, cr) end
@@ -113,8 +120,8 @@ while i <= m do
         -- The stored window is [s, s + sw) and the current one
         -- [-nrem, w - nrem), in ns from (cu, cr).
         local s = (stored - oq) * sw - orem
-        if s < w - nrem and s + sw > -nrem then count = cnt[k] end
-        if stored == oq and s - sw < w - nrem and s > -nrem then count = count + wl[k] end
+        if s < w - nrem and s + sw > -nrem then count = sc end
+        if stored == oq and s - sw < w - nrem and s > -nrem then count = count + sl end
         if count > most then count = most end
         if n == 0 or probe or count + n > limit then
           -- A look or a denial leaves the key where it is (core's
@@ -129,8 +136,8 @@ while i <= m do
             for _, t in ipairs({0, e, hi, hi + math.max(0, math.ceil((e - hi) / w)) * w}) do
               local lo = t - (t + nrem) % w -- the start of the window holding t
               local x = 0
-              if s < lo + w and e > lo then x = cnt[k] end
-              if t < e and s - sw < lo + w and s > lo then x = x + wl[k] end
+              if s < lo + w and e > lo then x = sc end
+              if t < e and s - sw < lo + w and s > lo then x = x + sl end
               if t >= 0 and t < best and math.min(x, most) + c <= limit then best = t end
             end
             if best == 0 then return 0 end
@@ -149,11 +156,10 @@ while i <= m do
   -- (which Redis would turn into garbage integers) are reported as 2^62.
   if untilEnd > 4611686018427387904 then untilEnd = 4611686018427387904 end
   if settle then -- Settle (core's fixedState.settle), in the key's own windows
-    local sw, sl, sq, srem = w, limit, q, rem
-    if stored then sw, sl = ws[k], wl[k] end
+    local sq, srem = q, rem
     if sw ~= w then sq, srem = span(math.floor(sw / 1000), sw % 1000, now_us, now_r) end
     local cw, c = sq, 0 -- the key's current window and its count
-    if stored and stored >= sq then cw, c = stored, cnt[k] end
+    if stored and stored >= sq then cw, c = stored, sc end
     if settle > 0 then
       c = math.min(c + settle, most)
     elseif c > 0 and span(math.floor(sw / 1000), sw % 1000, sa, sr) == cw then
@@ -162,18 +168,18 @@ while i <= m do
       c = nil
     end
     if c == 0 then
-      win[k], px[k] = false, 0
+      cur[k], px[k] = false, 0
     elseif c then
-      local p = math.max(ttl, math.ceil(((cw - sq + 1) * sw - srem) / 1000000))
-      win[k], cnt[k], ws[k], wl[k], px[k] = cw, c, sw, sl, p
+      cur[k] = struct.pack('<dI4ddHI4', cw, c, sw, cu, cr, sl)
+      px[k] = math.max(ttl, math.ceil(((cw - sq + 1) * sw - srem) / 1000000))
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   elseif n < 0 then -- Set: usage -1-n
     if n == -1 then
-      win[k], px[k] = false, 0
+      cur[k], px[k] = false, 0
     else
-      local p = math.max(ttl, math.ceil((w - rem) / 1000000))
-      win[k], cnt[k], ws[k], wl[k], px[k], lu[k] = q, -n - 1, w, limit, p, false -- written at now exactly
+      cur[k] = struct.pack('<dI4ddHI4', q, -n - 1, w, now_us, now_r, limit) -- written at now exactly
+      px[k] = math.max(ttl, math.ceil((w - rem) / 1000000))
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   else
@@ -197,14 +203,14 @@ while i <= m do
       -- the clock stepped back.
       local p = math.ceil(untilEnd / 1000000)
       if p <= ttl then p = ttlS end
-      win[k], cnt[k], ws[k], wl[k], px[k] = q + back, count + n, w, limit, p
+      cur[k], px[k] = struct.pack('<dI4ddHI4', q + back, count + n, w, cu, cr, limit), p
       out[i] = struct.pack('<i8i8i8i8i8', 1, limit - count - n, untilEnd, 0, 0)
     end
   end
   if i == g and (probe or pass) then
     probe = false
   elseif i == g and g > gs then -- a part denied: no part charged, the rows told without consuming
-    for k, s in pairs(sv) do win[k], cnt[k], ws[k], wl[k], px[k] = s[1], s[2], s[3], s[4], s[5] end
+    for k, s in pairs(sv) do cur[k], px[k] = s[1], s[2] end
     probe, i = true, gs - 1
   end
   i = i + 1
@@ -213,9 +219,7 @@ for k, p in pairs(px) do
   if p == 0 then
     redis.call('DEL', k)
   else
-    local cu, cr, l = now_us, now_r, lu[k]
-    if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
-    redis.call('SET', k, struct.pack('<dI4ddHI4', win[k], cnt[k], ws[k], cu, cr, wl[k]), 'PX', p)
+    redis.call('SET', k, cur[k], 'PX', p)
   end
 end
 out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At

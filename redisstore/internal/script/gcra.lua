@@ -16,8 +16,11 @@
 local interval, tau, ttl, delays, ttlS, more = 6000000000, 60000000000, 60000, 0, '60000', {}
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
-local E, now_us, now_r = tonumber(ARGV[A - 2]), tonumber(ARGV[A - 1]), 0
-if now_us then now_r = tonumber(ARGV[A]) else local t = redis.call('TIME'); now_us = t[1] * 1000000 + t[2] end
+-- E and now are compared as text first: tonumber (a strtod) costs about
+-- a thousand instructions, as much as a table.
+local E, now_us, now_r = 0, ARGV[A - 1], 0
+if ARGV[A - 2] ~= '0' then E = tonumber(ARGV[A - 2]) end
+if now_us ~= '' then now_us, now_r = tonumber(now_us), tonumber(ARGV[A]) else local t = redis.call('TIME'); now_us = t[1] * 1000000 + t[2] end
 local h = A - 3 - E * 4 -- the given policies' numbers follow ARGV[h]
 if m == 0 then m = h / (2 + math.min(E, 1)); keys, co = ARGV, m end -- the cross-slot form
 
@@ -31,17 +34,18 @@ if E > 0 or K > 1 then
   for j = 1, K - 1 do P[E + j] = more[j] end
 end
 
--- Per key: the TAT (false: none), its interval, the instant it was
--- written at, and the expiry to write ('del': delete).
-local tus, tr, tiv, lu, lr, dirty = {}, {}, {}, {}, {}, {}
-local out = {}
+-- Per key: its state (false: none), packed as it is stored, packed again
+-- as soon as a call changes it (fewer tables than one per field: each
+-- costs Redis an allocation and its garbage collection), and the expiry to
+-- write it with ('del': delete).
+local cur, dirty, out = {}, {}, {false, false} -- out: room for one call and the now
 -- Rows gs..g are a group (doc.go): charged row by row, each key's state
 -- before kept in sv; if a row denies (not pass), the states are put back
 -- and the rows decided again without consuming (probe).
 local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
-  local v = ARGV[co + i]
-  local k, n, settle = keys[i], tonumber(v), nil
+  local v = ARGV[co + i] -- the cost; '1' (Allow) spared tonumber
+  local k, n, settle = keys[i], v == '1' and 1 or tonumber(v), nil
   if not n then settle, n = tonumber(string.match(v, '^%S+')), 0 end -- Settle: 'delta at_us at_r'
   if P then
     local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
@@ -56,21 +60,28 @@ while i <= m do
     local p = P[e]
     interval, tau, ttl, delays, ttlS = p[1], p[2], p[3], p[4], p[5]
   end
-  local us = tus[k]
-  if us == nil then
-    local v = redis.call('GET', k)
-    us = false
-    if v then us, tr[k], tiv[k], lu[k], lr[k] = struct.unpack('<dHddH', v) end
-    tus[k] = us
+  local st = cur[k]
+  if st == nil then
+    st = redis.call('GET', k)
+    cur[k] = st
   end
-  if i <= g and g > gs and not probe then sv[k] = {us, tr[k], tiv[k], dirty[k]} end
+  if i <= g and g > gs and not probe then sv[k] = {st, dirty[k]} end
+  -- The TAT (false: none) in µs and ns, the interval of the policy it was
+  -- written under, and (cu, cr) the later of now and the instant it was
+  -- written at: a clock that stepped back converts and writes as if it
+  -- had stood still there.
+  local us, ur, from, cu, cr = false, 0, interval, now_us, now_r
+  if st then
+    local lu, lr
+    us, ur, from, lu, lr = struct.unpack('<dHddH', st)
+    if lu > cu or (lu == cu and lr > cr) then cu, cr = lu, lr end
+  end
   local base = 0 -- max(tat, now) - now
   local stay = false -- a denial decided on a converted state, not written
   local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
   if us then
-    base = (us - now_us) * 1000 + tr[k] - now_r
+    base = (us - now_us) * 1000 + ur - now_r
     if base < 0 then base = 0 end
-    local from = tiv[k]
     if from ~= interval then
       -- Written under another rate: the same debt (TAT - now) in units
       -- of cost, ceil(d * interval / from), at most 2^52 ns, at the later
@@ -78,9 +89,6 @@ while i <= m do
       -- stepped back converts as if it had stood still there. The product
       -- may exceed 2^53: the part below one old interval is multiplied by
       -- binary long division, whose partial remainders stay below 2^53.
-      local cu, cr = now_us, now_r
-      local l = lu[k]
-      if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
       -- muldiv(x, a, b) is floor(x * a / b), at most 2^53, and whether it
       -- is exact, for 0 <= x < 2^53 and 0 < a, b <= 2^52: x = q1 * b + r1,
       -- and r1 * a / b by binary long division, whose partial remainders
@@ -103,7 +111,7 @@ while i <= m do
         return math.min(q1 * a + q, 9007199254740992), r == 0
       end
       local x = base -- the TAT - now, left where it is
-      local d = (us - cu) * 1000 + tr[k] - cr
+      local d = (us - cu) * 1000 + ur - cr
       if d > 0 then
         local d0, exact = d, true
         d, exact = muldiv(d, interval, from)
@@ -139,10 +147,10 @@ while i <= m do
         if d > 0 then
           local t = cr + d
           local carry = math.floor(t / 1000)
-          tus[k], tr[k], tiv[k] = cu + carry, t - carry * 1000, interval
+          cur[k] = struct.pack('<dHddH', cu + carry, t - carry * 1000, interval, cu, cr)
           dirty[k] = math.max(ttl, math.ceil(base / 1000000))
         else
-          tus[k], dirty[k] = false, nil
+          cur[k], dirty[k] = false, nil
         end
       end
     end
@@ -152,7 +160,7 @@ while i <= m do
   if base > 4611686018427387904 then base = 4611686018427387904 end
   if settle then -- Settle (core's gcraState.settle), in units of the key's own interval
     local iv, t = interval, 0 -- and its TAT less now
-    if us then iv, t = tiv[k], (us - now_us) * 1000 + tr[k] - now_r end
+    if us then iv, t = from, (us - now_us) * 1000 + ur - now_r end
     local most = math.floor(4503599627370496 / iv) -- units in MaxSpan
     if settle > 0 then
       t = math.min(math.max(t, 0) + math.min(settle, most) * iv, 4503599627370496)
@@ -164,17 +172,18 @@ while i <= m do
     if t then
       local x = now_r + t
       local carry = math.floor(x / 1000)
-      tus[k], tr[k], tiv[k], dirty[k] = now_us + carry, x - carry * 1000, iv, math.max(ttl, math.ceil(t / 1000000))
+      cur[k] = struct.pack('<dHddH', now_us + carry, x - carry * 1000, iv, cu, cr)
+      dirty[k] = math.max(ttl, math.ceil(t / 1000000))
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
   elseif n < 0 then -- Set: usage -1-n
     local d = (-n - 1) * interval
     if d == 0 then
-      tus[k], dirty[k] = false, 'del'
+      cur[k], dirty[k] = false, 'del'
     else
       local t = now_r + d
       local carry = math.floor(t / 1000)
-      tus[k], tr[k], tiv[k], lu[k] = now_us + carry, t - carry * 1000, interval, false -- written at now exactly
+      cur[k] = struct.pack('<dHddH', now_us + carry, t - carry * 1000, interval, now_us, now_r) -- written at now exactly
       dirty[k] = math.max(ttl, math.ceil(d / 1000000))
     end
     out[i] = struct.pack('<i8i8i8i8i8', 0, 0, 0, 0, 0)
@@ -196,7 +205,7 @@ while i <= m do
     else
       local t = now_r + nxt
       local carry = math.floor(t / 1000)
-      tus[k], tr[k], tiv[k], dirty[k] = now_us + carry, t - carry * 1000, interval, ttlS
+      cur[k], dirty[k] = struct.pack('<dHddH', now_us + carry, t - carry * 1000, interval, cu, cr), ttlS
       local delay = 0
       if delays == 1 then delay = base end
       out[i] = struct.pack('<i8i8i8i8i8', 1, math.floor((tau - nxt) / interval), nxt, 0, delay)
@@ -205,7 +214,7 @@ while i <= m do
   if i == g and (probe or pass) then
     probe = false
   elseif i == g and g > gs then -- a part denied: no part charged, the rows told without consuming
-    for k, s in pairs(sv) do tus[k], tr[k], tiv[k], dirty[k] = s[1], s[2], s[3], s[4] end
+    for k, s in pairs(sv) do cur[k], dirty[k] = s[1], s[2] end
     probe, i = true, gs - 1
   end
   i = i + 1
@@ -214,9 +223,7 @@ for k, px in pairs(dirty) do
   if px == 'del' then
     redis.call('DEL', k)
   else
-    local cu, cr, l = now_us, now_r, lu[k]
-    if l and (l > cu or (l == cu and lr[k] > cr)) then cu, cr = l, lr[k] end
-    redis.call('SET', k, struct.pack('<dHddH', tus[k], tr[k], tiv[k], cu, cr), 'PX', px)
+    redis.call('SET', k, cur[k], 'PX', px)
   end
 end
 out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At

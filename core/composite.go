@@ -3,7 +3,6 @@ package core
 import (
 	"encoding/binary"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -150,16 +149,6 @@ func (p Policy) validateParts() error {
 		labels[q.Label()] = true
 	}
 	return nil
-}
-
-// labelParts is Label for a policy made with AllOf without a name: its
-// parts' labels joined by "+".
-func labelParts(parts []Policy) string {
-	labels := make([]string, len(parts))
-	for i, q := range parts {
-		labels[i] = q.Label()
-	}
-	return strings.Join(labels, "+")
 }
 
 // allState is a key's state under a policy of several parts: one state per

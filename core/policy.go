@@ -306,7 +306,7 @@ func (p Policy) Label() string {
 	case p == Policy{}:
 		return ""
 	case p.parts != "":
-		return labelParts(p.Parts())
+		return p.joinParts(Policy.Label, "+")
 	}
 	w := p.Window.String()
 	if p.Window > 0 && p.Window%time.Second == 0 {
@@ -317,35 +317,35 @@ func (p Policy) Label() string {
 
 // String describes the policy as a person would say it: "TokenBucket 100 per 1m0s burst 20".
 func (p Policy) String() string {
+	var s string
 	if p.parts != "" {
-		var b strings.Builder
-		b.WriteString("AllOf(")
-		for i, q := range p.Parts() {
-			if i > 0 {
-				b.WriteString(", ")
+		s = "AllOf(" + p.joinParts(Policy.String, ", ") + ")"
+	} else {
+		s = fmt.Sprintf("%v %d per %v", p.Algorithm, p.Limit, p.Window)
+		switch p.Algorithm {
+		case AlgSlidingWindow:
+			s += fmt.Sprintf(" in %d buckets", p.Buckets)
+		case AlgTokenBucket, AlgLeakyBucket:
+			s += fmt.Sprintf(" burst %d", p.Burst)
+			if p.Meter {
+				s += " (meter)"
 			}
-			b.WriteString(q.String())
-		}
-		b.WriteByte(')')
-		if p.Name != "" {
-			fmt.Fprintf(&b, " %q", p.Name)
-		}
-		return b.String()
-	}
-	s := fmt.Sprintf("%v %d per %v", p.Algorithm, p.Limit, p.Window)
-	switch p.Algorithm {
-	case AlgSlidingWindow:
-		s += fmt.Sprintf(" in %d buckets", p.Buckets)
-	case AlgTokenBucket, AlgLeakyBucket:
-		s += fmt.Sprintf(" burst %d", p.Burst)
-		if p.Meter {
-			s += " (meter)"
 		}
 	}
 	if p.Name != "" {
 		s += fmt.Sprintf(" %q", p.Name)
 	}
 	return s
+}
+
+// joinParts joins what f says of each part of a policy made with AllOf
+// (Label, String) with sep.
+func (p Policy) joinParts(f func(Policy) string, sep string) string {
+	var s []string
+	for _, q := range p.Parts() {
+		s = append(s, f(q))
+	}
+	return strings.Join(s, sep)
 }
 
 // rule is a validated Policy with the numbers its algorithm needs

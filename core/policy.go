@@ -376,20 +376,20 @@ func compile(p Policy) (rule, error) {
 		return rule{}, err
 	}
 	if p.parts != "" {
-		return compileParts(p, p.Parts())
+		return compileParts(p, p.Parts()), nil
 	}
 	return compileOne(p), nil
 }
 
 // compileParts returns the rule of p, made of parts (a policy of one part
 // when parts is p alone), each compiled.
-func compileParts(p Policy, parts []Policy) (rule, error) {
+func compileParts(p Policy, parts []Policy) rule {
 	r := rule{policy: p, label: p.Label(), capacity: p.Capacity(), parts: make([]rule, len(parts))}
 	for i, q := range parts {
 		r.parts[i] = compileOne(q)
 	}
 	r.limit, r.interval = r.parts[0].limit, r.parts[0].interval
-	return r, nil
+	return r
 }
 
 // compileOne returns the rule of p, a valid policy of one part.

@@ -75,7 +75,7 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 		return nil, err
 	case l.all != nil && len(c.parts) == 0:
 		// A policy of one part, decided as one of one part.
-		c, _ = compileParts(p, []Policy{p})
+		c = compileParts(p, []Policy{p})
 	case l.all == nil && len(c.parts) > 0:
 		return nil, fmt.Errorf("%w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", ErrAlgorithmMismatch)
 	}

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,6 +162,15 @@ type heir[S any] struct {
 // finds a full shard of limited keys, it is denied until one of the
 // inherited states is idle (see decideInherited).
 const maxHeirs = 16
+
+// lock locks the shard of key and returns it, the key's hash and the
+// instant its writers act at (see shard.latest); the caller unlocks.
+func (g *registry[S, P]) lock(key string, now int64) (*shard[S], uint64, int64) {
+	h := g.hash(key)
+	sh := &g.shards[h>>g.shift]
+	sh.mu.Lock()
+	return sh, h, sh.at(now)
+}
 
 // at returns the instant a writer acts at, holding sh.mu.
 func (sh *shard[S]) at(now int64) int64 {
@@ -499,17 +509,6 @@ func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64) *S {
 	return st
 }
 
-// inheritedInUse reports whether an inherited state of the shard is not
-// idle at now, holding sh.mu.
-func (g *registry[S, P]) inheritedInUse(sh *shard[S], now int64) bool {
-	for _, h := range sh.inherited {
-		if P(h.state).untilIdle(h.rule, now) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // insert adds e, holding sh.mu. The entry is stored before the hash, so a
 // reader that sees the hash finds the entry.
 func (g *registry[S, P]) insert(sh *shard[S], h uint64, e *entry[S]) {
@@ -631,37 +630,37 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool,
 // is put back as a new key of its own, so that its next request starts
 // from a full quota rather than from the inherited one.
 func (g *registry[S, P]) reset(key string, now int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	sh.mu.Lock()
+	sh, h, now := g.lock(key, now)
 	defer sh.mu.Unlock()
-	now = sh.at(now)
 	r := g.rule
-	if s, e := lookup(sh.table.Load(), h, key); e != nil {
-		P(&e.state).retire(e.rule, now, retireAlways, nil)
-		sh.remove(s)
+	if e := g.drop(sh, h, key, now); e != nil {
 		r = e.rule
 	}
-	if !g.inheritedInUse(sh, now) {
-		return
+	inUse := func(h heir[S]) bool { return P(h.state).untilIdle(h.rule, now) > 0 }
+	if slices.ContainsFunc(sh.inherited, inUse) {
+		g.put(sh, h, key, r, now, 0)
 	}
-	g.put(sh, h, key, r, now, 0)
 }
 
 // set makes key's usage under r exactly used units at now (Set): a new
 // entry replaces the key's, whose state is retired first so that no
 // decision in flight on it counts.
 func (g *registry[S, P]) set(r *rule, key string, now, used int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	sh.mu.Lock()
+	sh, h, now := g.lock(key, now)
 	defer sh.mu.Unlock()
-	now = sh.at(now)
-	if s, e := lookup(sh.table.Load(), h, key); e != nil {
+	g.drop(sh, h, key, now)
+	g.put(sh, h, key, r, now, used)
+}
+
+// drop retires and removes key, holding sh.mu, and returns its entry (nil
+// when the shard does not hold it).
+func (g *registry[S, P]) drop(sh *shard[S], h uint64, key string, now int64) *entry[S] {
+	s, e := lookup(sh.table.Load(), h, key)
+	if e != nil {
 		P(&e.state).retire(e.rule, now, retireAlways, nil)
 		sh.remove(s)
 	}
-	g.put(sh, h, key, r, now, used)
+	return e
 }
 
 // put inserts key under r with used units used at now, holding sh.mu,
@@ -679,11 +678,8 @@ func (g *registry[S, P]) put(sh *shard[S], h uint64, key string, r *rule, now, u
 // get returns what a look at key under r finds at now: the verdict of a
 // unit request and the usage, changing nothing (Get).
 func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	sh.mu.Lock()
+	sh, h, now := g.lock(key, now)
 	defer sh.mu.Unlock()
-	now = sh.at(now)
 	switch _, e := lookup(sh.table.Load(), h, key); {
 	case e != nil && !sameRule(e.rule, r):
 		d, _, c := look[S, P](e.rule, r, now, 1, &e.state)
@@ -726,14 +722,8 @@ func (g *registry[S, P]) sweep(now int64) {
 		sh := &g.shards[i]
 		sh.mu.Lock()
 		at := sh.at(now)
-		kept := sh.inherited[:0]
-		for _, h := range sh.inherited {
-			if P(h.state).untilIdle(h.rule, at) > 0 {
-				kept = append(kept, h)
-			}
-		}
-		clear(sh.inherited[len(kept):])
-		sh.inherited = kept
+		idle := func(h heir[S]) bool { return P(h.state).untilIdle(h.rule, at) <= 0 }
+		sh.inherited = slices.DeleteFunc(sh.inherited, idle) // clears the tail
 		t := sh.table.Load()
 		if len(sh.inherited) == 0 {
 			for j := range t.slots {

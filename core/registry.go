@@ -317,8 +317,7 @@ func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r
 	}
 	// Retired first, into a copy: a decision in flight on the key then
 	// either counts in the copy or fails and comes here.
-	src := new(S)
-	P(src).init(e.rule)
+	src := newState[S, P](e.rule)
 	P(&e.state).retire(e.rule, now, retireAlways, src)
 	c := &entry[S]{key: e.key, rule: r}
 	P(&c.state).init(r)
@@ -337,9 +336,7 @@ func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r
 // back to its full quota. Both are exact: waiting RetryAfter admits, 1ns
 // less does not.
 func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *verdict, *S) {
-	c := new(S)
-	P(c).init(to)
-	P(c).convert(from, to, now, src)
+	c := converted[S, P](from, to, now, src)
 	d, first, _ := P(c).decide(to, now, n, false)
 	if a, ok := any(src).(interface {
 		measureParts(from, to *rule, now, n int64, pv partVerdicts)
@@ -371,10 +368,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 	P(&e.state).init(r)
 	g.startFrom(sh, &e.state, r, now)
 	if victim != nil {
-		var v S
-		P(&v).init(r)
-		P(&v).convert(victim.rule, r, now, &victim.state)
-		P(&e.state).absorb(r, now, &v)
+		P(&e.state).absorb(r, now, converted[S, P](victim.rule, r, now, &victim.state))
 	}
 	return e, victim, true
 }
@@ -393,8 +387,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], now, n int64, d verdict) verdict {
 	srcs := sh.inherited
 	if victim != nil {
-		merged := heir[S]{rule: victim.rule, state: new(S)}
-		P(merged.state).init(victim.rule)
+		merged := heir[S]{rule: victim.rule, state: newState[S, P](victim.rule)}
 		srcs = make([]heir[S], 0, len(sh.inherited)+1)
 		for _, h := range sh.inherited {
 			if sameRule(h.rule, victim.rule) {
@@ -438,10 +431,9 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 		}
 		return verdict{reset: time.Duration(wait), wait: time.Duration(wait)}, nil
 	}
-	var c S
-	P(&c).init(r)
-	g.startFrom(sh, &c, r, now)
-	d, pv, _ := P(&c).decide(r, now, n, consume)
+	c := newState[S, P](r)
+	g.startFrom(sh, c, r, now)
+	d, pv, _ := P(c).decide(r, now, n, consume)
 	if !consume || !d.allowed {
 		return g.inheritedWait(sh, r, nil, now, n, d), pv
 	}
@@ -449,7 +441,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	// The call moved the key to r (a key's state follows the policy of
 	// its last admission), and r's inherited state now holds what it had
 	// used, converted.
-	P(in).absorb(r, now, &c)
+	P(in).absorb(r, now, c)
 	return d, pv
 }
 
@@ -460,13 +452,25 @@ func (g *registry[S, P]) startFrom(sh *shard[S], st *S, r *rule, now int64) {
 	for _, h := range sh.inherited {
 		if sameRule(h.rule, r) {
 			P(st).absorb(r, now, h.state)
-			continue
+		} else {
+			P(st).absorb(r, now, converted[S, P](h.rule, r, now, h.state))
 		}
-		var c S
-		P(&c).init(r)
-		P(&c).convert(h.rule, r, now, h.state)
-		P(st).absorb(r, now, &c)
 	}
+}
+
+// newState returns a new state under r.
+func newState[S any, P stateOf[S]](r *rule) *S {
+	st := new(S)
+	P(st).init(r)
+	return st
+}
+
+// converted returns a new state, what src (held under from) becomes under
+// `to` at now (see stateOf.convert).
+func converted[S any, P stateOf[S]](from, to *rule, now int64, src *S) *S {
+	c := newState[S, P](to)
+	P(c).convert(from, to, now, src)
+	return c
 }
 
 // heirSlot returns, holding sh.mu, the index of r's inherited state
@@ -499,14 +503,11 @@ func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64) *S {
 	case i < 0:
 		return nil
 	}
-	st := new(S)
-	P(st).init(r)
 	if i == len(sh.inherited) {
-		sh.inherited = append(sh.inherited, heir[S]{rule: r, state: st})
-	} else {
-		sh.inherited[i] = heir[S]{rule: r, state: st}
+		sh.inherited = append(sh.inherited, heir[S]{})
 	}
-	return st
+	sh.inherited[i] = heir[S]{rule: r, state: newState[S, P](r)}
+	return sh.inherited[i].state
 }
 
 // insert adds e, holding sh.mu. The entry is stored before the hash, so a
@@ -692,8 +693,7 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 		d, _, _ := P(&e.state).decide(r, now, 1, false)
 		return g.inheritedWait(sh, r, victim, now, 1, d), P(&e.state).usage(r, now)
 	}
-	st := new(S)
-	P(st).init(r)
+	st := newState[S, P](r)
 	g.startFrom(sh, st, r, now)
 	d, _ := g.decideInherited(sh, r, now, 1, false)
 	return d, P(st).usage(r, now)

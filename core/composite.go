@@ -322,14 +322,8 @@ func (s *allState[S, P]) measureParts(from, to *rule, now, n int64, pv partVerdi
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for j := range to.parts {
-		i := from.partLabeled(to.parts[j].label)
-		if i < 0 {
-			continue
-		}
-		src, f, t, v := P(&s.parts[i]), &from.parts[i], &to.parts[j], &pv[j]
-		v.reset = durationNs(src.admitsAt(f, t, now, fullQuota) - now)
-		if !v.allowed {
-			v.wait = durationNs(src.admitsAt(f, t, now, n) - now)
+		if i := from.partLabeled(to.parts[j].label); i >= 0 {
+			measure[S, P](&pv[j], &s.parts[i], &from.parts[i], &to.parts[j], now, n)
 		}
 	}
 }

@@ -345,11 +345,18 @@ func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *
 		a.measureParts(from, to, now, n, pv) // and the whole from its parts
 		return pv.combine(d.allowed), first, c
 	}
-	d.reset = durationNs(P(src).admitsAt(from, to, now, fullQuota) - now)
-	if !d.allowed {
-		d.wait = durationNs(P(src).admitsAt(from, to, now, n) - now)
-	}
+	measure[S, P](&d, src, from, to, now, n)
 	return d, first, c
+}
+
+// measure sets the durations of v, what a call of cost n under `to` got at
+// now on src converted, to those of src, held under from, left alone (see
+// look).
+func measure[S any, P stateOf[S]](v *verdict, src *S, from, to *rule, now, n int64) {
+	v.reset = durationNs(P(src).admitsAt(from, to, now, fullQuota) - now)
+	if !v.allowed {
+		v.wait = durationNs(P(src).admitsAt(from, to, now, n) - now)
+	}
 }
 
 // newcomer returns the entry a new key under r starts from, holding sh.mu:
@@ -510,24 +517,29 @@ func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64) *S {
 	return sh.inherited[i].state
 }
 
-// insert adds e, holding sh.mu. The entry is stored before the hash, so a
-// reader that sees the hash finds the entry.
+// insert adds e, holding sh.mu.
 func (g *registry[S, P]) insert(sh *shard[S], h uint64, e *entry[S]) {
 	t := sh.table.Load()
 	if (sh.used+1)*4 > len(t.slots)*3 {
 		t = g.rebuild(sh, (sh.live+1)*2)
 	}
+	if place(t, h, e) {
+		sh.used++
+	}
+	sh.live++
+}
+
+// place stores e in the first free slot of t from h on, an empty one or a
+// tombstone, and reports whether it was empty. The entry is stored before
+// the hash, so a reader that sees the hash finds the entry.
+func place[S any](t *table[S], h uint64, e *entry[S]) (empty bool) {
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
-		if s.hash.Load() == 0 {
-			sh.used++
-		} else if s.entry.Load() != nil {
-			continue
+		if empty = s.hash.Load() == 0; empty || s.entry.Load() == nil {
+			s.entry.Store(e)
+			s.hash.Store(h)
+			return empty
 		}
-		s.entry.Store(e)
-		s.hash.Store(h)
-		sh.live++
-		return
 	}
 }
 
@@ -538,17 +550,9 @@ func (g *registry[S, P]) rebuild(sh *shard[S], size int) *table[S] {
 	size = max(minTable, 1<<bits.Len(uint(size-1)))
 	old, t := sh.table.Load(), newTable[S](size)
 	for i := range old.slots {
-		e := old.slots[i].entry.Load()
-		if e == nil {
-			continue
+		if e := old.slots[i].entry.Load(); e != nil {
+			place(t, old.slots[i].hash.Load(), e)
 		}
-		h := old.slots[i].hash.Load()
-		j := h & t.mask
-		for t.slots[j].hash.Load() != 0 {
-			j = (j + 1) & t.mask
-		}
-		t.slots[j].entry.Store(e)
-		t.slots[j].hash.Store(h)
 	}
 	sh.used = sh.live
 	sh.table.Store(t)

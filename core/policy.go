@@ -204,35 +204,26 @@ func (p Policy) Recovery() time.Duration {
 // call it at construction; it never panics.
 func (p Policy) Validate() error {
 	a := p.Algorithm
-	switch a {
-	case AlgFixedWindow, AlgSlidingWindow, AlgTokenBucket, AlgLeakyBucket:
-	default:
+	switch {
+	case a < AlgFixedWindow || a > AlgLeakyBucket:
 		return fmt.Errorf("core: unknown algorithm %d (build policies with FixedWindow, SlidingWindow, TokenBucket or LeakyBucket)", uint8(a))
-	}
-	if p.Limit <= 0 {
+	case p.Limit <= 0:
 		return fmt.Errorf("core: %v limit must be > 0, got %d", a, p.Limit)
-	}
-	if p.Window <= 0 {
+	case p.Window <= 0:
 		return fmt.Errorf("core: %v window must be > 0, got %v", a, p.Window)
-	}
-	if int64(p.Window) > maxSpan {
+	case p.Window > MaxSpan:
 		return fmt.Errorf("core: %v window must be <= %v (MaxSpan), got %v", a, MaxSpan, p.Window)
-	}
-	for i := 0; i < len(p.Name); i++ {
-		if c := p.Name[i]; c < 0x20 || c > 0x7e {
-			return fmt.Errorf("core: policy name %q must be printable ASCII (it is sent in the RateLimit-Policy header)", p.Name)
-		}
-	}
-	if p.Meter && a != AlgLeakyBucket {
+	case strings.ContainsFunc(p.Name, func(c rune) bool { return c < 0x20 || c > 0x7e }):
+		// A byte outside printable ASCII is a rune outside it (RuneError
+		// for invalid UTF-8).
+		return fmt.Errorf("core: policy name %q must be printable ASCII (it is sent in the RateLimit-Policy header)", p.Name)
+	case p.Meter && a != AlgLeakyBucket:
 		return fmt.Errorf("core: meter mode applies to LeakyBucket only, not %v", a)
-	}
-	if p.parts != "" {
+	case p.parts != "":
 		return p.validateParts()
-	}
-	switch a {
-	case AlgFixedWindow:
+	case a == AlgFixedWindow:
 		return p.validateFixedWindow()
-	case AlgSlidingWindow:
+	case a == AlgSlidingWindow:
 		return p.validateSlidingWindow()
 	}
 	return p.validateBucket()
@@ -419,9 +410,6 @@ func compileOne(p Policy) rule {
 	}
 	return r
 }
-
-// sliding reports whether r is a sliding window's, or made of them.
-func (r *rule) sliding() bool { return r.policy.Algorithm == AlgSlidingWindow }
 
 // fill completes a verdict into *d with the fields every Decision of this
 // rule shares. It is called once, at the top of a call, writing the

@@ -416,7 +416,8 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 	full := at(fullQuota)
 	d.reset = durationNs(full - now)
 	if !d.allowed {
-		if t := at(n); !r.sliding() || len(srcs) < 2 {
+		// r's algorithm is that of its parts too.
+		if t := at(n); r.policy.Algorithm != AlgSlidingWindow || len(srcs) < 2 {
 			full = t
 		}
 		d.wait = durationNs(full - now)

@@ -124,24 +124,18 @@ func (s *gcraState) raise(tat int64) {
 // is followed by an admission.
 func (s *gcraState) convert(from, to *rule, now int64, src *gcraState) {
 	tat := src.tat.Load()
-	next := rescaleTAT(tat, now, from.interval, to.interval)
+	next := tat // a full bucket under any rate, or the same rate
+	if tat > now && from.interval != to.interval {
+		q, exact := mulDiv(tat-now, to.interval, from.interval)
+		if !exact {
+			q++
+		}
+		next = now + min(q, maxSpan)
+	}
 	if to.delay {
 		next = max(next, tat)
 	}
 	s.tat.Store(next)
-}
-
-// rescaleTAT returns now + min((tat-now)·to/from rounded up, maxSpan) for
-// tat > now; tat itself otherwise (a full bucket under any rate).
-func rescaleTAT(tat, now, from, to int64) int64 {
-	if tat <= now || from == to {
-		return tat
-	}
-	q, exact := mulDiv(tat-now, to, from)
-	if !exact {
-		q++
-	}
-	return now + min(q, maxSpan)
 }
 
 // mulDiv returns x·num/den rounded down, at most 2^62, and whether it

@@ -45,7 +45,26 @@ func (p Policy) Parts() []Policy {
 	if p.parts == "" {
 		return nil
 	}
-	return decodeParts(p.parts)
+	// Decodes what encodeParts wrote.
+	b := []byte(p.parts)
+	n, k := binary.Uvarint(b)
+	b = b[k:]
+	parts := make([]Policy, n)
+	for i := range parts {
+		q := &parts[i]
+		q.Algorithm, q.Meter = Algorithm(b[0]), b[1]&1 != 0
+		if b[1]&2 != 0 {
+			q.parts = "nested"
+		}
+		b = b[2:]
+		for _, f := range []*int64{&q.Limit, (*int64)(&q.Window), &q.Burst, &q.Buckets} {
+			*f, k = binary.Varint(b)
+			b = b[k:]
+		}
+		l, k := binary.Uvarint(b)
+		q.Name, b = string(b[k:k+int(l)]), b[k+int(l):]
+	}
+	return parts
 }
 
 // encodeParts writes parts into the string a Policy holds them in, so that
@@ -98,28 +117,6 @@ func partsCapacity(s string) int64 {
 		s = s[uvarint():]
 	}
 	return c
-}
-
-func decodeParts(s string) []Policy {
-	b := []byte(s)
-	n, k := binary.Uvarint(b)
-	b = b[k:]
-	parts := make([]Policy, n)
-	for i := range parts {
-		q := &parts[i]
-		q.Algorithm, q.Meter = Algorithm(b[0]), b[1]&1 != 0
-		if b[1]&2 != 0 {
-			q.parts = "nested"
-		}
-		b = b[2:]
-		for _, f := range []*int64{&q.Limit, (*int64)(&q.Window), &q.Burst, &q.Buckets} {
-			*f, k = binary.Varint(b)
-			b = b[k:]
-		}
-		l, k := binary.Uvarint(b)
-		q.Name, b = string(b[k:k+int(l)]), b[k+int(l):]
-	}
-	return parts
 }
 
 // validateParts checks a policy made with AllOf.

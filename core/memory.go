@@ -118,7 +118,8 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c config
+	// The defaults, which options replace (they refuse zero values).
+	c := config{maxKeys: defaultMaxKeys(p), sweep: min(max(p.Recovery(), time.Second), time.Minute)}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("core: New: option %d is nil", i+1)
@@ -127,18 +128,11 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 			return nil, err
 		}
 	}
-	if c.maxKeys == 0 {
-		c.maxKeys = defaultMaxKeys(p)
-	}
-	if c.sweep == 0 {
-		c.sweep = min(max(p.Recovery(), time.Second), time.Minute)
-	}
-	l := &MemoryLimiter{rule: r, stop: make(chan struct{}), done: make(chan struct{})}
+	now := time.Now()
+	l := &MemoryLimiter{rule: r, base: now, baseNs: now.UnixNano(), stop: make(chan struct{}), done: make(chan struct{})}
 	if c.clock != nil {
 		l.testNow = monotonic(c.clock)
 	}
-	l.base = time.Now()
-	l.baseNs = l.base.UnixNano()
 	switch {
 	case len(l.rule.parts) > 0:
 		l.all = newAllRegistry(&l.rule, l.resolve, c.maxKeys)

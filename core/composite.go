@@ -234,15 +234,16 @@ func (pv partVerdicts) binding() int {
 func (s *allState[S, P]) untilIdle(r *rule, now int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.untilIdleLocked(r, now)
+	return s.most(r, now, P.untilIdle)
 }
 
-func (s *allState[S, P]) untilIdleLocked(r *rule, now int64) int64 {
-	var t int64
+// most is the largest of f's answers for the parts, holding s.mu.
+func (s *allState[S, P]) most(r *rule, now int64, f func(P, *rule, int64) int64) int64 {
+	var m int64
 	for i := range s.parts {
-		t = max(t, P(&s.parts[i]).untilIdle(&r.parts[i], now))
+		m = max(m, f(&s.parts[i], &r.parts[i], now))
 	}
-	return t
+	return m
 }
 
 func (s *allState[S, P]) retire(r *rule, now int64, mode retireMode, into *allState[S, P]) bool {
@@ -253,7 +254,7 @@ func (s *allState[S, P]) retire(r *rule, now int64, mode retireMode, into *allSt
 	}
 	switch mode {
 	case retireIdle:
-		if s.untilIdleLocked(r, now) > 0 {
+		if s.most(r, now, P.untilIdle) > 0 {
 			return false
 		}
 	case retireUnlimited:
@@ -329,11 +330,7 @@ func (s *allState[S, P]) measureParts(from, to *rule, now, n int64, pv partVerdi
 func (s *allState[S, P]) usage(r *rule, now int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var u int64
-	for i := range s.parts {
-		u = max(u, P(&s.parts[i]).usage(&r.parts[i], now))
-	}
-	return u
+	return s.most(r, now, P.usage)
 }
 
 func (s *allState[S, P]) set(r *rule, now, used int64) {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -399,22 +398,7 @@ func Combine(p Policy, parts []Decision) (Decision, error) {
 
 // combineRules keeps Combine's rules, by policy: compiling one decodes its
 // parts and labels each (9 allocations), on every decision of a store
-// otherwise. A store's policies are few (its own, its plans'); past
-// maxCombineRules, Combine compiles each time rather than grow.
-var (
-	combineRules     sync.Map // Policy -> *rule
-	combineRuleCount atomic.Int64
-)
+// otherwise. A store's policies are few (its own, its plans').
+var combineRules ruleCache
 
-const maxCombineRules = 1024
-
-func combineRule(p Policy) (*rule, error) {
-	if r, ok := combineRules.Load(p); ok {
-		return r.(*rule), nil
-	}
-	r, err := compile(p)
-	if err == nil && combineRuleCount.Add(1) <= maxCombineRules {
-		combineRules.Store(p, &r)
-	}
-	return &r, err
-}
+func combineRule(p Policy) (*rule, error) { return combineRules.get(p, compile) }

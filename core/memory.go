@@ -24,10 +24,7 @@ type MemoryLimiter struct {
 	all     decider // for a policy made with AllOf (composite.go)
 	keys    keys
 	rule    rule
-	// rules maps the policies given with calls (AllowPolicy) to their
-	// compiled *rule; nrules counts them, at most maxRules.
-	rules   sync.Map
-	nrules  atomic.Int64
+	rules   ruleCache    // of the policies given with calls (AllowPolicy)
 	testNow func() int64 // WithClock, made monotonic; nil for the real clock
 	// testPause, when set (tests only), runs after a test clock is read:
 	// it lets a test hold a request between its clock reading and its

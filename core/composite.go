@@ -373,7 +373,7 @@ func newAllRegistry(r *rule, resolve func(Policy) (*rule, error), maxKeys int) d
 // themselves (redisstore); it returns an error when p is not made of
 // len(parts) parts.
 func Combine(p Policy, parts []Decision) (Decision, error) {
-	r, err := combineRule(p)
+	r, err := combineRules.get(p, compile)
 	switch {
 	case err != nil:
 		return Decision{}, err
@@ -400,5 +400,3 @@ func Combine(p Policy, parts []Decision) (Decision, error) {
 // parts and labels each (9 allocations), on every decision of a store
 // otherwise. A store's policies are few (its own, its plans').
 var combineRules ruleCache
-
-func combineRule(p Policy) (*rule, error) { return combineRules.get(p, compile) }

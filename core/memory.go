@@ -38,8 +38,6 @@ type MemoryLimiter struct {
 	once      sync.Once
 }
 
-var _ Limiter = (*MemoryLimiter)(nil)
-
 // Option configures New.
 type Option func(*config) error
 

@@ -24,15 +24,8 @@ const (
 // String returns the constructor name of the algorithm ("TokenBucket"), as
 // used in error messages.
 func (a Algorithm) String() string {
-	switch a {
-	case AlgFixedWindow:
-		return "FixedWindow"
-	case AlgSlidingWindow:
-		return "SlidingWindow"
-	case AlgTokenBucket:
-		return "TokenBucket"
-	case AlgLeakyBucket:
-		return "LeakyBucket"
+	if a >= AlgFixedWindow && a <= AlgLeakyBucket {
+		return [...]string{"FixedWindow", "SlidingWindow", "TokenBucket", "LeakyBucket"}[a-AlgFixedWindow]
 	}
 	return fmt.Sprintf("Algorithm(%d)", uint8(a))
 }

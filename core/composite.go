@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"sync"
 	"unsafe"
 )
@@ -291,10 +292,8 @@ func (s *allState[S, P]) absorbLocked(r *rule, now int64, src *allState[S, P]) {
 func (s *allState[S, P]) convert(from, to *rule, now int64, src *allState[S, P]) {
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	for j := range to.parts {
-		if i := from.partLabeled(to.parts[j].label); i >= 0 {
-			P(&s.parts[j]).convert(&from.parts[i], &to.parts[j], now, &src.parts[i])
-		}
+	for i, j := range from.matches(to) {
+		P(&s.parts[j]).convert(&from.parts[i], &to.parts[j], now, &src.parts[i])
 	}
 }
 
@@ -303,10 +302,8 @@ func (s *allState[S, P]) admitsAt(from, to *rule, now, n int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := now
-	for j := range to.parts {
-		if i := from.partLabeled(to.parts[j].label); i >= 0 {
-			t = max(t, P(&s.parts[i]).admitsAt(&from.parts[i], &to.parts[j], now, n))
-		}
+	for i, j := range from.matches(to) {
+		t = max(t, P(&s.parts[i]).admitsAt(&from.parts[i], &to.parts[j], now, n))
 	}
 	return t
 }
@@ -318,10 +315,8 @@ func (s *allState[S, P]) admitsAt(from, to *rule, now, n int64) int64 {
 func (s *allState[S, P]) measureParts(from, to *rule, now, n int64, pv partVerdicts) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for j := range to.parts {
-		if i := from.partLabeled(to.parts[j].label); i >= 0 {
-			measure[S, P](&pv[j], &s.parts[i], &from.parts[i], &to.parts[j], now, n)
-		}
+	for i, j := range from.matches(to) {
+		measure[S, P](&pv[j], &s.parts[i], &from.parts[i], &to.parts[j], now, n)
 	}
 }
 
@@ -338,14 +333,18 @@ func (s *allState[S, P]) set(r *rule, now, used int64) {
 	}
 }
 
-// partLabeled returns the index of r's part labeled label, or -1.
-func (r *rule) partLabeled(label string) int {
-	for i := range r.parts {
-		if r.parts[i].label == label {
-			return i
+// matches yields i and j for each part j of `to` that has a part i of r
+// (its "from") with the same label.
+func (r *rule) matches(to *rule) iter.Seq2[int, int] {
+	return func(yield func(i, j int) bool) {
+		for j := range to.parts {
+			for i := range r.parts {
+				if r.parts[i].label == to.parts[j].label && !yield(i, j) {
+					return
+				}
+			}
 		}
 	}
-	return -1
 }
 
 // decider is the registry of a limiter of policies made with AllOf, for its

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"math"
 	"sync"
 	"unsafe"
 )
@@ -103,7 +104,7 @@ func partsCapacity(s string) int64 {
 		}
 	}
 	varint := func() int64 { u := uvarint(); return int64(u>>1) ^ -int64(u&1) }
-	c := int64(-1)
+	c := int64(math.MaxInt64) // AllOf encodes one part at least
 	for range uvarint() {
 		alg := Algorithm(s[0])
 		s = s[2:]
@@ -111,9 +112,7 @@ func partsCapacity(s string) int64 {
 		if alg == AlgTokenBucket || alg == AlgLeakyBucket {
 			limit = burst
 		}
-		if c < 0 || limit < c {
-			c = limit
-		}
+		c = min(c, limit)
 		s = s[uvarint():]
 	}
 	return c

@@ -268,10 +268,7 @@ func (l *MemoryLimiter) Wait(ctx context.Context, key string, n int64) error {
 		if err != nil {
 			return err
 		}
-		wait := d.RetryAfter
-		if d.Allowed {
-			wait = d.Delay
-		}
+		wait := d.RetryAfter + d.Delay // AllowN sets one of them at most
 		if wait <= 0 {
 			if d.Allowed {
 				return nil

@@ -67,6 +67,8 @@ func (s *gcraState) untilIdle(_ *rule, now int64) int64 { return s.tat.Load() - 
 
 func (s *gcraState) retire(r *rule, now int64, mode retireMode, into *gcraState) bool {
 	tat, ok := retireWord(&s.tat, func(tat int64) bool {
+		// Kept: a key in use (retireIdle), or one a unit request would
+		// find limited (retireUnlimited).
 		return mode == retireIdle && tat > now || mode == retireUnlimited && max(tat, now)+r.interval-now > r.tau
 	})
 	if ok && into != nil {

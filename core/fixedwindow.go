@@ -108,9 +108,7 @@ func (s *fixedState) retire(r *rule, now int64, mode retireMode, into *fixedStat
 }
 
 func (s *fixedState) absorb(r *rule, now int64, src *fixedState) {
-	if word := src.w.Load(); word != retired {
-		s.raise(r, now, word)
-	}
+	s.raise(r, now, src.w.Load()) // a retired word is not live
 }
 
 // raise makes s at least as used as the state word, seen at now: the later

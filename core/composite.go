@@ -3,9 +3,9 @@ package core
 import (
 	"encoding/binary"
 	"fmt"
-	"strings"
+	"iter"
+	"math"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -46,7 +46,26 @@ func (p Policy) Parts() []Policy {
 	if p.parts == "" {
 		return nil
 	}
-	return decodeParts(p.parts)
+	// Decodes what encodeParts wrote.
+	b := []byte(p.parts)
+	n, k := binary.Uvarint(b)
+	b = b[k:]
+	parts := make([]Policy, n)
+	for i := range parts {
+		q := &parts[i]
+		q.Algorithm, q.Meter = Algorithm(b[0]), b[1]&1 != 0
+		if b[1]&2 != 0 {
+			q.parts = "nested"
+		}
+		b = b[2:]
+		for _, f := range []*int64{&q.Limit, (*int64)(&q.Window), &q.Burst, &q.Buckets} {
+			*f, k = binary.Varint(b)
+			b = b[k:]
+		}
+		l, k := binary.Uvarint(b)
+		q.Name, b = string(b[k:k+int(l)]), b[k+int(l):]
+	}
+	return parts
 }
 
 // encodeParts writes parts into the string a Policy holds them in, so that
@@ -85,7 +104,7 @@ func partsCapacity(s string) int64 {
 		}
 	}
 	varint := func() int64 { u := uvarint(); return int64(u>>1) ^ -int64(u&1) }
-	c := int64(-1)
+	c := int64(math.MaxInt64) // AllOf encodes one part at least
 	for range uvarint() {
 		alg := Algorithm(s[0])
 		s = s[2:]
@@ -93,34 +112,10 @@ func partsCapacity(s string) int64 {
 		if alg == AlgTokenBucket || alg == AlgLeakyBucket {
 			limit = burst
 		}
-		if c < 0 || limit < c {
-			c = limit
-		}
+		c = min(c, limit)
 		s = s[uvarint():]
 	}
 	return c
-}
-
-func decodeParts(s string) []Policy {
-	b := []byte(s)
-	n, k := binary.Uvarint(b)
-	b = b[k:]
-	parts := make([]Policy, n)
-	for i := range parts {
-		q := &parts[i]
-		q.Algorithm, q.Meter = Algorithm(b[0]), b[1]&1 != 0
-		if b[1]&2 != 0 {
-			q.parts = "nested"
-		}
-		b = b[2:]
-		for _, f := range []*int64{&q.Limit, (*int64)(&q.Window), &q.Burst, &q.Buckets} {
-			*f, k = binary.Varint(b)
-			b = b[k:]
-		}
-		l, k := binary.Uvarint(b)
-		q.Name, b = string(b[k:k+int(l)]), b[k+int(l):]
-	}
-	return parts
 }
 
 // validateParts checks a policy made with AllOf.
@@ -150,16 +145,6 @@ func (p Policy) validateParts() error {
 		labels[q.Label()] = true
 	}
 	return nil
-}
-
-// labelParts is Label for a policy made with AllOf without a name: its
-// parts' labels joined by "+".
-func labelParts(parts []Policy) string {
-	labels := make([]string, len(parts))
-	for i, q := range parts {
-		labels[i] = q.Label()
-	}
-	return strings.Join(labels, "+")
 }
 
 // allState is a key's state under a policy of several parts: one state per
@@ -248,15 +233,16 @@ func (pv partVerdicts) binding() int {
 func (s *allState[S, P]) untilIdle(r *rule, now int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.untilIdleLocked(r, now)
+	return s.most(r, now, P.untilIdle)
 }
 
-func (s *allState[S, P]) untilIdleLocked(r *rule, now int64) int64 {
-	var t int64
+// most is the largest of f's answers for the parts, holding s.mu.
+func (s *allState[S, P]) most(r *rule, now int64, f func(P, *rule, int64) int64) int64 {
+	var m int64
 	for i := range s.parts {
-		t = max(t, P(&s.parts[i]).untilIdle(&r.parts[i], now))
+		m = max(m, f(&s.parts[i], &r.parts[i], now))
 	}
-	return t
+	return m
 }
 
 func (s *allState[S, P]) retire(r *rule, now int64, mode retireMode, into *allState[S, P]) bool {
@@ -267,7 +253,7 @@ func (s *allState[S, P]) retire(r *rule, now int64, mode retireMode, into *allSt
 	}
 	switch mode {
 	case retireIdle:
-		if s.untilIdleLocked(r, now) > 0 {
+		if s.most(r, now, P.untilIdle) > 0 {
 			return false
 		}
 	case retireUnlimited:
@@ -305,10 +291,8 @@ func (s *allState[S, P]) absorbLocked(r *rule, now int64, src *allState[S, P]) {
 func (s *allState[S, P]) convert(from, to *rule, now int64, src *allState[S, P]) {
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	for j := range to.parts {
-		if i := from.partLabeled(to.parts[j].label); i >= 0 {
-			P(&s.parts[j]).convert(&from.parts[i], &to.parts[j], now, &src.parts[i])
-		}
+	for i, j := range from.matches(to) {
+		P(&s.parts[j]).convert(&from.parts[i], &to.parts[j], now, &src.parts[i])
 	}
 }
 
@@ -317,10 +301,8 @@ func (s *allState[S, P]) admitsAt(from, to *rule, now, n int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := now
-	for j := range to.parts {
-		if i := from.partLabeled(to.parts[j].label); i >= 0 {
-			t = max(t, P(&s.parts[i]).admitsAt(&from.parts[i], &to.parts[j], now, n))
-		}
+	for i, j := range from.matches(to) {
+		t = max(t, P(&s.parts[i]).admitsAt(&from.parts[i], &to.parts[j], now, n))
 	}
 	return t
 }
@@ -332,16 +314,8 @@ func (s *allState[S, P]) admitsAt(from, to *rule, now, n int64) int64 {
 func (s *allState[S, P]) measureParts(from, to *rule, now, n int64, pv partVerdicts) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for j := range to.parts {
-		i := from.partLabeled(to.parts[j].label)
-		if i < 0 {
-			continue
-		}
-		src, f, t, v := P(&s.parts[i]), &from.parts[i], &to.parts[j], &pv[j]
-		v.reset = durationNs(src.admitsAt(f, t, now, fullQuota) - now)
-		if !v.allowed {
-			v.wait = durationNs(src.admitsAt(f, t, now, n) - now)
-		}
+	for i, j := range from.matches(to) {
+		measure[S, P](&pv[j], &s.parts[i], &from.parts[i], &to.parts[j], now, n)
 	}
 }
 
@@ -349,11 +323,7 @@ func (s *allState[S, P]) measureParts(from, to *rule, now, n int64, pv partVerdi
 func (s *allState[S, P]) usage(r *rule, now int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var u int64
-	for i := range s.parts {
-		u = max(u, P(&s.parts[i]).usage(&r.parts[i], now))
-	}
-	return u
+	return s.most(r, now, P.usage)
 }
 
 func (s *allState[S, P]) set(r *rule, now, used int64) {
@@ -362,14 +332,18 @@ func (s *allState[S, P]) set(r *rule, now, used int64) {
 	}
 }
 
-// partLabeled returns the index of r's part labeled label, or -1.
-func (r *rule) partLabeled(label string) int {
-	for i := range r.parts {
-		if r.parts[i].label == label {
-			return i
+// matches yields i and j for each part j of `to` that has a part i of r
+// (its "from") with the same label.
+func (r *rule) matches(to *rule) iter.Seq2[int, int] {
+	return func(yield func(i, j int) bool) {
+		for j := range to.parts {
+			for i := range r.parts {
+				if r.parts[i].label == to.parts[j].label && !yield(i, j) {
+					return
+				}
+			}
 		}
 	}
-	return -1
 }
 
 // decider is the registry of a limiter of policies made with AllOf, for its
@@ -397,7 +371,7 @@ func newAllRegistry(r *rule, resolve func(Policy) (*rule, error), maxKeys int) d
 // themselves (redisstore); it returns an error when p is not made of
 // len(parts) parts.
 func Combine(p Policy, parts []Decision) (Decision, error) {
-	r, err := combineRule(p)
+	r, err := combineRules.get(p, compile)
 	switch {
 	case err != nil:
 		return Decision{}, err
@@ -422,22 +396,5 @@ func Combine(p Policy, parts []Decision) (Decision, error) {
 
 // combineRules keeps Combine's rules, by policy: compiling one decodes its
 // parts and labels each (9 allocations), on every decision of a store
-// otherwise. A store's policies are few (its own, its plans'); past
-// maxCombineRules, Combine compiles each time rather than grow.
-var (
-	combineRules     sync.Map // Policy -> *rule
-	combineRuleCount atomic.Int64
-)
-
-const maxCombineRules = 1024
-
-func combineRule(p Policy) (*rule, error) {
-	if r, ok := combineRules.Load(p); ok {
-		return r.(*rule), nil
-	}
-	r, err := compile(p)
-	if err == nil && combineRuleCount.Add(1) <= maxCombineRules {
-		combineRules.Store(p, &r)
-	}
-	return &r, err
-}
+// otherwise. A store's policies are few (its own, its plans').
+var combineRules ruleCache

@@ -42,7 +42,7 @@ func (d Decision) Parts() []Decision {
 	if d.parts == nil {
 		return nil
 	}
-	r, err := combineRule(d.Policy)
+	r, err := combineRules.get(d.Policy, compile)
 	if err != nil {
 		return nil // not reached: d.Policy was compiled to decide d
 	}

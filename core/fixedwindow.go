@@ -90,37 +90,25 @@ func (s *fixedState) untilIdle(r *rule, now int64) int64 {
 }
 
 func (s *fixedState) retire(r *rule, now int64, mode retireMode, into *fixedState) bool {
-	for {
-		word := s.w.Load()
-		if word == retired {
-			return false
-		}
+	word, ok := retireWord(&s.w, func(word int64) bool {
 		switch mode {
 		case retireIdle:
-			if _, _, live := r.live(word, now); live {
-				return false
-			}
+			_, _, live := r.live(word, now)
+			return live
 		case retireUnlimited:
-			if _, count := s.current(r, word, now); count+1 > r.limit {
-				return false
-			}
+			_, count := s.current(r, word, now)
+			return count+1 > r.limit
 		}
-		if testBeforeRetire != nil {
-			testBeforeRetire()
-		}
-		if s.w.CompareAndSwap(word, retired) {
-			if into != nil {
-				into.raise(r, now, word)
-			}
-			return true
-		}
+		return false
+	})
+	if ok && into != nil {
+		into.raise(r, now, word)
 	}
+	return ok
 }
 
 func (s *fixedState) absorb(r *rule, now int64, src *fixedState) {
-	if word := src.w.Load(); word != retired {
-		s.raise(r, now, word)
-	}
+	s.raise(r, now, src.w.Load()) // a retired word is not live
 }
 
 // raise makes s at least as used as the state word, seen at now: the later

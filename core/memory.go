@@ -24,10 +24,7 @@ type MemoryLimiter struct {
 	all     decider // for a policy made with AllOf (composite.go)
 	keys    keys
 	rule    rule
-	// rules maps the policies given with calls (AllowPolicy) to their
-	// compiled *rule; nrules counts them, at most maxRules.
-	rules   sync.Map
-	nrules  atomic.Int64
+	rules   ruleCache    // of the policies given with calls (AllowPolicy)
 	testNow func() int64 // WithClock, made monotonic; nil for the real clock
 	// testPause, when set (tests only), runs after a test clock is read:
 	// it lets a test hold a request between its clock reading and its
@@ -40,8 +37,6 @@ type MemoryLimiter struct {
 	done      chan struct{}
 	once      sync.Once
 }
-
-var _ Limiter = (*MemoryLimiter)(nil)
 
 // Option configures New.
 type Option func(*config) error
@@ -118,7 +113,8 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c config
+	// The defaults, which options replace (they refuse zero values).
+	c := config{maxKeys: defaultMaxKeys(p), sweep: min(max(p.Recovery(), time.Second), time.Minute)}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("core: New: option %d is nil", i+1)
@@ -127,18 +123,11 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 			return nil, err
 		}
 	}
-	if c.maxKeys == 0 {
-		c.maxKeys = defaultMaxKeys(p)
-	}
-	if c.sweep == 0 {
-		c.sweep = min(max(p.Recovery(), time.Second), time.Minute)
-	}
-	l := &MemoryLimiter{rule: r, stop: make(chan struct{}), done: make(chan struct{})}
+	now := time.Now()
+	l := &MemoryLimiter{rule: r, base: now, baseNs: now.UnixNano(), stop: make(chan struct{}), done: make(chan struct{})}
 	if c.clock != nil {
 		l.testNow = monotonic(c.clock)
 	}
-	l.base = time.Now()
-	l.baseNs = l.base.UnixNano()
 	switch {
 	case len(l.rule.parts) > 0:
 		l.all = newAllRegistry(&l.rule, l.resolve, c.maxKeys)
@@ -279,10 +268,7 @@ func (l *MemoryLimiter) Wait(ctx context.Context, key string, n int64) error {
 		if err != nil {
 			return err
 		}
-		wait := d.RetryAfter
-		if d.Allowed {
-			wait = d.Delay
-		}
+		wait := d.RetryAfter + d.Delay // AllowN sets one of them at most
 		if wait <= 0 {
 			if d.Allowed {
 				return nil

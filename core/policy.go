@@ -24,15 +24,8 @@ const (
 // String returns the constructor name of the algorithm ("TokenBucket"), as
 // used in error messages.
 func (a Algorithm) String() string {
-	switch a {
-	case AlgFixedWindow:
-		return "FixedWindow"
-	case AlgSlidingWindow:
-		return "SlidingWindow"
-	case AlgTokenBucket:
-		return "TokenBucket"
-	case AlgLeakyBucket:
-		return "LeakyBucket"
+	if a >= AlgFixedWindow && a <= AlgLeakyBucket {
+		return [...]string{"FixedWindow", "SlidingWindow", "TokenBucket", "LeakyBucket"}[a-AlgFixedWindow]
 	}
 	return fmt.Sprintf("Algorithm(%d)", uint8(a))
 }
@@ -204,35 +197,26 @@ func (p Policy) Recovery() time.Duration {
 // call it at construction; it never panics.
 func (p Policy) Validate() error {
 	a := p.Algorithm
-	switch a {
-	case AlgFixedWindow, AlgSlidingWindow, AlgTokenBucket, AlgLeakyBucket:
-	default:
+	switch {
+	case a < AlgFixedWindow || a > AlgLeakyBucket:
 		return fmt.Errorf("core: unknown algorithm %d (build policies with FixedWindow, SlidingWindow, TokenBucket or LeakyBucket)", uint8(a))
-	}
-	if p.Limit <= 0 {
+	case p.Limit <= 0:
 		return fmt.Errorf("core: %v limit must be > 0, got %d", a, p.Limit)
-	}
-	if p.Window <= 0 {
+	case p.Window <= 0:
 		return fmt.Errorf("core: %v window must be > 0, got %v", a, p.Window)
-	}
-	if int64(p.Window) > maxSpan {
+	case p.Window > MaxSpan:
 		return fmt.Errorf("core: %v window must be <= %v (MaxSpan), got %v", a, MaxSpan, p.Window)
-	}
-	for i := 0; i < len(p.Name); i++ {
-		if c := p.Name[i]; c < 0x20 || c > 0x7e {
-			return fmt.Errorf("core: policy name %q must be printable ASCII (it is sent in the RateLimit-Policy header)", p.Name)
-		}
-	}
-	if p.Meter && a != AlgLeakyBucket {
+	case strings.ContainsFunc(p.Name, func(c rune) bool { return c < 0x20 || c > 0x7e }):
+		// A byte outside printable ASCII is a rune outside it (RuneError
+		// for invalid UTF-8).
+		return fmt.Errorf("core: policy name %q must be printable ASCII (it is sent in the RateLimit-Policy header)", p.Name)
+	case p.Meter && a != AlgLeakyBucket:
 		return fmt.Errorf("core: meter mode applies to LeakyBucket only, not %v", a)
-	}
-	if p.parts != "" {
+	case p.parts != "":
 		return p.validateParts()
-	}
-	switch a {
-	case AlgFixedWindow:
+	case a == AlgFixedWindow:
 		return p.validateFixedWindow()
-	case AlgSlidingWindow:
+	case a == AlgSlidingWindow:
 		return p.validateSlidingWindow()
 	}
 	return p.validateBucket()
@@ -306,7 +290,7 @@ func (p Policy) Label() string {
 	case p == Policy{}:
 		return ""
 	case p.parts != "":
-		return labelParts(p.Parts())
+		return p.joinParts(Policy.Label, "+")
 	}
 	w := p.Window.String()
 	if p.Window > 0 && p.Window%time.Second == 0 {
@@ -317,35 +301,35 @@ func (p Policy) Label() string {
 
 // String describes the policy as a person would say it: "TokenBucket 100 per 1m0s burst 20".
 func (p Policy) String() string {
+	var s string
 	if p.parts != "" {
-		var b strings.Builder
-		b.WriteString("AllOf(")
-		for i, q := range p.Parts() {
-			if i > 0 {
-				b.WriteString(", ")
+		s = "AllOf(" + p.joinParts(Policy.String, ", ") + ")"
+	} else {
+		s = fmt.Sprintf("%v %d per %v", p.Algorithm, p.Limit, p.Window)
+		switch p.Algorithm {
+		case AlgSlidingWindow:
+			s += fmt.Sprintf(" in %d buckets", p.Buckets)
+		case AlgTokenBucket, AlgLeakyBucket:
+			s += fmt.Sprintf(" burst %d", p.Burst)
+			if p.Meter {
+				s += " (meter)"
 			}
-			b.WriteString(q.String())
-		}
-		b.WriteByte(')')
-		if p.Name != "" {
-			fmt.Fprintf(&b, " %q", p.Name)
-		}
-		return b.String()
-	}
-	s := fmt.Sprintf("%v %d per %v", p.Algorithm, p.Limit, p.Window)
-	switch p.Algorithm {
-	case AlgSlidingWindow:
-		s += fmt.Sprintf(" in %d buckets", p.Buckets)
-	case AlgTokenBucket, AlgLeakyBucket:
-		s += fmt.Sprintf(" burst %d", p.Burst)
-		if p.Meter {
-			s += " (meter)"
 		}
 	}
 	if p.Name != "" {
 		s += fmt.Sprintf(" %q", p.Name)
 	}
 	return s
+}
+
+// joinParts joins what f says of each part of a policy made with AllOf
+// (Label, String) with sep.
+func (p Policy) joinParts(f func(Policy) string, sep string) string {
+	var s []string
+	for _, q := range p.Parts() {
+		s = append(s, f(q))
+	}
+	return strings.Join(s, sep)
 }
 
 // rule is a validated Policy with the numbers its algorithm needs
@@ -376,20 +360,20 @@ func compile(p Policy) (rule, error) {
 		return rule{}, err
 	}
 	if p.parts != "" {
-		return compileParts(p, p.Parts())
+		return compileParts(p, p.Parts()), nil
 	}
 	return compileOne(p), nil
 }
 
 // compileParts returns the rule of p, made of parts (a policy of one part
 // when parts is p alone), each compiled.
-func compileParts(p Policy, parts []Policy) (rule, error) {
+func compileParts(p Policy, parts []Policy) rule {
 	r := rule{policy: p, label: p.Label(), capacity: p.Capacity(), parts: make([]rule, len(parts))}
 	for i, q := range parts {
 		r.parts[i] = compileOne(q)
 	}
 	r.limit, r.interval = r.parts[0].limit, r.parts[0].interval
-	return r, nil
+	return r
 }
 
 // compileOne returns the rule of p, a valid policy of one part.
@@ -419,9 +403,6 @@ func compileOne(p Policy) rule {
 	}
 	return r
 }
-
-// sliding reports whether r is a sliding window's, or made of them.
-func (r *rule) sliding() bool { return r.policy.Algorithm == AlgSlidingWindow }
 
 // fill completes a verdict into *d with the fields every Decision of this
 // rule shares. It is called once, at the top of a call, writing the

@@ -3,12 +3,40 @@ package core
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 )
 
-// maxRules bounds the policies a limiter keeps compiled for AllowPolicy, so
-// that a program building a policy per client cannot grow it without end;
-// beyond it each such call compiles its policy (one allocation).
+// maxRules bounds the policies a ruleCache keeps compiled, so that a
+// program building a policy per client cannot grow it without end; beyond
+// it each call compiles its policy (one allocation).
 const maxRules = 1024
+
+// ruleCache maps policies to their compiled *rule, at most maxRules of
+// them (n counts them).
+type ruleCache struct {
+	sync.Map
+	n atomic.Int64
+}
+
+// get returns the rule kept for p, compiling and keeping it the first time.
+func (c *ruleCache) get(p Policy, compile func(Policy) (rule, error)) (*rule, error) {
+	if r, ok := c.Load(p); ok {
+		return r.(*rule), nil
+	}
+	r, err := compile(p)
+	if err != nil {
+		return nil, err
+	}
+	if c.n.Add(1) > maxRules {
+		return &r, nil // full: the count stays above the bound, and nothing more is kept
+	}
+	kept, loaded := c.LoadOrStore(p, &r)
+	if loaded {
+		c.n.Add(-1)
+	}
+	return kept.(*rule), nil
+}
 
 // AllowPolicy is [PolicyLimiter.AllowPolicy]. A key decided again under the
 // policy it was last decided under costs what AllowN costs.
@@ -63,30 +91,21 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 	if p == l.rule.policy {
 		return &l.rule, nil
 	}
-	if r, ok := l.rules.Load(p); ok {
-		return r.(*rule), nil
-	}
-	if p.Algorithm != l.rule.policy.Algorithm {
-		return nil, fmt.Errorf("%w: %v given to a %v limiter", ErrAlgorithmMismatch, p.Algorithm, l.rule.policy.Algorithm)
-	}
-	c, err := compile(p)
-	switch {
-	case err != nil:
-		return nil, err
-	case l.all != nil && len(c.parts) == 0:
-		// A policy of one part, decided as one of one part.
-		c, _ = compileParts(p, []Policy{p})
-	case l.all == nil && len(c.parts) > 0:
-		return nil, fmt.Errorf("%w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", ErrAlgorithmMismatch)
-	}
-	if l.nrules.Add(1) > maxRules {
-		return &c, nil // full: the count stays above the bound, and nothing more is kept
-	}
-	r, loaded := l.rules.LoadOrStore(p, &c)
-	if loaded {
-		l.nrules.Add(-1)
-	}
-	return r.(*rule), nil
+	return l.rules.get(p, func(p Policy) (rule, error) {
+		if p.Algorithm != l.rule.policy.Algorithm {
+			return rule{}, fmt.Errorf("%w: %v given to a %v limiter", ErrAlgorithmMismatch, p.Algorithm, l.rule.policy.Algorithm)
+		}
+		c, err := compile(p)
+		switch {
+		case err != nil:
+		case l.all != nil && len(c.parts) == 0:
+			// A policy of one part, decided as one of one part.
+			c = compileParts(p, []Policy{p})
+		case l.all == nil && len(c.parts) > 0:
+			err = fmt.Errorf("%w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", ErrAlgorithmMismatch)
+		}
+		return c, err
+	})
 }
 
 var _ PolicyLimiter = (*MemoryLimiter)(nil)

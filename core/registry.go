@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,6 +163,15 @@ type heir[S any] struct {
 // inherited states is idle (see decideInherited).
 const maxHeirs = 16
 
+// lock locks the shard of key and returns it, the key's hash and the
+// instant its writers act at (see shard.latest); the caller unlocks.
+func (g *registry[S, P]) lock(key string, now int64) (*shard[S], uint64, int64) {
+	h := g.hash(key)
+	sh := &g.shards[h>>g.shift]
+	sh.mu.Lock()
+	return sh, h, sh.at(now)
+}
+
 // at returns the instant a writer acts at, holding sh.mu.
 func (sh *shard[S]) at(now int64) int64 {
 	sh.latest = max(sh.latest, now)
@@ -307,8 +317,7 @@ func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r
 	}
 	// Retired first, into a copy: a decision in flight on the key then
 	// either counts in the copy or fails and comes here.
-	src := new(S)
-	P(src).init(e.rule)
+	src := newState[S, P](e.rule)
 	P(&e.state).retire(e.rule, now, retireAlways, src)
 	c := &entry[S]{key: e.key, rule: r}
 	P(&c.state).init(r)
@@ -327,9 +336,7 @@ func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r
 // back to its full quota. Both are exact: waiting RetryAfter admits, 1ns
 // less does not.
 func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *verdict, *S) {
-	c := new(S)
-	P(c).init(to)
-	P(c).convert(from, to, now, src)
+	c := converted[S, P](from, to, now, src)
 	d, first, _ := P(c).decide(to, now, n, false)
 	if a, ok := any(src).(interface {
 		measureParts(from, to *rule, now, n int64, pv partVerdicts)
@@ -338,11 +345,18 @@ func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *
 		a.measureParts(from, to, now, n, pv) // and the whole from its parts
 		return pv.combine(d.allowed), first, c
 	}
-	d.reset = durationNs(P(src).admitsAt(from, to, now, fullQuota) - now)
-	if !d.allowed {
-		d.wait = durationNs(P(src).admitsAt(from, to, now, n) - now)
-	}
+	measure[S, P](&d, src, from, to, now, n)
 	return d, first, c
+}
+
+// measure sets the durations of v, what a call of cost n under `to` got at
+// now on src converted, to those of src, held under from, left alone (see
+// look).
+func measure[S any, P stateOf[S]](v *verdict, src *S, from, to *rule, now, n int64) {
+	v.reset = durationNs(P(src).admitsAt(from, to, now, fullQuota) - now)
+	if !v.allowed {
+		v.wait = durationNs(P(src).admitsAt(from, to, now, n) - now)
+	}
 }
 
 // newcomer returns the entry a new key under r starts from, holding sh.mu:
@@ -361,10 +375,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 	P(&e.state).init(r)
 	g.startFrom(sh, &e.state, r, now)
 	if victim != nil {
-		var v S
-		P(&v).init(r)
-		P(&v).convert(victim.rule, r, now, &victim.state)
-		P(&e.state).absorb(r, now, &v)
+		P(&e.state).absorb(r, now, converted[S, P](victim.rule, r, now, &victim.state))
 	}
 	return e, victim, true
 }
@@ -383,8 +394,7 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], now, n int64, d verdict) verdict {
 	srcs := sh.inherited
 	if victim != nil {
-		merged := heir[S]{rule: victim.rule, state: new(S)}
-		P(merged.state).init(victim.rule)
+		merged := heir[S]{rule: victim.rule, state: newState[S, P](victim.rule)}
 		srcs = make([]heir[S], 0, len(sh.inherited)+1)
 		for _, h := range sh.inherited {
 			if sameRule(h.rule, victim.rule) {
@@ -406,7 +416,8 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 	full := at(fullQuota)
 	d.reset = durationNs(full - now)
 	if !d.allowed {
-		if t := at(n); !r.sliding() || len(srcs) < 2 {
+		// r's algorithm is that of its parts too.
+		if t := at(n); r.policy.Algorithm != AlgSlidingWindow || len(srcs) < 2 {
 			full = t
 		}
 		d.wait = durationNs(full - now)
@@ -428,10 +439,9 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 		}
 		return verdict{reset: time.Duration(wait), wait: time.Duration(wait)}, nil
 	}
-	var c S
-	P(&c).init(r)
-	g.startFrom(sh, &c, r, now)
-	d, pv, _ := P(&c).decide(r, now, n, consume)
+	c := newState[S, P](r)
+	g.startFrom(sh, c, r, now)
+	d, pv, _ := P(c).decide(r, now, n, consume)
 	if !consume || !d.allowed {
 		return g.inheritedWait(sh, r, nil, now, n, d), pv
 	}
@@ -439,7 +449,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	// The call moved the key to r (a key's state follows the policy of
 	// its last admission), and r's inherited state now holds what it had
 	// used, converted.
-	P(in).absorb(r, now, &c)
+	P(in).absorb(r, now, c)
 	return d, pv
 }
 
@@ -450,13 +460,25 @@ func (g *registry[S, P]) startFrom(sh *shard[S], st *S, r *rule, now int64) {
 	for _, h := range sh.inherited {
 		if sameRule(h.rule, r) {
 			P(st).absorb(r, now, h.state)
-			continue
+		} else {
+			P(st).absorb(r, now, converted[S, P](h.rule, r, now, h.state))
 		}
-		var c S
-		P(&c).init(r)
-		P(&c).convert(h.rule, r, now, h.state)
-		P(st).absorb(r, now, &c)
 	}
+}
+
+// newState returns a new state under r.
+func newState[S any, P stateOf[S]](r *rule) *S {
+	st := new(S)
+	P(st).init(r)
+	return st
+}
+
+// converted returns a new state, what src (held under from) becomes under
+// `to` at now (see stateOf.convert).
+func converted[S any, P stateOf[S]](from, to *rule, now int64, src *S) *S {
+	c := newState[S, P](to)
+	P(c).convert(from, to, now, src)
+	return c
 }
 
 // heirSlot returns, holding sh.mu, the index of r's inherited state
@@ -489,45 +511,36 @@ func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64) *S {
 	case i < 0:
 		return nil
 	}
-	st := new(S)
-	P(st).init(r)
 	if i == len(sh.inherited) {
-		sh.inherited = append(sh.inherited, heir[S]{rule: r, state: st})
-	} else {
-		sh.inherited[i] = heir[S]{rule: r, state: st}
+		sh.inherited = append(sh.inherited, heir[S]{})
 	}
-	return st
+	sh.inherited[i] = heir[S]{rule: r, state: newState[S, P](r)}
+	return sh.inherited[i].state
 }
 
-// inheritedInUse reports whether an inherited state of the shard is not
-// idle at now, holding sh.mu.
-func (g *registry[S, P]) inheritedInUse(sh *shard[S], now int64) bool {
-	for _, h := range sh.inherited {
-		if P(h.state).untilIdle(h.rule, now) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// insert adds e, holding sh.mu. The entry is stored before the hash, so a
-// reader that sees the hash finds the entry.
+// insert adds e, holding sh.mu.
 func (g *registry[S, P]) insert(sh *shard[S], h uint64, e *entry[S]) {
 	t := sh.table.Load()
 	if (sh.used+1)*4 > len(t.slots)*3 {
 		t = g.rebuild(sh, (sh.live+1)*2)
 	}
+	if place(t, h, e) {
+		sh.used++
+	}
+	sh.live++
+}
+
+// place stores e in the first free slot of t from h on, an empty one or a
+// tombstone, and reports whether it was empty. The entry is stored before
+// the hash, so a reader that sees the hash finds the entry.
+func place[S any](t *table[S], h uint64, e *entry[S]) (empty bool) {
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
-		if s.hash.Load() == 0 {
-			sh.used++
-		} else if s.entry.Load() != nil {
-			continue
+		if empty = s.hash.Load() == 0; empty || s.entry.Load() == nil {
+			s.entry.Store(e)
+			s.hash.Store(h)
+			return empty
 		}
-		s.entry.Store(e)
-		s.hash.Store(h)
-		sh.live++
-		return
 	}
 }
 
@@ -538,17 +551,9 @@ func (g *registry[S, P]) rebuild(sh *shard[S], size int) *table[S] {
 	size = max(minTable, 1<<bits.Len(uint(size-1)))
 	old, t := sh.table.Load(), newTable[S](size)
 	for i := range old.slots {
-		e := old.slots[i].entry.Load()
-		if e == nil {
-			continue
+		if e := old.slots[i].entry.Load(); e != nil {
+			place(t, old.slots[i].hash.Load(), e)
 		}
-		h := old.slots[i].hash.Load()
-		j := h & t.mask
-		for t.slots[j].hash.Load() != 0 {
-			j = (j + 1) & t.mask
-		}
-		t.slots[j].entry.Store(e)
-		t.slots[j].hash.Store(h)
 	}
 	sh.used = sh.live
 	sh.table.Store(t)
@@ -631,37 +636,37 @@ func (g *registry[S, P]) makeRoom(sh *shard[S], h uint64, now int64, apply bool,
 // is put back as a new key of its own, so that its next request starts
 // from a full quota rather than from the inherited one.
 func (g *registry[S, P]) reset(key string, now int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	sh.mu.Lock()
+	sh, h, now := g.lock(key, now)
 	defer sh.mu.Unlock()
-	now = sh.at(now)
 	r := g.rule
-	if s, e := lookup(sh.table.Load(), h, key); e != nil {
-		P(&e.state).retire(e.rule, now, retireAlways, nil)
-		sh.remove(s)
+	if e := g.drop(sh, h, key, now); e != nil {
 		r = e.rule
 	}
-	if !g.inheritedInUse(sh, now) {
-		return
+	inUse := func(h heir[S]) bool { return P(h.state).untilIdle(h.rule, now) > 0 }
+	if slices.ContainsFunc(sh.inherited, inUse) {
+		g.put(sh, h, key, r, now, 0)
 	}
-	g.put(sh, h, key, r, now, 0)
 }
 
 // set makes key's usage under r exactly used units at now (Set): a new
 // entry replaces the key's, whose state is retired first so that no
 // decision in flight on it counts.
 func (g *registry[S, P]) set(r *rule, key string, now, used int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	sh.mu.Lock()
+	sh, h, now := g.lock(key, now)
 	defer sh.mu.Unlock()
-	now = sh.at(now)
-	if s, e := lookup(sh.table.Load(), h, key); e != nil {
+	g.drop(sh, h, key, now)
+	g.put(sh, h, key, r, now, used)
+}
+
+// drop retires and removes key, holding sh.mu, and returns its entry (nil
+// when the shard does not hold it).
+func (g *registry[S, P]) drop(sh *shard[S], h uint64, key string, now int64) *entry[S] {
+	s, e := lookup(sh.table.Load(), h, key)
+	if e != nil {
 		P(&e.state).retire(e.rule, now, retireAlways, nil)
 		sh.remove(s)
 	}
-	g.put(sh, h, key, r, now, used)
+	return e
 }
 
 // put inserts key under r with used units used at now, holding sh.mu,
@@ -679,11 +684,8 @@ func (g *registry[S, P]) put(sh *shard[S], h uint64, key string, r *rule, now, u
 // get returns what a look at key under r finds at now: the verdict of a
 // unit request and the usage, changing nothing (Get).
 func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	sh.mu.Lock()
+	sh, h, now := g.lock(key, now)
 	defer sh.mu.Unlock()
-	now = sh.at(now)
 	switch _, e := lookup(sh.table.Load(), h, key); {
 	case e != nil && !sameRule(e.rule, r):
 		d, _, c := look[S, P](e.rule, r, now, 1, &e.state)
@@ -696,8 +698,7 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 		d, _, _ := P(&e.state).decide(r, now, 1, false)
 		return g.inheritedWait(sh, r, victim, now, 1, d), P(&e.state).usage(r, now)
 	}
-	st := new(S)
-	P(st).init(r)
+	st := newState[S, P](r)
 	g.startFrom(sh, st, r, now)
 	d, _ := g.decideInherited(sh, r, now, 1, false)
 	return d, P(st).usage(r, now)
@@ -726,14 +727,8 @@ func (g *registry[S, P]) sweep(now int64) {
 		sh := &g.shards[i]
 		sh.mu.Lock()
 		at := sh.at(now)
-		kept := sh.inherited[:0]
-		for _, h := range sh.inherited {
-			if P(h.state).untilIdle(h.rule, at) > 0 {
-				kept = append(kept, h)
-			}
-		}
-		clear(sh.inherited[len(kept):])
-		sh.inherited = kept
+		idle := func(h heir[S]) bool { return P(h.state).untilIdle(h.rule, at) <= 0 }
+		sh.inherited = slices.DeleteFunc(sh.inherited, idle) // clears the tail
 		t := sh.table.Load()
 		if len(sh.inherited) == 0 {
 			for j := range t.slots {

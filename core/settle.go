@@ -74,11 +74,8 @@ func (l *MemoryLimiter) Settle(_ context.Context, key string, d Decision, charge
 // held (idle, evicted, Reset) has nothing to refund, and a debt starts it
 // as a new key would start under r.
 func (g *registry[S, P]) settle(r *rule, key string, now, at, delta int64) {
-	h := g.hash(key)
-	sh := &g.shards[h>>g.shift]
-	sh.mu.Lock()
+	sh, h, now := g.lock(key, now)
 	defer sh.mu.Unlock()
-	now = sh.at(now)
 	if _, e := lookup(sh.table.Load(), h, key); e != nil {
 		P(&e.state).settle(e.rule, now, at, delta)
 		return

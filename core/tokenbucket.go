@@ -65,28 +65,32 @@ func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, *verdi
 
 func (s *gcraState) untilIdle(_ *rule, now int64) int64 { return s.tat.Load() - now }
 
-// retire marks the state retired if mode allows it at now, retrying when a
-// concurrent decision changes it first; into, when not nil, absorbs what the
-// state had used.
 func (s *gcraState) retire(r *rule, now int64, mode retireMode, into *gcraState) bool {
+	tat, ok := retireWord(&s.tat, func(tat int64) bool {
+		// Kept: a key in use (retireIdle), or one a unit request would
+		// find limited (retireUnlimited).
+		return mode == retireIdle && tat > now || mode == retireUnlimited && max(tat, now)+r.interval-now > r.tau
+	})
+	if ok && into != nil {
+		into.raise(tat)
+	}
+	return ok
+}
+
+// retireWord sets a one-word state to retired unless it is already or keep
+// says the word it holds must stay, retrying when a concurrent decision
+// changes it first; it returns the word it retired.
+func retireWord(w *atomic.Int64, keep func(word int64) bool) (int64, bool) {
 	for {
-		tat := s.tat.Load()
-		switch {
-		case tat == retired:
-			return false
-		case mode == retireIdle && tat > now:
-			return false
-		case mode == retireUnlimited && max(tat, now)+r.interval-now > r.tau:
-			return false
+		word := w.Load()
+		if word == retired || keep(word) {
+			return 0, false
 		}
 		if testBeforeRetire != nil {
 			testBeforeRetire()
 		}
-		if s.tat.CompareAndSwap(tat, retired) {
-			if into != nil {
-				into.raise(tat)
-			}
-			return true
+		if w.CompareAndSwap(word, retired) {
+			return word, true
 		}
 	}
 }
@@ -122,24 +126,18 @@ func (s *gcraState) raise(tat int64) {
 // is followed by an admission.
 func (s *gcraState) convert(from, to *rule, now int64, src *gcraState) {
 	tat := src.tat.Load()
-	next := rescaleTAT(tat, now, from.interval, to.interval)
+	next := tat // a full bucket under any rate, or the same rate
+	if tat > now && from.interval != to.interval {
+		q, exact := mulDiv(tat-now, to.interval, from.interval)
+		if !exact {
+			q++
+		}
+		next = now + min(q, maxSpan)
+	}
 	if to.delay {
 		next = max(next, tat)
 	}
 	s.tat.Store(next)
-}
-
-// rescaleTAT returns now + min((tat-now)·to/from rounded up, maxSpan) for
-// tat > now; tat itself otherwise (a full bucket under any rate).
-func rescaleTAT(tat, now, from, to int64) int64 {
-	if tat <= now || from == to {
-		return tat
-	}
-	q, exact := mulDiv(tat-now, to, from)
-	if !exact {
-		q++
-	}
-	return now + min(q, maxSpan)
 }
 
 // mulDiv returns x·num/den rounded down, at most 2^62, and whether it

@@ -12,8 +12,10 @@
 -- constants: the Window in whole µs and the ns remainder, the Limit, the
 -- expiry in ms, the largest count a conversion keeps (core's, what its
 -- one-word state holds), the expiry as text; then, for a policy made with
--- core.AllOf, its parts after the first, each as these six values.
-local wa, wb, limit, ttl, most, ttlS, more = 60000000, 0, 10, 60000, 536870911, '60000', {}
+-- core.AllOf, its parts after the first, each as these six values (nil:
+-- a policy of one part; a table costs Redis an allocation and its
+-- collection on every call).
+local wa, wb, limit, ttl, most, ttlS, more = 60000000, 0, 10, 60000, 536870911, '60000', nil
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 -- E and now are compared as text first: tonumber (a strtod) costs about
@@ -38,7 +40,7 @@ local function span(a, b, us, r)
 end
 
 local q, rem, w = span(wa, wb, now_us, now_r)
-local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+local K, P = more and #more + 1 or 1, nil -- K: the parts of the limiter's own policy
 if E > 0 or K > 1 then
   local function entry(a, b, ...) -- a policy's header values, its window's span now
     local eq, erem, ew = span(a, b, now_us, now_r)

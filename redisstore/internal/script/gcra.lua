@@ -12,8 +12,9 @@
 -- the interval (Window/Limit) and tau (Burst * interval) in ns, the expiry
 -- in ms, 1 if a leaky bucket delays (else 0), the expiry as text; then,
 -- for a policy made with core.AllOf, its parts after the first, each as
--- these five values.
-local interval, tau, ttl, delays, ttlS, more = 6000000000, 60000000000, 60000, 0, '60000', {}
+-- these five values (nil: a policy of one part; a table costs Redis an
+-- allocation and its collection on every call).
+local interval, tau, ttl, delays, ttlS, more = 6000000000, 60000000000, 60000, 0, '60000', nil
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 -- E and now are compared as text first: tonumber (a strtod) costs about
@@ -24,7 +25,7 @@ if now_us ~= '' then now_us, now_r = tonumber(now_us), tonumber(ARGV[A]) else lo
 local h = A - 3 - E * 4 -- the given policies' numbers follow ARGV[h]
 if m == 0 then m = h / (2 + math.min(E, 1)); keys, co = ARGV, m end -- the cross-slot form
 
-local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+local K, P = more and #more + 1 or 1, nil -- K: the parts of the limiter's own policy
 if E > 0 or K > 1 then
   P = {[0] = {interval, tau, ttl, delays, ttlS}}
   for e = 1, E do

@@ -46,12 +46,16 @@ func New(p core.Policy, plus time.Duration) (Script, error) {
 		parts = []core.Policy{p}
 	}
 	file, own := header(parts[0], plus)
-	var more []string
-	for _, q := range parts[1:] {
-		_, values := header(q, plus)
-		more = append(more, "{"+strings.Join(values, ", ")+"}")
+	more := "nil" // one part: no table for the script to build on every call
+	if len(parts) > 1 {
+		var tables []string
+		for _, q := range parts[1:] {
+			_, values := header(q, plus)
+			tables = append(tables, "{"+strings.Join(values, ", ")+"}")
+		}
+		more = "{" + strings.Join(tables, ", ") + "}"
 	}
-	src := withHeader(file, append(own, "{"+strings.Join(more, ", ")+"}"))
+	src := withHeader(file, append(own, more))
 	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil
 }
 

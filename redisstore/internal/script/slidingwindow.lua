@@ -17,8 +17,9 @@
 -- constants: the bucket width in whole µs and the ns remainder, Buckets,
 -- Limit, cap2, the expiry in ms, the struct format of its ring; then, for
 -- a policy made with core.AllOf, its parts after the first, each as these
--- seven values.
-local wa, wb, buckets, limit, cap2, ttl, fmt, more = 6000000, 0, 10, 100, 110, 66000, '<dddHI4I4I4I4I4I4I4I4I4I4I4', {}
+-- seven values (nil: a policy of one part; a table costs Redis an
+-- allocation and its collection on every call).
+local wa, wb, buckets, limit, cap2, ttl, fmt, more = 6000000, 0, 10, 100, 110, 66000, '<dddHI4I4I4I4I4I4I4I4I4I4I4', nil
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
 -- E and now are compared as text first: tonumber (a strtod) costs about
@@ -45,7 +46,7 @@ end
 local q, rem, w = span(wa, wb, now_us, now_r)
 local ring = buckets + 1
 local ring0, fmt0 = ring, fmt
-local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+local K, P = more and #more + 1 or 1, nil -- K: the parts of the limiter's own policy
 if E > 0 or K > 1 then
   local function entry(a, b, ...) -- a policy's header values, its bucket's span now
     local eq, erem, ew = span(a, b, now_us, now_r)

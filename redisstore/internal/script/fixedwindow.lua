@@ -224,5 +224,7 @@ for k, p in pairs(px) do
     redis.call('SET', k, cur[k], 'PX', p)
   end
 end
-out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
+local now = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
+if m == 1 then return out[1] .. now end -- one call: a concatenation, not table.concat's buffer
+out[m + 1] = now
 return table.concat(out)

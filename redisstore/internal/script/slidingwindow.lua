@@ -296,5 +296,7 @@ for k, p in pairs(px) do
     redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', p)
   end
 end
-out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
+local now = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
+if m == 1 then return out[1] .. now end -- one call: a concatenation, not table.concat's buffer
+out[m + 1] = now
 return table.concat(out)

@@ -221,11 +221,12 @@ func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool
 	if len(given) > 0 {
 		args = appendPolicies(args, calls, given)
 	}
-	args = append(args, len(given))
+	// E and now only when needed: three arguments fewer for Redis to
+	// parse and the script to read on a keyed call at the server's TIME.
 	if now := calls[0].ScriptCall().Now; now != 0 {
-		args = append(args, strconv.FormatInt(now/1000, 10), now%1000)
-	} else {
-		args = append(args, "", "")
+		args = append(args, len(given), strconv.FormatInt(now/1000, 10), now%1000)
+	} else if cross || len(given) > 0 {
+		args = append(args, len(given), "", "")
 	}
 	cmd := redis.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3) // a cluster client routes by the first key

@@ -49,6 +49,10 @@
 //	ARGV[#ARGV-1]    "" to read the server's TIME; else now in µs (tests)
 //	ARGV[#ARGV]      now's nanosecond remainder (tests)
 //
+// The last three are left out when E = 0 and the script reads the
+// server's TIME, but for the cross-slot form: a keyed call without them
+// has one argument per key.
+//
 // The cross-slot form (Redis 7's allow-cross-slot-keys flag, a first line
 // the scripts are sent with) takes no KEYS: ARGV[i] is the key of call i,
 // and the arguments above follow, m places further on. It decides keys of

@@ -46,12 +46,16 @@ func New(p core.Policy, plus time.Duration) (Script, error) {
 		parts = []core.Policy{p}
 	}
 	file, own := header(parts[0], plus)
-	var more []string
-	for _, q := range parts[1:] {
-		_, values := header(q, plus)
-		more = append(more, "{"+strings.Join(values, ", ")+"}")
+	more := "nil" // one part: no table for the script to build on every call
+	if len(parts) > 1 {
+		var tables []string
+		for _, q := range parts[1:] {
+			_, values := header(q, plus)
+			tables = append(tables, "{"+strings.Join(values, ", ")+"}")
+		}
+		more = "{" + strings.Join(tables, ", ") + "}"
 	}
-	src := withHeader(file, append(own, "{"+strings.Join(more, ", ")+"}"))
+	src := withHeader(file, append(own, more))
 	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil
 }
 
@@ -217,11 +221,12 @@ func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool
 	if len(given) > 0 {
 		args = appendPolicies(args, calls, given)
 	}
-	args = append(args, len(given))
+	// E and now only when needed: three arguments fewer for Redis to
+	// parse and the script to read on a keyed call at the server's TIME.
 	if now := calls[0].ScriptCall().Now; now != 0 {
-		args = append(args, strconv.FormatInt(now/1000, 10), now%1000)
-	} else {
-		args = append(args, "", "")
+		args = append(args, len(given), strconv.FormatInt(now/1000, 10), now%1000)
+	} else if cross || len(given) > 0 {
+		args = append(args, len(given), "", "")
 	}
 	cmd := redis.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3) // a cluster client routes by the first key

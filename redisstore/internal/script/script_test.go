@@ -134,7 +134,8 @@ func testBatch(t *testing.T, rdb *redis.Client, cross bool) {
 }
 
 // TestScriptsRunWithRedisCli: each file runs as it is with redis-cli
-// --eval, on the example policy of its header: a fresh key is admitted.
+// --eval, on the example policy of its header: a fresh key is admitted,
+// with or without the arguments E and now (E = 0, the server's TIME).
 func TestScriptsRunWithRedisCli(t *testing.T) {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("no redis-cli")
@@ -144,14 +145,17 @@ func TestScriptsRunWithRedisCli(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, files, 3)
 	for _, f := range files {
-		key := fmt.Sprintf("cli-%s-%d", f, time.Now().UnixNano())
-		out, err := exec.Command("redis-cli", "-h", host, "-p", port, "--eval", f, key, ",", "1", "0", "", "").CombinedOutput()
-		require.NoError(t, err, "%s: %s", f, out)
-		reply := strings.TrimSuffix(string(out), "\n") // raw: redis-cli writes to no terminal
-		require.Len(t, reply, 40+16, "%s: one call's reply and the script's now: %q", f, out)
-		var one script.Call
-		require.NoError(t, script.Parse(reply, []*script.Call{&one}))
-		assert.True(t, one.Res.Allowed, "%s admits a fresh key", f)
-		assert.WithinDuration(t, time.Now(), one.Res.At, time.Minute, "%s: At is the server's TIME (on this host)", f)
+		for _, tail := range [][]string{nil, {"0", "", ""}} {
+			key := fmt.Sprintf("cli-%s-%d", f, time.Now().UnixNano())
+			args := append([]string{"-h", host, "-p", port, "--eval", f, key, ",", "1"}, tail...)
+			out, err := exec.Command("redis-cli", args...).CombinedOutput()
+			require.NoError(t, err, "%s %q: %s", f, tail, out)
+			reply := strings.TrimSuffix(string(out), "\n") // raw: redis-cli writes to no terminal
+			require.Len(t, reply, 40+16, "%s %q: one call's reply and the script's now: %q", f, tail, out)
+			var one script.Call
+			require.NoError(t, script.Parse(reply, []*script.Call{&one}))
+			assert.True(t, one.Res.Allowed, "%s %q admits a fresh key", f, tail)
+			assert.WithinDuration(t, time.Now(), one.Res.At, time.Minute, "%s %q: At is the server's TIME (on this host)", f, tail)
+		}
 	}
 }

@@ -11,21 +11,27 @@
 -- policy given with a call has the header's first six numbers (K = 6).
 -- For example:
 --
---   redis-cli --eval slidingwindow.lua user:1 , 1 0 '' ''
+--   redis-cli --eval slidingwindow.lua user:1 , 1
 --
 -- The header: the limiter's own policy, which redisstore writes in as
 -- constants: the bucket width in whole µs and the ns remainder, Buckets,
 -- Limit, cap2, the expiry in ms, the struct format of its ring; then, for
 -- a policy made with core.AllOf, its parts after the first, each as these
--- seven values.
-local wa, wb, buckets, limit, cap2, ttl, fmt, more = 6000000, 0, 10, 100, 110, 66000, '<dddHI4I4I4I4I4I4I4I4I4I4I4', {}
+-- seven values (nil: a policy of one part; a table costs Redis an
+-- allocation and its collection on every call).
+local wa, wb, buckets, limit, cap2, ttl, fmt, more = 6000000, 0, 10, 100, 110, 66000, '<dddHI4I4I4I4I4I4I4I4I4I4I4', nil
 
 local A, keys, m, co = #ARGV, KEYS, #KEYS, 0
--- E and now are compared as text first: tonumber (a strtod) costs about
--- a thousand instructions, as much as a table.
-local E, now_us, now_r = 0, ARGV[A - 1], 0
-if ARGV[A - 2] ~= '0' then E = tonumber(ARGV[A - 2]) end
-if now_us ~= '' then now_us, now_r = tonumber(now_us), tonumber(ARGV[A]) else local t = redis.call('TIME'); now_us = t[1] * 1000000 + t[2] end
+-- E and now close the arguments only when needed (doc.go): a keyed call
+-- of the limiter's own policy at the server's TIME has one per key. E is
+-- compared as text first: tonumber (a strtod) costs about a thousand
+-- instructions, as much as a table.
+local E, now_us, now_r = 0, '', 0
+if A > m or m == 0 then
+  now_us, now_r = ARGV[A - 1], ARGV[A]
+  if ARGV[A - 2] ~= '0' then E = tonumber(ARGV[A - 2]) end
+end
+if now_us ~= '' then now_us, now_r = tonumber(now_us), tonumber(now_r) else local t = redis.call('TIME'); now_us, now_r = t[1] * 1000000 + t[2], 0 end
 local h = A - 3 - E * 6 -- the given policies' numbers follow ARGV[h]
 if m == 0 then m = h / (2 + math.min(E, 1)); keys, co = ARGV, m end -- the cross-slot form
 
@@ -45,7 +51,7 @@ end
 local q, rem, w = span(wa, wb, now_us, now_r)
 local ring = buckets + 1
 local ring0, fmt0 = ring, fmt
-local K, P = #more + 1, nil -- K: the parts of the limiter's own policy
+local K, P = more and #more + 1 or 1, nil -- K: the parts of the limiter's own policy
 if E > 0 or K > 1 then
   local function entry(a, b, ...) -- a policy's header values, its bucket's span now
     local eq, erem, ew = span(a, b, now_us, now_r)
@@ -295,5 +301,7 @@ for k, p in pairs(px) do
     redis.call('SET', k, struct.pack(f, unpack(c, 1, len + 4)), 'PX', p)
   end
 end
-out[m + 1] = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
+local now = struct.pack('<i8i8', now_us, now_r) -- the calls' now: Decision.At
+if m == 1 then return out[1] .. now end -- one call: a concatenation, not table.concat's buffer
+out[m + 1] = now
 return table.concat(out)

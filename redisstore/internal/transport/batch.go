@@ -154,7 +154,7 @@ func (b *batcher) fly(ctx context.Context, own *Call) {
 			}
 			rt = shared
 		}
-		b.exec(rt, b.route, batch)
+		b.exec(rt, batch)
 		for _, c := range batch {
 			if c != own {
 				c.done <- struct{}{}

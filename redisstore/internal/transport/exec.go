@@ -62,31 +62,29 @@ type group struct {
 	cmd   *redis.Cmd
 }
 
-// exec runs the calls of one round trip and fills in their answers.
-func (b *conf) exec(ctx context.Context, r route, calls []*Call) {
+// exec runs the calls of one round trip and fills in their answers: it
+// sends their commands, then again those the server could not run as sent.
+func (b *batcher) exec(ctx context.Context, calls []*Call) {
 	id := roundTrips.Add(1)
 	for _, c := range calls {
 		c.rt.Store(id)
 	}
-	b.run(ctx, r, b.group(ctx, r, calls))
-}
-
-// run sends groups, then again those the server could not run as sent,
-// and fills in their calls' answers.
-func (b *conf) run(ctx context.Context, r route, groups []*group) {
+	groups := b.group(ctx, calls)
 	for round := 0; len(groups) > 0; round++ {
 		for _, g := range groups {
 			g.cmd = b.command(ctx, g)
 		}
-		b.process(ctx, r, groups)
+		b.process(ctx, groups)
 		var again []*group
 		for _, g := range groups {
 			err := g.cmd.Err()
 			switch {
 			case err == nil || round >= 3 || g.calls[0].Del:
-			case isNoScript(err) && !g.eval:
-				// EVAL runs the script from source and caches it on
-				// that server, so the next EVALSHA there succeeds.
+			case !g.eval && redis.HasErrorPrefix(err, "NOSCRIPT"):
+				// The server does not have the script cached (restart,
+				// failover, SCRIPT FLUSH). EVAL runs it from source and
+				// caches it on that server, so the next EVALSHA there
+				// succeeds.
 				g.eval = true
 				again = append(again, g)
 				continue
@@ -108,7 +106,7 @@ func (b *conf) run(ctx context.Context, r route, groups []*group) {
 
 // group splits the calls of a round trip into commands, each call's
 // order kept among the calls of its key.
-func (b *conf) group(ctx context.Context, r route, calls []*Call) []*group {
+func (b *batcher) group(ctx context.Context, calls []*Call) []*group {
 	var groups []*group
 	var decisions []*Call
 	for _, c := range calls {
@@ -121,11 +119,11 @@ func (b *conf) group(ctx context.Context, r route, calls []*Call) []*group {
 	switch {
 	case len(decisions) == 0:
 		return groups
-	case r == routeOne:
+	case b.route == routeOne:
 		return append(groups, &group{calls: decisions})
-	case r == routeNode && !b.noCross.Load():
+	case b.route == routeNode && !b.noCross.Load():
 		return append(groups, &group{calls: decisions, cross: distinctKeys(decisions) > 1})
-	case r == routeCluster && !b.noCross.Load():
+	case b.route == routeCluster && !b.noCross.Load():
 		return append(groups, b.byNode(ctx, decisions)...)
 	default:
 		return append(groups, perKey(decisions)...)
@@ -202,8 +200,8 @@ func (b *conf) command(ctx context.Context, g *group) *redis.Cmd {
 
 // process sends the commands of groups: one alone, several as a pipeline
 // (which a cluster client splits by node and sends to each at once).
-func (b *conf) process(ctx context.Context, r route, groups []*group) {
-	if len(groups) == 1 || r == routeNode {
+func (b *batcher) process(ctx context.Context, groups []*group) {
+	if len(groups) == 1 || b.route == routeNode {
 		// One node: rather than a cluster pipeline, which sends from a
 		// goroutine per node that a busy process runs late, one command
 		// after the other (there is one but for a Reset, or after a
@@ -233,12 +231,6 @@ func (b *conf) answer(g *group) {
 			c.rt.Store(0)
 		}
 	}
-}
-
-// isNoScript reports whether err says the server does not have the
-// script cached (restart, failover, SCRIPT FLUSH).
-func isNoScript(err error) bool {
-	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
 // isClusterRefusal reports whether err is Redis Cluster refusing a

@@ -163,7 +163,9 @@ func TestRefusedBatchIsDecidedKeyByKey(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	p := core.FixedWindow(3, time.Minute)
 	now := coretest.Epoch
-	b := newSender(t, rdb, p, 10*time.Second).(*router).batcher
+	// The batcher of one node, sent calls of several: one script call in
+	// the cross-slot form.
+	b := &batcher{conf: newSender(t, rdb, p, 10*time.Second).(*router).conf, route: routeNode}
 	ref := core.MustNew(p, core.WithClock(func() time.Time { return now }))
 	t.Cleanup(func() { _ = ref.Close() })
 	ctx := context.Background()
@@ -185,7 +187,7 @@ func TestRefusedBatchIsDecidedKeyByKey(t *testing.T) {
 			refused++
 		}
 	}))
-	b.run(ctx, b.route, []*group{{calls: calls, cross: true}})
+	b.exec(ctx, calls)
 	assert.Positive(t, refused, "the node refused the batch")
 	for i, c := range calls {
 		require.NoError(t, c.Err, "call %d", i)

@@ -122,7 +122,7 @@ func (b *batcher) group(ctx context.Context, calls []*Call) []*group {
 	case b.route == routeOne:
 		return append(groups, &group{calls: decisions})
 	case b.route == routeNode && !b.noCross.Load():
-		return append(groups, &group{calls: decisions, cross: distinctKeys(decisions) > 1})
+		return append(groups, &group{calls: decisions, cross: severalKeys(decisions)})
 	case b.route == routeCluster && !b.noCross.Load():
 		return append(groups, b.byNode(ctx, decisions)...)
 	default:
@@ -131,39 +131,37 @@ func (b *batcher) group(ctx context.Context, calls []*Call) []*group {
 }
 
 // byNode returns one group per Cluster node of calls, in order.
-func (b *conf) byNode(ctx context.Context, calls []*Call) []*group {
-	byNode := make(map[*redis.Client]*group)
-	var order []*group
-	for _, c := range calls {
+func (b *batcher) byNode(ctx context.Context, calls []*Call) []*group {
+	groups := groupBy(calls, func(c *Call) *redis.Client {
 		node, err := b.cluster.MasterForKey(ctx, c.Key)
 		if err != nil {
-			node = nil // the cluster client reports the error on the call
-		} else {
-			b.routed.Store(true) // from now on Send routes by node
+			return nil // the cluster client reports the error on the call
 		}
-		g := byNode[node]
-		if g == nil {
-			g = &group{}
-			byNode[node] = g
-			order = append(order, g)
-		}
-		g.calls = append(g.calls, c)
+		b.routed.Store(true) // from now on Send routes by node
+		return node
+	})
+	for _, g := range groups {
+		g.cross = severalKeys(g.calls)
 	}
-	for _, g := range order {
-		g.cross = distinctKeys(g.calls) > 1
-	}
-	return order
+	return groups
 }
 
 // perKey returns one group per key of calls, in order.
 func perKey(calls []*Call) []*group {
-	byKey := make(map[string]*group)
+	return groupBy(calls, func(c *Call) string { return c.Key })
+}
+
+// groupBy returns one group per value of key over calls, in the order of
+// their first calls, each call's order kept.
+func groupBy[K comparable](calls []*Call, key func(*Call) K) []*group {
+	byKey := make(map[K]*group)
 	var order []*group
 	for _, c := range calls {
-		g := byKey[c.Key]
+		k := key(c)
+		g := byKey[k]
 		if g == nil {
 			g = &group{}
-			byKey[c.Key] = g
+			byKey[k] = g
 			order = append(order, g)
 		}
 		g.calls = append(g.calls, c)
@@ -171,17 +169,17 @@ func perKey(calls []*Call) []*group {
 	return order
 }
 
-func distinctKeys(calls []*Call) int {
+func severalKeys(calls []*Call) bool {
 	for _, c := range calls[1:] {
 		if c.Key != calls[0].Key {
-			return 2
+			return true
 		}
 	}
-	return 1
+	return false
 }
 
 // command builds the Redis command of g.
-func (b *conf) command(ctx context.Context, g *group) *redis.Cmd {
+func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 	if c := g.calls[0]; c.Del {
 		args := []any{"del", c.Key}
 		for _, q := range c.More {
@@ -219,7 +217,7 @@ func (b *batcher) process(ctx context.Context, groups []*group) {
 }
 
 // answer fills in the answers of g's calls from its command.
-func (b *conf) answer(g *group) {
+func (b *batcher) answer(g *group) {
 	err := g.cmd.Err()
 	if err == nil && !g.calls[0].Del {
 		err = script.Parse(g.cmd.Val(), g.calls)

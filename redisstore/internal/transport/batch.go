@@ -87,23 +87,26 @@ func (b *batcher) wait(ctx context.Context, c *Call) error {
 		}
 		break
 	}
-	if err != nil && c.state.CompareAndSwap(callPending, callAbandoned) {
-		return err // never sent
-	}
-	if c.state.Load() == callLead {
-		if err != nil {
-			b.mu.Lock()
-			b.handOn() // the others may still be in time
-			b.mu.Unlock()
-			return err
+	switch {
+	case err == nil: // answered, or handed the flight
+		if c.state.Load() == callLead {
+			b.fly(ctx, c)
 		}
-		b.fly(ctx, c)
 		return nil
-	}
-	if err != nil && !c.answered() {
+	case c.state.CompareAndSwap(callPending, callAbandoned):
+		return err // never sent
+	case c.state.Load() == callLead:
+		b.mu.Lock()
+		b.handOn() // the others may still be in time
+		b.mu.Unlock()
 		return err
 	}
-	return nil
+	select {
+	case <-c.done: // answered meanwhile: the answer wins
+		return nil
+	default:
+		return err
+	}
 }
 
 // escape makes c, queued for half its timeout, a flight of its own beyond

@@ -233,8 +233,8 @@ func (b *batcher) Ping(ctx context.Context) error { return b.rdb.Ping(ctx).Err()
 // them) and refuses new calls; then it closes the limiter's own client.
 func (b *batcher) Close() {
 	b.stop()
-	if b.own != nil {
-		_ = b.own.Close()
+	if b.closeRDB {
+		_ = b.rdb.Close()
 	}
 }
 

@@ -25,11 +25,11 @@ type Options struct {
 // conf is what the batchers of one limiter share.
 type conf struct {
 	Options
-	rdb     redis.UniversalClient // the limiter's own client
-	own     redis.UniversalClient // the same, when NewSender made it: closed by Close
-	cluster *redis.ClusterClient  // the same client, when it is one
-	noCross atomic.Bool           // the server rejected the cross-slot form: per key
-	routed  atomic.Bool           // a Cluster client knows the slots: per node
+	rdb      redis.UniversalClient // the limiter's own client
+	closeRDB bool                  // NewSender made rdb: Close closes it
+	cluster  *redis.ClusterClient  // the same client, when it is one
+	noCross  atomic.Bool           // the server rejected the cross-slot form: per key
+	routed   atomic.Bool           // a Cluster client knows the slots: per node
 
 	queueing *queueClock // when a call last queued, for the readyConns
 }

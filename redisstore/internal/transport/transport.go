@@ -30,16 +30,13 @@ type Sender interface {
 func NewSender(rdb redis.UniversalClient, o Options) Sender {
 	q := new(queueClock)
 	own, ok := ownClient(rdb, q)
-	c := &conf{Options: o, rdb: own, queueing: q}
-	if ok {
-		c.own = own
-	}
+	c := &conf{Options: o, rdb: own, closeRDB: ok, queueing: q}
 	switch rc := own.(type) {
 	case *redis.Client:
 		return &batcher{conf: c, route: routeOne}
 	case *redis.ClusterClient:
 		c.cluster = rc
-		return &router{batcher: &batcher{conf: c, route: routeCluster}}
+		return &router{batcher: &batcher{conf: c, route: routeCluster}, nodes: make(map[*redis.Client]*batcher)}
 	}
 	return &batcher{conf: c, route: routePerKey}
 }
@@ -47,17 +44,12 @@ func NewSender(rdb redis.UniversalClient, o Options) Sender {
 // Waiting returns how many calls wait in s's queues for a round trip, for
 // tests.
 func Waiting(s Sender) int {
-	bs := []*batcher{}
+	var bs []*batcher
 	switch s := s.(type) {
 	case *batcher:
-		bs = append(bs, s)
+		bs = []*batcher{s}
 	case *router:
-		bs = append(bs, s.batcher)
-		s.mu.Lock()
-		for _, nb := range s.nodes {
-			bs = append(bs, nb)
-		}
-		s.mu.Unlock()
+		bs = append(s.nodeBatchers(), s.batcher)
 	}
 	n := 0
 	for _, b := range bs {

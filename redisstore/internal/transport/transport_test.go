@@ -275,3 +275,26 @@ func TestRoute(t *testing.T) {
 		assert.Equal(t, tc.route, got, "%T", tc.rdb)
 	}
 }
+
+// TestClusterCloseWhileNodesAreAdded: Close reads the node batchers while
+// a Send may add one (a node used for the first time); under the race
+// detector, an unlocked read of the map is a reported race, and at worst a
+// fatal concurrent map iteration and write.
+func TestClusterCloseWhileNodesAreAdded(t *testing.T) {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	cl := newSender(t, rdb, core.TokenBucket(1, time.Second), time.Second).(*router)
+	for range 1000 {
+		cl.node(new(redis.Client))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			cl.node(new(redis.Client))
+		}
+	}()
+	cl.Close()
+	<-done
+	assert.Len(t, cl.nodeBatchers(), 2000)
+}

@@ -5,8 +5,12 @@ package transport
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
 // Sender runs calls on Redis.
@@ -22,6 +26,27 @@ type Sender interface {
 	// Close waits for the round trips in flight (and the calls queued
 	// behind them), refuses new calls and closes the limiter's own client.
 	Close()
+}
+
+// Options are what NewSender needs besides the client.
+type Options struct {
+	Script     script.Script
+	Timeout    time.Duration
+	MaxBatch   int  // calls one script call decides at most
+	MaxFlights int  // round trips in flight at once
+	TestClock  bool // calls carry their own now: batch only equal ones
+}
+
+// conf is what the batchers of one limiter share.
+type conf struct {
+	Options
+	rdb      redis.UniversalClient // the limiter's own client
+	closeRDB bool                  // NewSender made rdb: Close closes it
+	cluster  *redis.ClusterClient  // the same client, when it is one
+	noCross  atomic.Bool           // the server rejected the cross-slot form: per key
+	routed   atomic.Bool           // a Cluster client knows the slots: per node
+
+	queueing *queueClock // when a call last queued, for the readyConns
 }
 
 // NewSender returns the Sender of a limiter on rdb: a single node, Sentinel,

@@ -66,26 +66,14 @@ func (b *batcher) wait(ctx context.Context, c *Call) error {
 	// Half the timeout in, a call still queued sends itself (see escape);
 	// at the deadline it gives up.
 	c.timer.Reset(time.Until(c.Deadline) - b.Timeout/2)
-	escaping := true
-	var err error
-	for {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-c.timer.C:
-			if escaping {
-				escaping = false
-				if b.escape(c) {
-					b.fly(ctx, c)
-					return nil
-				}
-				c.timer.Reset(time.Until(c.Deadline))
-				continue
-			}
-			err = ErrDeadline
+	err := c.await(ctx)
+	if err == ErrDeadline {
+		if b.escape(c) {
+			b.fly(ctx, c)
+			return nil
 		}
-		break
+		c.timer.Reset(time.Until(c.Deadline))
+		err = c.await(ctx)
 	}
 	switch {
 	case err == nil: // answered, or handed the flight
@@ -106,6 +94,19 @@ func (b *batcher) wait(ctx context.Context, c *Call) error {
 		return nil
 	default:
 		return err
+	}
+}
+
+// await waits for c's signal (nil), ctx's end (its error) or c's timer
+// (ErrDeadline).
+func (c *Call) await(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.timer.C:
+		return ErrDeadline
 	}
 }
 

@@ -66,44 +66,48 @@ func (b *batcher) wait(ctx context.Context, c *Call) error {
 	// Half the timeout in, a call still queued sends itself (see escape);
 	// at the deadline it gives up.
 	c.timer.Reset(time.Until(c.Deadline) - b.Timeout/2)
-	escaping := true
-	var err error
-	for {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-c.timer.C:
-			if escaping {
-				escaping = false
-				if b.escape(c) {
-					b.fly(ctx, c)
-					return nil
-				}
-				c.timer.Reset(time.Until(c.Deadline))
-				continue
-			}
-			err = ErrDeadline
+	err := c.await(ctx)
+	if err == ErrDeadline {
+		if b.escape(c) {
+			b.fly(ctx, c)
+			return nil
 		}
-		break
+		c.timer.Reset(time.Until(c.Deadline))
+		err = c.await(ctx)
 	}
-	if err != nil && c.state.CompareAndSwap(callPending, callAbandoned) {
-		return err // never sent
-	}
-	if c.state.Load() == callLead {
-		if err != nil {
-			b.mu.Lock()
-			b.handOn() // the others may still be in time
-			b.mu.Unlock()
-			return err
+	switch {
+	case err == nil: // answered, or handed the flight
+		if c.state.Load() == callLead {
+			b.fly(ctx, c)
 		}
-		b.fly(ctx, c)
 		return nil
-	}
-	if err != nil && !c.answered() {
+	case c.state.CompareAndSwap(callPending, callAbandoned):
+		return err // never sent
+	case c.state.Load() == callLead:
+		b.mu.Lock()
+		b.handOn() // the others may still be in time
+		b.mu.Unlock()
 		return err
 	}
-	return nil
+	select {
+	case <-c.done: // answered meanwhile: the answer wins
+		return nil
+	default:
+		return err
+	}
+}
+
+// await waits for c's signal (nil), ctx's end (its error) or c's timer
+// (ErrDeadline).
+func (c *Call) await(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.timer.C:
+		return ErrDeadline
+	}
 }
 
 // escape makes c, queued for half its timeout, a flight of its own beyond
@@ -154,7 +158,7 @@ func (b *batcher) fly(ctx context.Context, own *Call) {
 			}
 			rt = shared
 		}
-		b.exec(rt, b.route, batch)
+		b.exec(rt, batch)
 		for _, c := range batch {
 			if c != own {
 				c.done <- struct{}{}
@@ -230,8 +234,8 @@ func (b *batcher) Ping(ctx context.Context) error { return b.rdb.Ping(ctx).Err()
 // them) and refuses new calls; then it closes the limiter's own client.
 func (b *batcher) Close() {
 	b.stop()
-	if b.own != nil {
-		_ = b.own.Close()
+	if b.closeRDB {
+		_ = b.rdb.Close()
 	}
 }
 

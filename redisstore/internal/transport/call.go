@@ -77,13 +77,3 @@ func IsTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
-
-// answered reports whether c's answer is there (and takes the signal).
-func (c *Call) answered() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}

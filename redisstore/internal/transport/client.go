@@ -20,14 +20,11 @@ import (
 func ownClient(rdb redis.UniversalClient, q *queueClock) (own redis.UniversalClient, ok bool) {
 	switch c := rdb.(type) {
 	case *redis.Client:
-		o := *c.Options()
-		own = redis.NewClient(tune(&o, q))
+		own = redis.NewClient(tune(*c.Options(), q))
 	case *redis.ClusterClient:
-		o := *c.Options()
-		own = redis.NewClusterClient(tune(&o, q))
+		own = redis.NewClusterClient(tune(*c.Options(), q))
 	case *redis.Ring:
-		o := *c.Options()
-		own = redis.NewRing(tune(&o, q))
+		own = redis.NewRing(tune(*c.Options(), q))
 	default:
 		return rdb, false
 	}
@@ -37,18 +34,19 @@ func ownClient(rdb redis.UniversalClient, q *queueClock) (own redis.UniversalCli
 	return own, true
 }
 
-// tune sets go-redis options o (Options, ClusterOptions or RingOptions,
-// whose fields share their names) for the limiter's client: it applies a
-// context's deadline to its sockets, and that deadline alone
-// (ContextTimeoutEnabled, no socket timeouts of its own), retries nothing
-// (a retry would come after the deadline, or run a script twice), dials
-// once (a refused connection is an error at once, not after go-redis's
-// back-off), keeps no idle connections beyond those used, and its TCP
-// connections are readyConns (but for go-redis's own TLS dialing). It gets push notification handlers of its
-// own (rdb's already hold rdb's: sharing them makes go-redis log a failure
-// to register them) and no client-side cache, which EVALSHA never reads.
-func tune[O any](o *O, q *queueClock) *O {
-	v := reflect.ValueOf(o).Elem()
+// tune returns a copy of go-redis options o (Options, ClusterOptions or
+// RingOptions, whose fields share their names) set for the limiter's
+// client: it applies a context's deadline to its sockets, and that deadline
+// alone (ContextTimeoutEnabled, no socket timeouts of its own), retries
+// nothing (a retry would come after the deadline, or run a script twice),
+// dials once (a refused connection is an error at once, not after
+// go-redis's back-off), keeps no idle connections beyond those used, and
+// its TCP connections are readyConns (but for go-redis's own TLS dialing).
+// It gets push notification handlers of its own (rdb's already hold rdb's:
+// sharing them makes go-redis log a failure to register them) and no
+// client-side cache, which EVALSHA never reads.
+func tune[O any](o O, q *queueClock) *O {
+	v := reflect.ValueOf(&o).Elem()
 	v.FieldByName("ContextTimeoutEnabled").SetBool(true)
 	for name, x := range map[string]int64{"MaxRetries": -1, "DialerRetries": 1, "MinIdleConns": 0, "ReadTimeout": -1, "WriteTimeout": -1} {
 		v.FieldByName(name).SetInt(x)
@@ -61,7 +59,7 @@ func tune[O any](o *O, q *queueClock) *O {
 	dial := v.FieldByName("Dialer").Interface().(func(ctx context.Context, network, addr string) (net.Conn, error))
 	if dial == nil {
 		if !v.FieldByName("TLSConfig").IsNil() {
-			return o // go-redis's own TLS dialing: no readyConns
+			return &o // go-redis's own TLS dialing: no readyConns
 		}
 		dial = redis.NewDialer(&redis.Options{DialTimeout: time.Duration(v.FieldByName("DialTimeout").Int())})
 	}
@@ -72,7 +70,7 @@ func tune[O any](o *O, q *queueClock) *O {
 		}
 		return conn, err
 	}))
-	return o
+	return &o
 }
 
 // OwnHooks returns the hooks to add to rdb's own client: tests see the

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -36,24 +38,27 @@ func (cl *router) node(n *redis.Client) *batcher {
 	nb := cl.nodes[n]
 	if nb == nil {
 		nb = &batcher{conf: cl.conf, route: routeNode}
-		if cl.nodes == nil {
-			cl.nodes = make(map[*redis.Client]*batcher)
-		}
 		cl.nodes[n] = nb
 	}
 	return nb
 }
 
-// Close closes every node's batcher, then the client.
+// nodeBatchers returns the nodes' batchers made so far.
+func (cl *router) nodeBatchers() []*batcher {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return slices.Collect(maps.Values(cl.nodes))
+}
+
+// Close closes every node's batcher, then the client. The batcher of
+// routeCluster stops first: its round trips in flight may make node
+// batchers, which then stop too.
 func (cl *router) Close() {
 	cl.batcher.stop()
-	cl.mu.Lock()
-	nodes := cl.nodes
-	cl.mu.Unlock()
-	for _, nb := range nodes {
+	for _, nb := range cl.nodeBatchers() {
 		nb.stop()
 	}
-	if cl.own != nil {
-		_ = cl.own.Close()
+	if cl.closeRDB {
+		_ = cl.rdb.Close()
 	}
 }

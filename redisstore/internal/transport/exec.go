@@ -5,34 +5,11 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
-
-// Options are what NewSender needs besides the client.
-type Options struct {
-	Script     script.Script
-	Timeout    time.Duration
-	MaxBatch   int  // calls one script call decides at most
-	MaxFlights int  // round trips in flight at once
-	TestClock  bool // calls carry their own now: batch only equal ones
-}
-
-// conf is what the batchers of one limiter share.
-type conf struct {
-	Options
-	rdb     redis.UniversalClient // the limiter's own client
-	own     redis.UniversalClient // the same, when NewSender made it: closed by Close
-	cluster *redis.ClusterClient  // the same client, when it is one
-	noCross atomic.Bool           // the server rejected the cross-slot form: per key
-	routed  atomic.Bool           // a Cluster client knows the slots: per node
-
-	queueing *queueClock // when a call last queued, for the readyConns
-}
 
 // route says how the calls of one round trip are grouped into script calls.
 type route uint8
@@ -62,31 +39,29 @@ type group struct {
 	cmd   *redis.Cmd
 }
 
-// exec runs the calls of one round trip and fills in their answers.
-func (b *conf) exec(ctx context.Context, r route, calls []*Call) {
+// exec runs the calls of one round trip and fills in their answers: it
+// sends their commands, then again those the server could not run as sent.
+func (b *batcher) exec(ctx context.Context, calls []*Call) {
 	id := roundTrips.Add(1)
 	for _, c := range calls {
 		c.rt.Store(id)
 	}
-	b.run(ctx, r, b.group(ctx, r, calls))
-}
-
-// run sends groups, then again those the server could not run as sent,
-// and fills in their calls' answers.
-func (b *conf) run(ctx context.Context, r route, groups []*group) {
+	groups := b.group(ctx, calls)
 	for round := 0; len(groups) > 0; round++ {
 		for _, g := range groups {
 			g.cmd = b.command(ctx, g)
 		}
-		b.process(ctx, r, groups)
+		b.process(ctx, groups)
 		var again []*group
 		for _, g := range groups {
 			err := g.cmd.Err()
 			switch {
 			case err == nil || round >= 3 || g.calls[0].Del:
-			case isNoScript(err) && !g.eval:
-				// EVAL runs the script from source and caches it on
-				// that server, so the next EVALSHA there succeeds.
+			case !g.eval && redis.HasErrorPrefix(err, "NOSCRIPT"):
+				// The server does not have the script cached (restart,
+				// failover, SCRIPT FLUSH). EVAL runs it from source and
+				// caches it on that server, so the next EVALSHA there
+				// succeeds.
 				g.eval = true
 				again = append(again, g)
 				continue
@@ -108,7 +83,7 @@ func (b *conf) run(ctx context.Context, r route, groups []*group) {
 
 // group splits the calls of a round trip into commands, each call's
 // order kept among the calls of its key.
-func (b *conf) group(ctx context.Context, r route, calls []*Call) []*group {
+func (b *batcher) group(ctx context.Context, calls []*Call) []*group {
 	var groups []*group
 	var decisions []*Call
 	for _, c := range calls {
@@ -121,11 +96,11 @@ func (b *conf) group(ctx context.Context, r route, calls []*Call) []*group {
 	switch {
 	case len(decisions) == 0:
 		return groups
-	case r == routeOne:
+	case b.route == routeOne:
 		return append(groups, &group{calls: decisions})
-	case r == routeNode && !b.noCross.Load():
-		return append(groups, &group{calls: decisions, cross: distinctKeys(decisions) > 1})
-	case r == routeCluster && !b.noCross.Load():
+	case b.route == routeNode && !b.noCross.Load():
+		return append(groups, &group{calls: decisions, cross: severalKeys(decisions)})
+	case b.route == routeCluster && !b.noCross.Load():
 		return append(groups, b.byNode(ctx, decisions)...)
 	default:
 		return append(groups, perKey(decisions)...)
@@ -133,39 +108,37 @@ func (b *conf) group(ctx context.Context, r route, calls []*Call) []*group {
 }
 
 // byNode returns one group per Cluster node of calls, in order.
-func (b *conf) byNode(ctx context.Context, calls []*Call) []*group {
-	byNode := make(map[*redis.Client]*group)
-	var order []*group
-	for _, c := range calls {
+func (b *batcher) byNode(ctx context.Context, calls []*Call) []*group {
+	groups := groupBy(calls, func(c *Call) *redis.Client {
 		node, err := b.cluster.MasterForKey(ctx, c.Key)
 		if err != nil {
-			node = nil // the cluster client reports the error on the call
-		} else {
-			b.routed.Store(true) // from now on Send routes by node
+			return nil // the cluster client reports the error on the call
 		}
-		g := byNode[node]
-		if g == nil {
-			g = &group{}
-			byNode[node] = g
-			order = append(order, g)
-		}
-		g.calls = append(g.calls, c)
+		b.routed.Store(true) // from now on Send routes by node
+		return node
+	})
+	for _, g := range groups {
+		g.cross = severalKeys(g.calls)
 	}
-	for _, g := range order {
-		g.cross = distinctKeys(g.calls) > 1
-	}
-	return order
+	return groups
 }
 
 // perKey returns one group per key of calls, in order.
 func perKey(calls []*Call) []*group {
-	byKey := make(map[string]*group)
+	return groupBy(calls, func(c *Call) string { return c.Key })
+}
+
+// groupBy returns one group per value of key over calls, in the order of
+// their first calls, each call's order kept.
+func groupBy[K comparable](calls []*Call, key func(*Call) K) []*group {
+	byKey := make(map[K]*group)
 	var order []*group
 	for _, c := range calls {
-		g := byKey[c.Key]
+		k := key(c)
+		g := byKey[k]
 		if g == nil {
 			g = &group{}
-			byKey[c.Key] = g
+			byKey[k] = g
 			order = append(order, g)
 		}
 		g.calls = append(g.calls, c)
@@ -173,17 +146,17 @@ func perKey(calls []*Call) []*group {
 	return order
 }
 
-func distinctKeys(calls []*Call) int {
+func severalKeys(calls []*Call) bool {
 	for _, c := range calls[1:] {
 		if c.Key != calls[0].Key {
-			return 2
+			return true
 		}
 	}
-	return 1
+	return false
 }
 
 // command builds the Redis command of g.
-func (b *conf) command(ctx context.Context, g *group) *redis.Cmd {
+func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 	if c := g.calls[0]; c.Del {
 		args := []any{"del", c.Key}
 		for _, q := range c.More {
@@ -202,8 +175,8 @@ func (b *conf) command(ctx context.Context, g *group) *redis.Cmd {
 
 // process sends the commands of groups: one alone, several as a pipeline
 // (which a cluster client splits by node and sends to each at once).
-func (b *conf) process(ctx context.Context, r route, groups []*group) {
-	if len(groups) == 1 || r == routeNode {
+func (b *batcher) process(ctx context.Context, groups []*group) {
+	if len(groups) == 1 || b.route == routeNode {
 		// One node: rather than a cluster pipeline, which sends from a
 		// goroutine per node that a busy process runs late, one command
 		// after the other (there is one but for a Reset, or after a
@@ -221,7 +194,7 @@ func (b *conf) process(ctx context.Context, r route, groups []*group) {
 }
 
 // answer fills in the answers of g's calls from its command.
-func (b *conf) answer(g *group) {
+func (b *batcher) answer(g *group) {
 	err := g.cmd.Err()
 	if err == nil && !g.calls[0].Del {
 		err = script.Parse(g.cmd.Val(), g.calls)
@@ -233,12 +206,6 @@ func (b *conf) answer(g *group) {
 			c.rt.Store(0)
 		}
 	}
-}
-
-// isNoScript reports whether err says the server does not have the
-// script cached (restart, failover, SCRIPT FLUSH).
-func isNoScript(err error) bool {
-	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
 // isClusterRefusal reports whether err is Redis Cluster refusing a

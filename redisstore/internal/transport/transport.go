@@ -5,8 +5,12 @@ package transport
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
 // Sender runs calls on Redis.
@@ -24,22 +28,40 @@ type Sender interface {
 	Close()
 }
 
+// Options are what NewSender needs besides the client.
+type Options struct {
+	Script     script.Script
+	Timeout    time.Duration
+	MaxBatch   int  // calls one script call decides at most
+	MaxFlights int  // round trips in flight at once
+	TestClock  bool // calls carry their own now: batch only equal ones
+}
+
+// conf is what the batchers of one limiter share.
+type conf struct {
+	Options
+	rdb      redis.UniversalClient // the limiter's own client
+	closeRDB bool                  // NewSender made rdb: Close closes it
+	cluster  *redis.ClusterClient  // the same client, when it is one
+	noCross  atomic.Bool           // the server rejected the cross-slot form: per key
+	routed   atomic.Bool           // a Cluster client knows the slots: per node
+
+	queueing *queueClock // when a call last queued, for the readyConns
+}
+
 // NewSender returns the Sender of a limiter on rdb: a single node, Sentinel,
 // Cluster or Ring client, which it rebuilds as the limiter's own (see
 // ownClient); a client of another type is used as it is.
 func NewSender(rdb redis.UniversalClient, o Options) Sender {
 	q := new(queueClock)
 	own, ok := ownClient(rdb, q)
-	c := &conf{Options: o, rdb: own, queueing: q}
-	if ok {
-		c.own = own
-	}
+	c := &conf{Options: o, rdb: own, closeRDB: ok, queueing: q}
 	switch rc := own.(type) {
 	case *redis.Client:
 		return &batcher{conf: c, route: routeOne}
 	case *redis.ClusterClient:
 		c.cluster = rc
-		return &router{batcher: &batcher{conf: c, route: routeCluster}}
+		return &router{batcher: &batcher{conf: c, route: routeCluster}, nodes: make(map[*redis.Client]*batcher)}
 	}
 	return &batcher{conf: c, route: routePerKey}
 }
@@ -47,17 +69,12 @@ func NewSender(rdb redis.UniversalClient, o Options) Sender {
 // Waiting returns how many calls wait in s's queues for a round trip, for
 // tests.
 func Waiting(s Sender) int {
-	bs := []*batcher{}
+	var bs []*batcher
 	switch s := s.(type) {
 	case *batcher:
-		bs = append(bs, s)
+		bs = []*batcher{s}
 	case *router:
-		bs = append(bs, s.batcher)
-		s.mu.Lock()
-		for _, nb := range s.nodes {
-			bs = append(bs, nb)
-		}
-		s.mu.Unlock()
+		bs = append(s.nodeBatchers(), s.batcher)
 	}
 	n := 0
 	for _, b := range bs {

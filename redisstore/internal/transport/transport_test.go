@@ -163,7 +163,9 @@ func TestRefusedBatchIsDecidedKeyByKey(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	p := core.FixedWindow(3, time.Minute)
 	now := coretest.Epoch
-	b := newSender(t, rdb, p, 10*time.Second).(*router).batcher
+	// The batcher of one node, sent calls of several: one script call in
+	// the cross-slot form.
+	b := &batcher{conf: newSender(t, rdb, p, 10*time.Second).(*router).conf, route: routeNode}
 	ref := core.MustNew(p, core.WithClock(func() time.Time { return now }))
 	t.Cleanup(func() { _ = ref.Close() })
 	ctx := context.Background()
@@ -185,7 +187,7 @@ func TestRefusedBatchIsDecidedKeyByKey(t *testing.T) {
 			refused++
 		}
 	}))
-	b.run(ctx, b.route, []*group{{calls: calls, cross: true}})
+	b.exec(ctx, calls)
 	assert.Positive(t, refused, "the node refused the batch")
 	for i, c := range calls {
 		require.NoError(t, c.Err, "call %d", i)
@@ -272,4 +274,27 @@ func TestRoute(t *testing.T) {
 		}
 		assert.Equal(t, tc.route, got, "%T", tc.rdb)
 	}
+}
+
+// TestClusterCloseWhileNodesAreAdded: Close reads the node batchers while
+// a Send may add one (a node used for the first time); under the race
+// detector, an unlocked read of the map is a reported race, and at worst a
+// fatal concurrent map iteration and write.
+func TestClusterCloseWhileNodesAreAdded(t *testing.T) {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	cl := newSender(t, rdb, core.TokenBucket(1, time.Second), time.Second).(*router)
+	for range 1000 {
+		cl.node(new(redis.Client))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			cl.node(new(redis.Client))
+		}
+	}()
+	cl.Close()
+	<-done
+	assert.Len(t, cl.nodeBatchers(), 2000)
 }

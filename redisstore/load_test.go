@@ -111,7 +111,7 @@ func TestLoadManyClients(t *testing.T) {
 // TestLoadManyClientsCluster is the scenario on the three-master Cluster.
 // Three redis-servers beside the app servers on two cores leave more calls
 // unsent within 50ms than one Redis does, and the fallback decides them:
-// the total admitted is logged, not bounded at 5% (7-11% above the quotas
+// the total admitted is logged, not bounded at 5% (7-12% above the quotas
 // in CI on 2026-12-05: benchmarks/README.md, "The load scenario"). Every client's own
 // bounds are asserted as on one Redis. RATELIMIT_LOAD_TIMEOUT=250ms shows
 // what a longer timeout buys.

@@ -100,7 +100,7 @@ func WithPrefix(prefix string) Option {
 // quota times the number of app servers plus one. How far the total goes
 // above the quota depends on the CPU the process gets: in the load
 // scenario on two cores (benchmarks/README.md), within 5% on one Redis and
-// 7-11% above on a three-master Cluster. A longer timeout buys exactness
+// 7-12% above on a three-master Cluster. A longer timeout buys exactness
 // under overload.
 func WithTimeout(d time.Duration) Option {
 	return option(d > 0, func(c *config) { c.timeout = d }, "WithTimeout must be > 0, got %v", d)

@@ -37,7 +37,7 @@ import (
 type keys interface {
 	reset(key string, now int64)
 	set(r *rule, key string, now, used int64)
-	settle(r *rule, key string, now, at, delta int64)
+	settle(r *rule, key string, now int64, st settlement)
 	get(r *rule, key string, now int64) (verdict, int64)
 	len() int
 	sweep(now int64)
@@ -79,9 +79,9 @@ type stateOf[S any] interface {
 	// set makes the state, new and unreachable by readers, one that has
 	// used exactly used units at now.
 	set(r *rule, now, used int64)
-	// settle adds delta units charged at `at` (Settler.Settle), under the
-	// shard's mutex; decisions may run concurrently.
-	settle(r *rule, now, at, delta int64)
+	// settle applies a settlement (Settler.Settle), under the shard's
+	// mutex; decisions may run concurrently.
+	settle(r *rule, now int64, st settlement)
 }
 
 // testBeforeRetire, when set (tests only), runs in a one-word state's

@@ -28,9 +28,13 @@ type Settler interface {
 	//     back only while the window of d.At is the current one, and at most
 	//     its count; a sliding window only from the bucket of d.At, while it
 	//     still counts; a token bucket (and a metering leaky bucket) at most
-	//     what is still taken, so never more than the charge would have left
-	//     taken had it been cost from the start; a delaying leaky bucket
-	//     gives nothing back (the requests queued after it keep their turns).
+	//     what the charge still holds: it was all back d.ResetAfter after
+	//     d.At (each part's for a policy made with AllOf, Decision.Parts),
+	//     so at most what of it lies beyond now, and never a later
+	//     request's charge, which lies after it: never more than the charge
+	//     would have left taken had it been cost from the start; a delaying
+	//     leaky bucket gives nothing back (the requests queued after it keep
+	//     their turns).
 	//
 	// A policy made with AllOf settles each part. It returns an error when d
 	// is not an admission, charged <= 0 or cost < 0 (ErrInvalidCost), and a
@@ -65,51 +69,68 @@ func (l *MemoryLimiter) Settle(_ context.Context, key string, d Decision, charge
 	if err != nil || cost == charged {
 		return err
 	}
-	l.keys.settle(r, key, l.clock(), d.At.UnixNano(), cost-charged)
+	at := d.At.UnixNano()
+	st := settlement{at: at, end: at + int64(d.ResetAfter), delta: cost - charged}
+	if d.parts != nil {
+		st.parts = r.partVerdicts(d.parts)
+	}
+	l.keys.settle(r, key, l.clock(), st)
 	return nil
 }
 
-// settle adds delta units, a debt (> 0) or a refund (< 0) of what was
-// charged at `at`, to key's state at now (see Settler). A key no longer
+// settlement is what Settle adds to a key: delta units, a debt (> 0) or a
+// refund (< 0), to a request admitted at the instant at, whose charge was
+// all back (refilled, or served) at end: the decision's ResetAfter after
+// at. parts, for a decision under a policy made with AllOf, are its parts'
+// verdicts, whose resets give each part's end.
+type settlement struct {
+	at, end, delta int64
+	parts          partVerdicts
+}
+
+// settle applies st to key's state at now (see Settler). A key no longer
 // held (idle, evicted, Reset) has nothing to refund, and a debt starts it
 // as a new key would start under r.
-func (g *registry[S, P]) settle(r *rule, key string, now, at, delta int64) {
+func (g *registry[S, P]) settle(r *rule, key string, now int64, st settlement) {
 	sh, h, now := g.lock(key, now)
 	defer sh.mu.Unlock()
 	if _, e := lookup(sh.table.Load(), h, key); e != nil {
-		P(&e.state).settle(e.rule, now, at, delta)
+		P(&e.state).settle(e.rule, now, st)
 		return
 	}
-	if delta < 0 {
+	if st.delta < 0 {
 		return
 	}
 	e, _, room := g.newcomer(sh, h, r, now, true)
 	if !room {
 		if in := g.heir(sh, r, now); in != nil {
-			P(in).settle(r, now, at, delta)
+			P(in).settle(r, now, st)
 		}
 		return
 	}
-	P(&e.state).settle(r, now, at, delta)
+	P(&e.state).settle(r, now, st)
 	e.key = strings.Clone(key)
 	g.insert(sh, h, e)
 }
 
 // settle moves the TAT by delta intervals: a debt from the later of the TAT
-// and now (at most MaxSpan ahead, which denies every request), a refund
+// and now (at most MaxSpan ahead, which denies every request); a refund
+// back by at most what the charge still holds, the part of it beyond now
+// (it ended at st.end, and a later request's charge lies after it), and
 // down to now at most.
-func (s *gcraState) settle(r *rule, now, _, delta int64) {
+func (s *gcraState) settle(r *rule, now int64, st settlement) {
+	most := maxSpan / r.interval // units in MaxSpan
 	for {
 		tat := s.tat.Load()
 		var next int64
 		switch {
-		case delta > 0:
-			next = max(tat, now) + min(delta, maxSpan/r.interval)*r.interval
+		case st.delta > 0:
+			next = max(tat, now) + min(st.delta, most)*r.interval
 			next = min(next, now+maxSpan)
-		case r.delay || tat <= now:
+		case r.delay || tat <= now || st.end <= now:
 			return
 		default:
-			next = max(tat-min(-delta, maxSpan/r.interval)*r.interval, now)
+			next = max(tat-min(min(-st.delta, most)*r.interval, st.end-now), now)
 		}
 		if s.tat.CompareAndSwap(tat, next) {
 			return
@@ -119,7 +140,8 @@ func (s *gcraState) settle(r *rule, now, _, delta int64) {
 
 // settle adds a debt to the current window's count (at most what the word
 // holds), or takes a refund from it while it is at's window.
-func (s *fixedState) settle(r *rule, now, at, delta int64) {
+func (s *fixedState) settle(r *rule, now int64, st settlement) {
+	at, delta := st.at, st.delta
 	for {
 		word := s.w.Load()
 		window, count := s.current(r, word, now)
@@ -143,7 +165,8 @@ func (s *fixedState) settle(r *rule, now, at, delta int64) {
 
 // settle adds a debt to the current bucket (at most a counter's 2^32-1),
 // or takes a refund from at's bucket while it still counts.
-func (s *slidingState) settle(r *rule, now, at, delta int64) {
+func (s *slidingState) settle(r *rule, now int64, st settlement) {
+	at, delta := st.at, st.delta
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
@@ -164,14 +187,20 @@ func (s *slidingState) settle(r *rule, now, at, delta int64) {
 	s.counts[i] = uint32(c)
 }
 
-func (s *allState[S, P]) settle(r *rule, now, at, delta int64) {
+// settle settles each part, each charge ending where its part's verdict
+// said.
+func (s *allState[S, P]) settle(r *rule, now int64, st settlement) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
 		return
 	}
 	for i := range s.parts {
-		P(&s.parts[i]).settle(&r.parts[i], now, at, delta)
+		part := st
+		if i < len(st.parts) {
+			part.end = st.at + int64(st.parts[i].reset)
+		}
+		P(&s.parts[i]).settle(&r.parts[i], now, part)
 	}
 }
 

@@ -43,11 +43,24 @@ func (l *Limiter) Settle(ctx context.Context, key string, d core.Decision, charg
 	}
 	return l.admin(ctx, "Settle", func() error {
 		c := l.call(ps, key)
-		c.N, c.SettleAt = cost-charged, d.At.UnixNano()
+		c.N, c.SettleAt, c.SettleResets = cost-charged, d.At.UnixNano(), resets(d)
 		if err := l.wait(ctx, "Settle", c); err != nil {
 			return err
 		}
 		c.Release()
 		return nil
 	})
+}
+
+// resets is the ResetAfter d gave each part of d.Policy, in order, in ns.
+func resets(d core.Decision) []int64 {
+	parts := d.Parts()
+	if parts == nil {
+		return []int64{int64(d.ResetAfter)}
+	}
+	out := make([]int64, len(parts))
+	for i, p := range parts {
+		out[i] = int64(p.ResetAfter)
+	}
+	return out
 }

@@ -102,10 +102,12 @@ func (m *allModel) decision(p core.Policy, admitted bool, vs []verdict) (core.De
 	return d, parts
 }
 
-// settle applies a settlement of delta units charged at `at` to every part.
-func (m *allModel) settle(now, at, delta int64) {
-	for _, k := range m.keys {
-		k.(settlingModel).settle(now, at, delta)
+// settle applies a settlement of delta units to every part of a request
+// admitted by d, each part's charge all back at d.At plus its ResetAfter.
+func (m *allModel) settle(now int64, d core.Decision, delta int64) {
+	at := d.At.UnixNano()
+	for i, k := range m.keys {
+		k.(settlingModel).settle(now, at, at+int64(d.Parts()[i].ResetAfter), delta)
 	}
 }
 
@@ -180,7 +182,7 @@ func (s Suite) compositeCase(t *testing.T, seed uint64) bool {
 				return fail("Settle(%d charged, %d): %v", st.charged, cost, err)
 			}
 			if cost != st.charged {
-				models[st.key].settle(now, st.d.At.UnixNano(), cost-st.charged)
+				models[st.key].settle(now, st.d, cost-st.charged)
 			}
 		}
 	}
@@ -211,12 +213,12 @@ func (s Suite) sameComposite(got core.Decision, m *allModel, p core.Policy, admi
 // settlingModel is a key model that applies settlements as core.Settler
 // documents them.
 type settlingModel interface {
-	settle(now, at, delta int64)
+	settle(now, at, end, delta int64)
 }
 
 // A fixed window takes a debt in now's window, and gives a refund back
 // from at's window while it is now's, at most what it counts.
-func (m *fixedModel) settle(now, at, delta int64) {
+func (m *fixedModel) settle(now, at, _, delta int64) {
 	w := floorDiv(now, m.window)
 	switch {
 	case delta > 0:
@@ -229,7 +231,7 @@ func (m *fixedModel) settle(now, at, delta int64) {
 // A sliding window takes a debt in now's bucket, and gives a refund back
 // from at's bucket while it counts (one of the Buckets+1 that end with
 // now's), at most what it holds.
-func (m *slidingModel) settle(now, at, delta int64) {
+func (m *slidingModel) settle(now, at, _, delta int64) {
 	k, b := floorDiv(now, m.width), floorDiv(at, m.width)
 	switch {
 	case delta > 0:
@@ -240,20 +242,23 @@ func (m *slidingModel) settle(now, at, delta int64) {
 }
 
 // A token bucket takes a debt from its level, which may go below empty,
-// and gives a refund back up to full.
-func (m *tokenModel) settle(now, _, delta int64) {
+// and gives a refund back up to full, and at most what the charge still
+// holds: it was all back at end (its decision's ResetAfter after it), so
+// end - now of it is still taken, and what was charged after it lies
+// beyond end.
+func (m *tokenModel) settle(now, _, end, delta int64) {
 	level := m.levelAt(now)
 	if delta > 0 {
 		level -= delta * m.q
 	} else {
-		level = min(level-delta*m.q, m.full)
+		level = min(level+min(-delta*m.q, max(end-now, 0)), m.full)
 	}
 	m.level, m.last = level, now
 }
 
 // A delaying leaky bucket serves a debt after what it has queued, and
 // gives nothing back.
-func (m *queueModel) settle(now, _, delta int64) {
+func (m *queueModel) settle(now, _, _, delta int64) {
 	if delta > 0 {
 		m.queued = append(m.queued, admission{max(now, m.free()), delta})
 	}

@@ -71,8 +71,8 @@ local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
   local v = ARGV[co + i] -- the cost; '1' (Allow) spared tonumber
   local k, n, settle, sa, sr = keys[i], v == '1' and 1 or tonumber(v), nil, nil, nil
-  if not n then -- Settle: 'delta at_us at_r'
-    settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
+  if not n then -- Settle: 'delta at_us at_r reset'
+    settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+) ')
     settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
   end
   if P then

@@ -156,8 +156,11 @@ type Call struct {
 	Now  int64  // tests: the script's now, Unix ns; 0: the server's TIME
 	More []Part // the other parts, each with a Policy
 	// SettleAt, for a settlement, is the instant of the decision settled
-	// (Unix ns, not 0), and N the units it adds: a debt > 0, a refund < 0.
-	SettleAt int64
+	// (Unix ns, not 0), N the units it adds (a debt > 0, a refund < 0),
+	// and SettleResets the ResetAfter (ns) that decision gave each row
+	// (the call's part, then More's): when its charge was all back.
+	SettleAt     int64
+	SettleResets []int64
 }
 
 // Part is a part of a Call: its key, its policy (never nil after the
@@ -169,13 +172,17 @@ type Part struct {
 	Used   int64         // a look: the key's usage; else -1 for a denial the deny cache must not keep
 }
 
-// cost is the argument of c's rows: its cost, or a settlement's units and
-// instant ('delta at_us at_r').
-func (c *Call) cost() any {
+// cost is the argument of c's row j: its cost, or a settlement's units,
+// instant and the row's reset ('delta at_us at_r reset').
+func (c *Call) cost(j int) any {
 	if c.SettleAt == 0 {
 		return c.N
 	}
-	return strconv.FormatInt(c.N, 10) + " " + strconv.FormatInt(c.SettleAt/1000, 10) + " " + strconv.FormatInt(c.SettleAt%1000, 10)
+	reset := int64(0)
+	if j < len(c.SettleResets) {
+		reset = c.SettleResets[j]
+	}
+	return strconv.FormatInt(c.N, 10) + " " + strconv.FormatInt(c.SettleAt/1000, 10) + " " + strconv.FormatInt(c.SettleAt%1000, 10) + " " + strconv.FormatInt(reset, 10)
 }
 
 // Caller is a Call, or what holds one.
@@ -214,7 +221,10 @@ func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool
 	}
 	for _, cc := range calls {
 		c := cc.ScriptCall()
-		for cost, j := c.cost(), 0; j <= len(c.More); j++ {
+		for cost, j := c.cost(0), 0; j <= len(c.More); j++ {
+			if j > 0 && c.SettleAt != 0 {
+				cost = c.cost(j)
+			}
 			args = append(args, cost)
 		}
 	}

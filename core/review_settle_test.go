@@ -6,6 +6,7 @@ package core_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -41,5 +42,26 @@ func TestSettleTokenBucketRefundsOnlyWhatTheChargeStillHolds(t *testing.T) {
 	third, _ := lim.AllowN(ctx, "k", 5)
 	if third.Allowed {
 		t.Errorf("a third request of 5 at t0+60s was admitted: 10 units within one instant from a bucket of 5")
+	}
+}
+
+// TestSettleHugeDebtOnSlidingWindowIsCharged: SlidingWindow(10, 1m), two
+// unit requests in one bucket, then the first settled at a final cost of
+// math.MaxInt64 (a runaway token count). A debt "is charged at once and never
+// refused, since the request was served: the key may go past its quota, and
+// its next requests wait": the key must be denied, not handed its quota back.
+func TestSettleHugeDebtOnSlidingWindowIsCharged(t *testing.T) {
+	ctx := context.Background()
+	lim, _ := frozen(t, core.SlidingWindow(10, time.Minute))
+	first, _ := lim.Allow(ctx, "k")
+	if d, _ := lim.Allow(ctx, "k"); !first.Allowed || !d.Allowed {
+		t.Fatalf("two unit requests: %+v, %+v; want both admitted", first, d)
+	}
+	if err := lim.Settle(ctx, "k", first, 1, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	peek, _ := lim.Peek(ctx, "k")
+	if peek.Allowed || peek.Remaining != 0 {
+		t.Errorf("after a debt of MaxInt64-1 units: Peek Allowed %v Remaining %d; want denied with 0 remaining", peek.Allowed, peek.Remaining)
 	}
 }

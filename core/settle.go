@@ -22,7 +22,10 @@ type Settler interface {
 	//
 	//   - more, a debt, is charged at once and never refused, since the
 	//     request was served: the key may go past its quota, and its next
-	//     requests wait until the debt is paid off;
+	//     requests wait until the debt is paid off (a debt beyond what the
+	//     key's state can count saturates there and still denies: for
+	//     MaxSpan in a token or leaky bucket, until its window passes in a
+	//     fixed or sliding window);
 	//   - less, a refund, is given back never beyond what was charged (cost
 	//     >= 0) nor past the window it was charged in: a fixed window gives
 	//     back only while the window of d.At is the current one, and at most
@@ -182,7 +185,9 @@ func (s *slidingState) settle(r *rule, now int64, st settlement) {
 		}
 		i = b % r.ring
 	}
-	c := min(max(int64(s.counts[i])+delta, 0), math.MaxUint32)
+	// A counter holds at most 2^32-1: a larger delta is as much, and
+	// cannot overflow the sum.
+	c := min(max(int64(s.counts[i])+min(delta, math.MaxUint32), 0), math.MaxUint32)
 	s.total += c - int64(s.counts[i])
 	s.counts[i] = uint32(c)
 }

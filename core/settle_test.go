@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -107,6 +108,30 @@ func TestSettleDebtIsNeverRefused(t *testing.T) {
 	clock.Set(clock.Now().Add(got.RetryAfter))
 	if got, _ := lim.Allow(ctx, "k"); !got.Allowed {
 		t.Errorf("denied after its RetryAfter: %+v", got)
+	}
+}
+
+// TestSettleHugeDebtIsCharged: a debt of math.MaxInt64-1 units on every
+// algorithm saturates and denies: no sum of a count and the debt wraps
+// around to a refund.
+func TestSettleHugeDebtIsCharged(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range []core.Policy{
+		core.FixedWindow(10, time.Minute),
+		core.SlidingWindow(10, time.Minute),
+		core.TokenBucket(10, time.Minute),
+		core.LeakyBucket(10, time.Minute),
+		core.AllOf(core.SlidingWindow(10, time.Second).WithName("sec"), core.SlidingWindow(100, time.Hour).WithName("hour")),
+	} {
+		lim, _ := frozen(t, p)
+		d, _ := lim.Allow(ctx, "k")
+		lim.Allow(ctx, "k")
+		if err := lim.Settle(ctx, "k", d, 1, math.MaxInt64); err != nil {
+			t.Fatalf("%v: %v", p, err)
+		}
+		if peek, _ := lim.Peek(ctx, "k"); peek.Allowed || peek.Remaining != 0 {
+			t.Errorf("%v, after a debt of MaxInt64-1: Peek %+v; want denied, 0 remaining", p, peek)
+		}
 	}
 }
 

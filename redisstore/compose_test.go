@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -248,6 +249,18 @@ func TestSettleOnRedis(t *testing.T) {
 		w.allow(p, "k", 2)
 		w.settle("k", d, 1, 0)
 		assert.Equal(t, int64(5), w.allow(p, "k", 0).Remaining, "nothing back from a bucket gone")
+	})
+
+	t.Run("a huge debt saturates on every algorithm", func(t *testing.T) {
+		for _, p := range append(composites(), core.FixedWindow(10, time.Minute), core.SlidingWindow(10, time.Minute), core.TokenBucket(10, time.Minute)) {
+			w := newTwin(t, rdb, p)
+			d := w.allow(p, "k", 1)
+			w.allow(p, "k", 1)
+			w.settle("k", d, 1, math.MaxInt64)
+			peek := w.allow(p, "k", 0)
+			assert.False(t, peek.Allowed, "%v", p)
+			assert.Equal(t, int64(0), peek.Remaining, "%v", p)
+		}
 	})
 
 	t.Run("each part of a policy made with AllOf", func(t *testing.T) {

@@ -39,6 +39,14 @@ type Settler interface {
 	//     leaky bucket gives nothing back (the requests queued after it keep
 	//     their turns).
 	//
+	// A key's state does not record a Reset or Set: a refund settled after
+	// the key was Reset or Set, and charged again, in the window or before
+	// the end the refund is bound by, comes off those later charges, up to
+	// the refund, and the key may admit that much beyond its quota. Settle
+	// a request whose key was Reset or Set since its admission at its full
+	// charge (no refund): the Reset gave it back already (the README's
+	// failed-login recipe does so).
+	//
 	// A policy made with AllOf settles each part. It returns an error when d
 	// is not an admission, charged <= 0 or cost < 0 (ErrInvalidCost), and a
 	// remote store's errors.

@@ -65,3 +65,33 @@ func TestSettleHugeDebtOnSlidingWindowIsCharged(t *testing.T) {
 		t.Errorf("after a debt of MaxInt64-1 units: Peek Allowed %v Remaining %d; want denied with 0 remaining", peek.Allowed, peek.Remaining)
 	}
 }
+
+// TestSettleAfterPlanMoveRefundsNoNewPart: a key admitted with an estimate of
+// 5 under plan A (per-second and per-day) moves to plan B (per-second and
+// per-minute, 5 a minute), whose new per-minute part starts empty and is
+// charged 5 by B's first request. Settling A's request at 0 may give back
+// what it charged, to the parts it charged ("a refund ... never beyond what
+// was charged"; "a part that is new starts empty"), never the per-minute
+// part, which it never charged: B's per-minute part has then admitted 5 of
+// its 5 this minute, and a further 5 must be denied.
+func TestSettleAfterPlanMoveRefundsNoNewPart(t *testing.T) {
+	ctx := context.Background()
+	planA := core.AllOf(core.TokenBucket(10, time.Second).WithName("per-second"), core.TokenBucket(100, 24*time.Hour).WithName("per-day"))
+	planB := core.AllOf(core.TokenBucket(10, time.Second).WithName("per-second"), core.TokenBucket(5, time.Minute).WithName("per-minute"))
+	lim, _ := frozen(t, planA)
+	first, err := lim.AllowPolicy(ctx, planA, "k", 5)
+	if err != nil || !first.Allowed {
+		t.Fatalf("AllowPolicy(A, 5): %+v, %v", first, err)
+	}
+	if d, _ := lim.AllowPolicy(ctx, planB, "k", 5); !d.Allowed {
+		t.Fatalf("AllowPolicy(B, 5): %+v, want admitted", d)
+	}
+	if err := lim.Settle(ctx, "k", first, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := lim.AllowPolicy(ctx, planB, "k", 5)
+	if d.Allowed {
+		parts := d.Parts()
+		t.Errorf("after refunding A's request, B admitted another 5 at the same instant: per-minute part Remaining %d after it (10 admitted of 5); want denied by per-minute", parts[1].Remaining)
+	}
+}

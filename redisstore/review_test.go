@@ -43,3 +43,22 @@ func TestSettleOnRedisTokenBucketRefundsOnlyWhatTheChargeStillHolds(t *testing.T
 	require.NoError(t, err)
 	assert.False(t, third.Allowed, "a third request of 5 at t0+60s: 10 units within one instant from a bucket of 5")
 }
+
+// TestSettleAfterPlanMoveAsInMemory: redisstore "gives the same Decision as
+// the in-memory limiter for the same schedule of requests". A key admitted
+// under plan A (sec, hour) moves to plan B (sec, min); then A's request is
+// settled with a debt of 4. The stores settle different parts: the
+// in-memory limiter those of the key's policy now (sec and min: "counted in
+// units of cost under the policy the key is under now"), Redis those of
+// d.Policy (sec and hour), so B's next request is denied by min in memory
+// and admitted on Redis.
+func TestSettleAfterPlanMoveAsInMemory(t *testing.T) {
+	planA := core.AllOf(core.FixedWindow(10, time.Second).WithName("sec"), core.FixedWindow(100, time.Hour).WithName("hour"))
+	planB := core.AllOf(core.FixedWindow(10, time.Second).WithName("sec"), core.FixedWindow(5, time.Minute).WithName("min"))
+	w := newTwin(t, newClient(t, redistest.Addr(t)), planA, WithDenyCacheSize(0))
+	d := w.allow(planA, "k", 1)
+	require.True(t, d.Allowed)
+	require.True(t, w.allow(planB, "k", 1).Allowed)
+	w.settle("k", d, 1, 5)
+	w.allow(planB, "k", 1) // the same decision on both stores
+}

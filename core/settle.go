@@ -47,9 +47,14 @@ type Settler interface {
 	// charge (no refund): the Reset gave it back already (the README's
 	// failed-login recipe does so).
 	//
-	// A policy made with AllOf settles each part. It returns an error when d
-	// is not an admission, charged <= 0 or cost < 0 (ErrInvalidCost), and a
-	// remote store's errors.
+	// Under a policy made with AllOf, each part of d.Policy that the key
+	// still has is settled, matched by label as a plan move keeps parts: a
+	// part the key has gained since (the request never charged it) is not,
+	// nor, in memory, one it has dropped (on Redis a dropped part's key is
+	// settled while it lasts).
+	//
+	// It returns an error when d is not an admission, charged <= 0 or cost <
+	// 0 (ErrInvalidCost), and a remote store's errors.
 	Settle(ctx context.Context, key string, d Decision, charged, cost int64) error
 }
 
@@ -81,7 +86,7 @@ func (l *MemoryLimiter) Settle(_ context.Context, key string, d Decision, charge
 		return err
 	}
 	at := d.At.UnixNano()
-	st := settlement{at: at, end: at + int64(d.ResetAfter), delta: cost - charged}
+	st := settlement{from: r, at: at, end: at + int64(d.ResetAfter), delta: cost - charged}
 	if d.parts != nil {
 		st.parts = r.partVerdicts(d.parts)
 	}
@@ -92,9 +97,11 @@ func (l *MemoryLimiter) Settle(_ context.Context, key string, d Decision, charge
 // settlement is what Settle adds to a key: delta units, a debt (> 0) or a
 // refund (< 0), to a request admitted at the instant at, whose charge was
 // all back (refilled, or served) at end: the decision's ResetAfter after
-// at. parts, for a decision under a policy made with AllOf, are its parts'
-// verdicts, whose resets give each part's end.
+// at. from is the rule of the decision's policy; parts, for a decision
+// under a policy made with AllOf, are its parts' verdicts, whose resets
+// give each part's end.
 type settlement struct {
+	from           *rule
 	at, end, delta int64
 	parts          partVerdicts
 }
@@ -200,20 +207,22 @@ func (s *slidingState) settle(r *rule, now int64, st settlement) {
 	s.counts[i] = uint32(c)
 }
 
-// settle settles each part, each charge ending where its part's verdict
-// said.
+// settle settles each part of the key's rule r that the settled decision's
+// policy has (matched by label, as a plan move keeps parts), each charge
+// ending where that part's verdict said: a part the key has gained since
+// was never charged by the request.
 func (s *allState[S, P]) settle(r *rule, now int64, st settlement) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dead {
 		return
 	}
-	for i := range s.parts {
+	for i, j := range st.from.matches(r) {
 		part := st
-		if i < len(st.parts) {
+		if st.parts != nil {
 			part.end = st.at + int64(st.parts[i].reset)
 		}
-		P(&s.parts[i]).settle(&r.parts[i], now, part)
+		P(&s.parts[j]).settle(&r.parts[j], now, part)
 	}
 }
 

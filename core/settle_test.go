@@ -135,6 +135,39 @@ func TestSettleHugeDebtIsCharged(t *testing.T) {
 	}
 }
 
+// TestSettleAfterPlanMoveSettlesTheSharedParts: a request charged 4 under
+// plan A (sec, day) is settled after the key moved to plan B (sec, min),
+// where it was charged 1: the part both plans have (sec) takes the refund
+// or the debt, the part B added (min) neither, whichever way.
+func TestSettleAfterPlanMoveSettlesTheSharedParts(t *testing.T) {
+	ctx := context.Background()
+	planA := core.AllOf(core.FixedWindow(10, time.Second).WithName("sec"), core.FixedWindow(100, 24*time.Hour).WithName("day"))
+	planB := core.AllOf(core.FixedWindow(10, time.Second).WithName("sec"), core.FixedWindow(5, time.Minute).WithName("min"))
+	for _, tc := range []struct {
+		name     string
+		cost     int64
+		sec, min int64 // Remaining of B's parts after the settlement
+	}{
+		{"refund", 0, 9, 4}, // sec: 5 used, 4 given back
+		{"debt", 8, 1, 4},   // sec: 5 used, 4 more
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim, _ := frozen(t, planA)
+			first, _ := lim.AllowPolicy(ctx, planA, "k", 4)
+			if d, _ := lim.AllowPolicy(ctx, planB, "k", 1); !first.Allowed || !d.Allowed {
+				t.Fatalf("AllowPolicy(A, 4), AllowPolicy(B, 1): %+v, %+v; want both admitted", first, d)
+			}
+			if err := lim.Settle(ctx, "k", first, 4, tc.cost); err != nil {
+				t.Fatal(err)
+			}
+			d, _ := lim.AllowPolicy(ctx, planB, "k", 5) // denied by min at least: nothing charged
+			if parts := d.Parts(); d.Allowed || parts[0].Remaining != tc.sec || parts[1].Remaining != tc.min {
+				t.Errorf("after settling A's 4 at %d: B's request of 5 %+v, parts %+v; want denied, sec %d and min %d remaining", tc.cost, d, parts, tc.sec, tc.min)
+			}
+		})
+	}
+}
+
 func TestSettleAllOfSettlesEachPart(t *testing.T) {
 	ctx := context.Background()
 	lim, _ := frozen(t, core.AllOf(

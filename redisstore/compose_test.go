@@ -263,6 +263,20 @@ func TestSettleOnRedis(t *testing.T) {
 		}
 	})
 
+	t.Run("after a plan move, the parts the key still has", func(t *testing.T) {
+		planA := core.AllOf(core.FixedWindow(10, time.Second).WithName("sec"), core.FixedWindow(100, 24*time.Hour).WithName("day"))
+		planB := core.AllOf(core.FixedWindow(10, time.Second).WithName("sec"), core.FixedWindow(5, time.Minute).WithName("min"))
+		for cost, want := range map[int64][2]int64{0: {9, 4}, 8: {1, 4}} { // a refund, a debt: B's parts' Remaining
+			w := newTwin(t, rdb, planA, WithDenyCacheSize(0))
+			first := w.allow(planA, "k", 4)
+			w.allow(planB, "k", 1)
+			w.settle("k", first, 4, cost)
+			d := w.allow(planB, "k", 5)
+			require.False(t, d.Allowed)
+			assert.Equal(t, want, [2]int64{d.Parts()[0].Remaining, d.Parts()[1].Remaining}, "settled at %d: sec takes it, min (new) does not", cost)
+		}
+	})
+
 	t.Run("each part of a policy made with AllOf", func(t *testing.T) {
 		for _, p := range composites() {
 			w := newTwin(t, rdb, p)

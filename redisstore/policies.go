@@ -20,9 +20,13 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 			return nil, fmt.Errorf("redisstore: %s: %w", op, p.Validate())
 		}
 	}
-	p.Name = ""
-	if p == l.unnamed {
+	unnamed := p
+	unnamed.Name = ""
+	if unnamed == l.unnamed {
 		return nil, nil
+	}
+	if l.own == nil {
+		p = unnamed // a Name changes no key; under AllOf it is a part's label (newSpec)
 	}
 	if v, ok := l.specs.m.Load(p); ok {
 		return v.(*pspec), nil

@@ -77,3 +77,21 @@ func TestCompositeDelayingLeakyBucketsKeepEachPartsQueueBoundOnRedis(t *testing.
 	}
 	assert.Equal(t, 12, admitted, "slow, a meter: its burst of 10, then 1/s over 2.9s")
 }
+
+// TestCompositeLimiterKeepsAPartWhenMovedToAPolicyOfOnePart: a limiter of
+// AllOf(per-second, per-day) also "decides policies of one part too, as a
+// policy of one part", and a key moved between them "keeps what it used if
+// the new policy has a part of the same label" (core.AllOf). Ten requests
+// under the composite spend per-second; the eleventh, under
+// TokenBucket(10, 1s).WithName("per-second") alone, must be denied, as in
+// memory. On Redis the policy of one part is keyed by the label of its
+// numbers ("tokenbucket-10-per-1s"), its Name stripped, so it starts empty.
+func TestCompositeLimiterKeepsAPartWhenMovedToAPolicyOfOnePart(t *testing.T) {
+	perSecond := core.TokenBucket(10, time.Second).WithName("per-second")
+	both := core.AllOf(perSecond, core.TokenBucket(1000, 24*time.Hour).WithName("per-day"))
+	w := newTwin(t, newClient(t, redistest.Addr(t)), both, WithDenyCacheSize(0))
+	for range 10 {
+		require.True(t, w.allow(both, "k", 1).Allowed)
+	}
+	w.allow(perSecond, "k", 1) // the same decision on both stores: denied
+}

@@ -95,3 +95,21 @@ func TestCompositeLimiterKeepsAPartWhenMovedToAPolicyOfOnePart(t *testing.T) {
 	}
 	w.allow(perSecond, "k", 1) // the same decision on both stores: denied
 }
+
+// TestSetZeroLeavesTheKeyFullUnderEveryPolicy: Limiter.Set: "Set(ctx, p, key,
+// 0) deletes the key, which is then full under every policy". A key spent
+// under plan B (sec, min 2 per minute) is Set to 0 under the limiter's own
+// policy (sec, day); plan B's next request must then be admitted, as in
+// memory. On Redis min's key is left as it was, and the request is denied.
+func TestSetZeroLeavesTheKeyFullUnderEveryPolicy(t *testing.T) {
+	own := core.AllOf(core.TokenBucket(10, time.Second).WithName("sec"), core.TokenBucket(1000, 24*time.Hour).WithName("day"))
+	planB := core.AllOf(core.TokenBucket(10, time.Second).WithName("sec"), core.TokenBucket(2, time.Minute).WithName("min"))
+	w := newTwin(t, newClient(t, redistest.Addr(t)), own, WithDenyCacheSize(0))
+	for range 2 {
+		require.True(t, w.allow(planB, "k", 1).Allowed)
+	}
+	require.False(t, w.allow(planB, "k", 1).Allowed)
+	require.NoError(t, w.red.Set(context.Background(), own, "k", 0))
+	require.NoError(t, w.mem.Set(context.Background(), own, "k", 0))
+	w.allow(planB, "k", 1) // the same decision on both stores: admitted
+}

@@ -210,18 +210,6 @@ func (c *ipConfig) isTrusted(a netip.Addr) bool {
 	return false
 }
 
-// peerAddr parses RemoteAddr: "ip:port" as net/http sets it, or a bare IP
-// as some middlewares leave it.
-func peerAddr(remote string) (netip.Addr, error) {
-	if ap, err := netip.ParseAddrPort(remote); err == nil {
-		return canonicalAddr(ap.Addr()), nil
-	}
-	if a, err := netip.ParseAddr(remote); err == nil {
-		return canonicalAddr(a), nil
-	}
-	return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q is not an IP address", ErrNoKey, remote)
-}
-
 // splitIPv4Port returns the host of a "host:port" RemoteAddr whose host
 // has no colon (so it is not IPv6) and whose port is a number netip accepts
 // (decimal, at most 65535), so that the fast path of key accepts exactly

@@ -1,6 +1,7 @@
 package nethttp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -272,13 +273,8 @@ func (e *Engine) keepKnown(ev *Event, p *core.Policy) {
 		}
 		// What is known of the limit: the store's Limit and Policy, or
 		// else those of the policy the call was to apply.
-		*d = core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
-		if d.Policy == (core.Policy{}) {
-			d.Policy = *p
-		}
-		if d.Limit == 0 {
-			d.Limit = d.Policy.Limit
-		}
+		policy := cmp.Or(d.Policy, *p)
+		*d = core.Decision{Limit: cmp.Or(d.Limit, policy.Limit), Policy: policy, Source: d.Source}
 	}
 }
 

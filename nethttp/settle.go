@@ -2,6 +2,7 @@ package nethttp
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,7 +161,7 @@ func (e *Engine) Handler(next http.Handler, view func(*http.Request) *http.Reque
 		default:
 			sw := &statusWriter{ResponseWriter: w}
 			next.ServeHTTP(sw, sr)
-			e.Settle(sr, sw.code(), w.Header())
+			e.Settle(sr, cmp.Or(sw.status, http.StatusOK), w.Header()) // 200 if none was written, as net/http sends
 		}
 	})
 }
@@ -202,12 +203,4 @@ func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		w.status = http.StatusSwitchingProtocols
 	}
 	return http.NewResponseController(w.ResponseWriter).Hijack()
-}
-
-// code is the status written, 200 if none was (as net/http sends).
-func (w *statusWriter) code() int {
-	if w.status == 0 {
-		return http.StatusOK
-	}
-	return w.status
 }

@@ -104,8 +104,3 @@ func (e *echoContext) Value(key any) any {
 	}
 	return e.Context.Value(key)
 }
-
-func fromRequest(r *http.Request) (echo.Context, bool) {
-	c, ok := r.Context().Value(echoCtxKey{}).(echo.Context)
-	return c, ok
-}

@@ -13,17 +13,20 @@ import (
 func (c *ipConfig) walk(name string, lines []string, peer netip.Addr) netip.Addr {
 	w := chainWalk{cfg: c, peer: peer, client: peer}
 	for i := len(lines) - 1; i >= 0; i-- {
+		line := lines[i]
 		if name == headerForwarded {
-			if w.forwardedLine(lines[i]) {
-				return w.client
+			var buf [8]string // enough for the usual chain without allocating
+			elems := splitForwarded(buf[:0], line)
+			for j := len(elems) - 1; j >= 0; j-- {
+				if w.step(forwardedFor(elems[j])) {
+					return w.client
+				}
 			}
 			continue
 		}
-		line := lines[i]
 		for {
 			comma := strings.LastIndexByte(line, ',')
-			a, ok := parseNode(trimOWS(line[comma+1:]))
-			if w.step(a, ok) {
+			if w.step(parseNode(trimOWS(line[comma+1:]))) {
 				return w.client
 			}
 			if comma < 0 {
@@ -54,20 +57,6 @@ func (w *chainWalk) step(a netip.Addr, ok bool) (done bool) {
 	}
 	w.client = canonicalAddr(a)
 	return !w.cfg.isTrusted(w.client)
-}
-
-// forwardedLine walks the elements of one Forwarded header line, right to
-// left, and reports whether the walk is over.
-func (w *chainWalk) forwardedLine(line string) (done bool) {
-	var buf [8]string // enough for the usual chain without allocating
-	elems := splitForwarded(buf[:0], line)
-	for i := len(elems) - 1; i >= 0; i-- {
-		a, ok := forwardedFor(elems[i])
-		if w.step(a, ok) {
-			return true
-		}
-	}
-	return false
 }
 
 // splitForwarded appends the comma-separated elements of a Forwarded line to
@@ -146,19 +135,12 @@ func forwardedFor(elem string) (addr netip.Addr, ok bool) {
 func parseNode(s string) (netip.Addr, bool) {
 	// The shape picks the parser, so that a well-formed hop never goes
 	// through a failed parse (each failure allocates an error).
-	var host, port string
 	switch colon := strings.IndexByte(s, ':'); {
 	case strings.HasPrefix(s, "["):
-		end := strings.IndexByte(s, ']')
-		if end < 0 {
+		host, rest, closed := strings.Cut(s[1:], "]")
+		port, colonFirst := strings.CutPrefix(rest, ":")
+		if !closed || rest != "" && !colonFirst {
 			return netip.Addr{}, false
-		}
-		host, port = s[1:end], s[end+1:]
-		if port != "" {
-			if port[0] != ':' {
-				return netip.Addr{}, false
-			}
-			port = port[1:]
 		}
 		a, err := netip.ParseAddr(host)
 		if err != nil || !a.Is6() || (port != "" && !validPort(port)) {
@@ -167,7 +149,7 @@ func parseNode(s string) (netip.Addr, bool) {
 		return a, true
 	case colon >= 0 && strings.IndexByte(s[colon+1:], ':') < 0:
 		// One colon: only IPv4 with a port. (IPv6 has at least two.)
-		host, port = s[:colon], s[colon+1:]
+		host, port := s[:colon], s[colon+1:]
 		a, err := netip.ParseAddr(host)
 		if err != nil || !a.Is4() || !validPort(port) {
 			return netip.Addr{}, false

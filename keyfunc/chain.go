@@ -164,17 +164,13 @@ func parseNode(s string) (netip.Addr, bool) {
 // validPort accepts a decimal port (0-65535) or an obfuscated one
 // ("_" followed by ALPHA / DIGIT / "." / "_" / "-", RFC 7239 §6.3).
 func validPort(p string) bool {
-	if strings.HasPrefix(p, "_") {
-		if len(p) == 1 {
-			return false
-		}
-		for i := 1; i < len(p); i++ {
-			c := p[i]
-			if !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+	if name, ok := strings.CutPrefix(p, "_"); ok {
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
 				return false
 			}
 		}
-		return true
+		return name != ""
 	}
 	_, err := strconv.ParseUint(p, 10, 16) // digits only, at most 65535
 	return len(p) <= 5 && err == nil

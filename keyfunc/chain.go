@@ -194,11 +194,6 @@ func cutToken(s string) (token, rest string) {
 	return s[:i], s[i:]
 }
 
-func validHeaderName(s string) bool {
-	token, rest := cutToken(s)
-	return token != "" && rest == ""
-}
-
 // trimOWS removes optional whitespace (spaces and tabs) around s.
 func trimOWS(s string) string {
 	return strings.Trim(s, " \t")

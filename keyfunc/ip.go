@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"net/textproto"
 	"slices"
 	"strings"
 )
@@ -133,10 +132,7 @@ func FromHeaders(names ...string) IPOption {
 	}
 	headers := make([]string, 0, len(names))
 	for _, n := range names {
-		if !validHeaderName(n) {
-			panic(fmt.Errorf("keyfunc: FromHeaders: %q is not a valid header name", n))
-		}
-		n = textproto.CanonicalMIMEHeaderKey(n)
+		n = headerKey("FromHeaders", n)
 		if slices.Contains(headers, n) {
 			panic(fmt.Errorf("keyfunc: FromHeaders: %q is listed twice", n))
 		}

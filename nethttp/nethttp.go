@@ -279,30 +279,25 @@ func (e *Engine) keepKnown(ev *Event, p *core.Policy) {
 }
 
 // setHeaders writes the rate-limit fields of ev's outcome: those of the
-// decision; for a limiter failure, what is known of the limit
-// (setKnown); nothing for a key or cost error or a request whose context
-// ended while the limiter decided.
+// decision; for a limiter failure, what is known of the limit, never
+// Remaining or Reset, which are not, and on a 503 Retry-After when the
+// error knows it (the Redis store's errors while its circuit breaker is
+// open have a method RetryAfter); nothing for a key or cost error or a
+// request whose context ended while the limiter decided.
 func (e *Engine) setHeaders(h http.Header, ev *Event) {
+	d := &ev.Decision
 	switch ev.Outcome {
 	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
-		e.rendererFor(&ev.Decision.Policy).write(h, &ev.Decision, ev.Outcome == OutcomeDenied)
+		e.rendererFor(&d.Policy).write(h, d, ev.Outcome == OutcomeDenied)
 	case OutcomeFailedOpen, OutcomeFailedClosed:
-		e.setKnown(h, ev)
-	}
-}
-
-// setKnown writes what is known of the limit after a limiter failure, never
-// Remaining or Reset, which are not; and on a 503, Retry-After when the
-// error knows it (the Redis store's errors while its circuit breaker is
-// open have a method RetryAfter).
-func (e *Engine) setKnown(h http.Header, ev *Event) {
-	if d := &ev.Decision; d.Policy != (core.Policy{}) {
-		e.rendererFor(&d.Policy).writeKnown(h, d.Limit)
-	}
-	var known interface{ RetryAfter() time.Duration }
-	if ev.Outcome == OutcomeFailedClosed && errors.As(ev.Err, &known) {
-		if after := known.RetryAfter(); after > 0 {
-			h.Set(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(after), 10)) // >= 1
+		if d.Policy != (core.Policy{}) {
+			e.rendererFor(&d.Policy).writeKnown(h, d.Limit)
+		}
+		var known interface{ RetryAfter() time.Duration }
+		if ev.Outcome == OutcomeFailedClosed && errors.As(ev.Err, &known) {
+			if after := known.RetryAfter(); after > 0 {
+				h.Set(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(after), 10)) // >= 1
+			}
 		}
 	}
 }

@@ -198,12 +198,7 @@ func wholeIPv6(a netip.Addr) bool {
 }
 
 func (c *ipConfig) isTrusted(a netip.Addr) bool {
-	for _, p := range c.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // splitIPv4Port returns the host of a "host:port" RemoteAddr whose host

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -139,12 +140,7 @@ func (e *Engine) check(w http.ResponseWriter, r *http.Request, view func() *http
 
 // skipped reports whether a WithSkip function exempts r.
 func (e *Engine) skipped(r *http.Request) bool {
-	for _, skip := range e.cfg.skip {
-		if skip(r) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.cfg.skip, func(skip func(*http.Request) bool) bool { return skip(r) })
 }
 
 // decide fills in ev up to the limiter's classified answer: the request's

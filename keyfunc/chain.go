@@ -11,23 +11,37 @@ import (
 // hop outside the trusted prefixes; the leftmost hop if all are trusted; the
 // peer if a hop that must be read cannot be (fail closed).
 func (c *ipConfig) walk(name string, lines []string, peer netip.Addr) netip.Addr {
-	w := chainWalk{cfg: c, peer: peer, client: peer}
+	client := peer // the answer so far: the leftmost trusted hop seen
+	// step visits the next hop to the left and reports whether the walk is
+	// over, with the answer in client.
+	step := func(a netip.Addr, ok bool) (done bool) {
+		if !ok {
+			// A trusted proxy wrote something that is not an address
+			// ("unknown", an obfuscated name, garbage). Nothing to its left
+			// can be placed, and the hops to its right are our own proxies,
+			// so the only answer no client chose is the peer itself.
+			client = peer
+			return true
+		}
+		client = canonicalAddr(a)
+		return !c.isTrusted(client)
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := lines[i]
 		if name == headerForwarded {
 			var buf [8]string // enough for the usual chain without allocating
 			elems := splitForwarded(buf[:0], line)
 			for j := len(elems) - 1; j >= 0; j-- {
-				if w.step(forwardedFor(elems[j])) {
-					return w.client
+				if step(forwardedFor(elems[j])) {
+					return client
 				}
 			}
 			continue
 		}
 		for {
 			comma := strings.LastIndexByte(line, ',')
-			if w.step(parseNode(trimOWS(line[comma+1:]))) {
-				return w.client
+			if step(parseNode(trimOWS(line[comma+1:]))) {
+				return client
 			}
 			if comma < 0 {
 				break
@@ -35,28 +49,7 @@ func (c *ipConfig) walk(name string, lines []string, peer netip.Addr) netip.Addr
 			line = line[:comma]
 		}
 	}
-	return w.client
-}
-
-type chainWalk struct {
-	cfg    *ipConfig
-	peer   netip.Addr
-	client netip.Addr // the answer so far: the leftmost trusted hop seen
-}
-
-// step visits the next hop to the left and reports whether the walk is over,
-// with the answer in w.client.
-func (w *chainWalk) step(a netip.Addr, ok bool) (done bool) {
-	if !ok {
-		// A trusted proxy wrote something that is not an address ("unknown",
-		// an obfuscated name, garbage). Nothing to its left can be placed,
-		// and the hops to its right are our own proxies, so the only answer
-		// no client chose is the peer itself.
-		w.client = w.peer
-		return true
-	}
-	w.client = canonicalAddr(a)
-	return !w.cfg.isTrusted(w.client)
+	return client
 }
 
 // splitForwarded appends the comma-separated elements of a Forwarded line to

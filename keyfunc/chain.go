@@ -80,27 +80,21 @@ func forwardedFor(elem string) (addr netip.Addr, ok bool) {
 	seen := false
 	for s != "" {
 		name, rest := cutToken(s)
-		if name == "" || !strings.HasPrefix(rest, "=") {
+		rest, eq := strings.CutPrefix(rest, "=")
+		if name == "" || !eq {
 			return netip.Addr{}, false
 		}
-		rest = rest[1:]
 		var value string
-		if strings.HasPrefix(rest, `"`) {
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
+		if quoted, isQuoted := strings.CutPrefix(rest, `"`); isQuoted {
+			var closed bool
+			value, rest, closed = strings.Cut(quoted, `"`)
+			// No address needs escaping; refusing escapes keeps this
+			// reading identical to every other parser's.
+			if !closed || strings.Contains(value, `\`) {
 				return netip.Addr{}, false
 			}
-			value, rest = rest[1:1+end], rest[2+end:]
-			if strings.IndexByte(value, '\\') >= 0 {
-				// No address needs escaping; refusing escapes keeps this
-				// reading identical to every other parser's.
-				return netip.Addr{}, false
-			}
-		} else {
-			value, rest = cutToken(rest)
-			if value == "" {
-				return netip.Addr{}, false
-			}
+		} else if value, rest = cutToken(rest); value == "" {
+			return netip.Addr{}, false
 		}
 		if strings.EqualFold(name, "for") {
 			if seen {

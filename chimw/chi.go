@@ -1,6 +1,7 @@
 package chimw
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"strings"
@@ -54,21 +55,12 @@ func routePattern(r *http.Request) string {
 	// Before routing, or past a mount point only ("/api/*"): look the
 	// request up from the top router (rc.Routes) as chi's routeHTTP will,
 	// on a scratch context, which collects the patterns of every level.
-	method := rc.RouteMethod
-	if method == "" {
-		method = r.Method
-	}
+	method := cmp.Or(rc.RouteMethod, r.Method)
 	path := rc.RoutePath // set by a middleware such as StripSlashes
 	if path == "" || n > 0 {
 		// Past a mount point RoutePath is the sub-router's; the top
 		// router routes the URL's path.
-		path = r.URL.RawPath
-		if path == "" {
-			path = r.URL.Path
-		}
-		if path == "" {
-			path = "/"
-		}
+		path = cmp.Or(r.URL.RawPath, r.URL.Path, "/")
 	}
 	scratch := scratchContexts.Get().(*chi.Context)
 	defer scratchContexts.Put(scratch)

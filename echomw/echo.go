@@ -51,12 +51,8 @@ func status(w *echo.Response, err error) int {
 	if err == nil || w.Committed {
 		return cmp.Or(w.Status, http.StatusOK) // 0 only before echo's reset
 	}
-	return errorStatus(err)
-}
-
-// errorStatus is status for an error not yet answered: a function of its
-// own, so that the variable errors.As fills is allocated only then.
-func errorStatus(err error) int {
+	// Declared here, after the common path has returned: the variable
+	// errors.As fills is allocated only for an error not yet answered.
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		return he.Code
@@ -103,9 +99,4 @@ func (e *echoContext) Value(key any) any {
 		return e.c
 	}
 	return e.Context.Value(key)
-}
-
-func fromRequest(r *http.Request) (echo.Context, bool) {
-	c, ok := r.Context().Value(echoCtxKey{}).(echo.Context)
-	return c, ok
 }

@@ -17,7 +17,7 @@ func WithSkipper(s func(echo.Context) bool) nethttp.Option {
 		panic(errors.New("echomw: WithSkipper: nil function"))
 	}
 	return nethttp.WithSkip(func(r *http.Request) bool {
-		c, ok := fromRequest(r)
+		c, ok := r.Context().Value(echoCtxKey{}).(echo.Context) // attached by Limit
 		return ok && s(c)
 	})
 }

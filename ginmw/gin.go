@@ -60,12 +60,6 @@ func (g *ginContext) Value(key any) any {
 	return g.Context.Value(key)
 }
 
-// fromRequest returns the gin context Limit attached to r.
-func fromRequest(r *http.Request) (*gin.Context, bool) {
-	c, ok := r.Context().Value(ginCtxKey{}).(*gin.Context)
-	return c, ok
-}
-
 var errNoGinContext = fmt.Errorf("%w: ginmw.ClientIP used outside ginmw.Limit", keyfunc.ErrNoKey)
 
 // ClientIP returns a key function for nethttp.WithKeyFunc that keys on gin's
@@ -76,7 +70,7 @@ func ClientIP() keyfunc.Func {
 }
 
 func clientIP(r *http.Request) (string, error) {
-	c, ok := fromRequest(r)
+	c, ok := r.Context().Value(ginCtxKey{}).(*gin.Context) // attached by Limit
 	if !ok {
 		return "", errNoGinContext
 	}

@@ -11,20 +11,37 @@ import (
 // hop outside the trusted prefixes; the leftmost hop if all are trusted; the
 // peer if a hop that must be read cannot be (fail closed).
 func (c *ipConfig) walk(name string, lines []string, peer netip.Addr) netip.Addr {
-	w := chainWalk{cfg: c, peer: peer, client: peer}
+	client := peer // the answer so far: the leftmost trusted hop seen
+	// step visits the next hop to the left and reports whether the walk is
+	// over, with the answer in client.
+	step := func(a netip.Addr, ok bool) (done bool) {
+		if !ok {
+			// A trusted proxy wrote something that is not an address
+			// ("unknown", an obfuscated name, garbage). Nothing to its left
+			// can be placed, and the hops to its right are our own proxies,
+			// so the only answer no client chose is the peer itself.
+			client = peer
+			return true
+		}
+		client = canonicalAddr(a)
+		return !c.isTrusted(client)
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
+		line := lines[i]
 		if name == headerForwarded {
-			if w.forwardedLine(lines[i]) {
-				return w.client
+			var buf [8]string // enough for the usual chain without allocating
+			elems := splitForwarded(buf[:0], line)
+			for j := len(elems) - 1; j >= 0; j-- {
+				if step(forwardedFor(elems[j])) {
+					return client
+				}
 			}
 			continue
 		}
-		line := lines[i]
 		for {
 			comma := strings.LastIndexByte(line, ',')
-			a, ok := parseNode(trimOWS(line[comma+1:]))
-			if w.step(a, ok) {
-				return w.client
+			if step(parseNode(trimOWS(line[comma+1:]))) {
+				return client
 			}
 			if comma < 0 {
 				break
@@ -32,42 +49,7 @@ func (c *ipConfig) walk(name string, lines []string, peer netip.Addr) netip.Addr
 			line = line[:comma]
 		}
 	}
-	return w.client
-}
-
-type chainWalk struct {
-	cfg    *ipConfig
-	peer   netip.Addr
-	client netip.Addr // the answer so far: the leftmost trusted hop seen
-}
-
-// step visits the next hop to the left and reports whether the walk is over,
-// with the answer in w.client.
-func (w *chainWalk) step(a netip.Addr, ok bool) (done bool) {
-	if !ok {
-		// A trusted proxy wrote something that is not an address ("unknown",
-		// an obfuscated name, garbage). Nothing to its left can be placed,
-		// and the hops to its right are our own proxies, so the only answer
-		// no client chose is the peer itself.
-		w.client = w.peer
-		return true
-	}
-	w.client = canonicalAddr(a)
-	return !w.cfg.isTrusted(w.client)
-}
-
-// forwardedLine walks the elements of one Forwarded header line, right to
-// left, and reports whether the walk is over.
-func (w *chainWalk) forwardedLine(line string) (done bool) {
-	var buf [8]string // enough for the usual chain without allocating
-	elems := splitForwarded(buf[:0], line)
-	for i := len(elems) - 1; i >= 0; i-- {
-		a, ok := forwardedFor(elems[i])
-		if w.step(a, ok) {
-			return true
-		}
-	}
-	return false
+	return client
 }
 
 // splitForwarded appends the comma-separated elements of a Forwarded line to
@@ -98,27 +80,21 @@ func forwardedFor(elem string) (addr netip.Addr, ok bool) {
 	seen := false
 	for s != "" {
 		name, rest := cutToken(s)
-		if name == "" || !strings.HasPrefix(rest, "=") {
+		rest, eq := strings.CutPrefix(rest, "=")
+		if name == "" || !eq {
 			return netip.Addr{}, false
 		}
-		rest = rest[1:]
 		var value string
-		if strings.HasPrefix(rest, `"`) {
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
+		if quoted, isQuoted := strings.CutPrefix(rest, `"`); isQuoted {
+			var closed bool
+			value, rest, closed = strings.Cut(quoted, `"`)
+			// No address needs escaping; refusing escapes keeps this
+			// reading identical to every other parser's.
+			if !closed || strings.Contains(value, `\`) {
 				return netip.Addr{}, false
 			}
-			value, rest = rest[1:1+end], rest[2+end:]
-			if strings.IndexByte(value, '\\') >= 0 {
-				// No address needs escaping; refusing escapes keeps this
-				// reading identical to every other parser's.
-				return netip.Addr{}, false
-			}
-		} else {
-			value, rest = cutToken(rest)
-			if value == "" {
-				return netip.Addr{}, false
-			}
+		} else if value, rest = cutToken(rest); value == "" {
+			return netip.Addr{}, false
 		}
 		if strings.EqualFold(name, "for") {
 			if seen {
@@ -146,19 +122,12 @@ func forwardedFor(elem string) (addr netip.Addr, ok bool) {
 func parseNode(s string) (netip.Addr, bool) {
 	// The shape picks the parser, so that a well-formed hop never goes
 	// through a failed parse (each failure allocates an error).
-	var host, port string
 	switch colon := strings.IndexByte(s, ':'); {
 	case strings.HasPrefix(s, "["):
-		end := strings.IndexByte(s, ']')
-		if end < 0 {
+		host, rest, closed := strings.Cut(s[1:], "]")
+		port, colonFirst := strings.CutPrefix(rest, ":")
+		if !closed || rest != "" && !colonFirst {
 			return netip.Addr{}, false
-		}
-		host, port = s[1:end], s[end+1:]
-		if port != "" {
-			if port[0] != ':' {
-				return netip.Addr{}, false
-			}
-			port = port[1:]
 		}
 		a, err := netip.ParseAddr(host)
 		if err != nil || !a.Is6() || (port != "" && !validPort(port)) {
@@ -167,7 +136,7 @@ func parseNode(s string) (netip.Addr, bool) {
 		return a, true
 	case colon >= 0 && strings.IndexByte(s[colon+1:], ':') < 0:
 		// One colon: only IPv4 with a port. (IPv6 has at least two.)
-		host, port = s[:colon], s[colon+1:]
+		host, port := s[:colon], s[colon+1:]
 		a, err := netip.ParseAddr(host)
 		if err != nil || !a.Is4() || !validPort(port) {
 			return netip.Addr{}, false
@@ -182,17 +151,13 @@ func parseNode(s string) (netip.Addr, bool) {
 // validPort accepts a decimal port (0-65535) or an obfuscated one
 // ("_" followed by ALPHA / DIGIT / "." / "_" / "-", RFC 7239 §6.3).
 func validPort(p string) bool {
-	if strings.HasPrefix(p, "_") {
-		if len(p) == 1 {
-			return false
-		}
-		for i := 1; i < len(p); i++ {
-			c := p[i]
-			if !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+	if name, ok := strings.CutPrefix(p, "_"); ok {
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
 				return false
 			}
 		}
-		return true
+		return name != ""
 	}
 	_, err := strconv.ParseUint(p, 10, 16) // digits only, at most 65535
 	return len(p) <= 5 && err == nil
@@ -214,11 +179,6 @@ func cutToken(s string) (token, rest string) {
 		i++
 	}
 	return s[:i], s[i:]
-}
-
-func validHeaderName(s string) bool {
-	token, rest := cutToken(s)
-	return token != "" && rest == ""
 }
 
 // trimOWS removes optional whitespace (spaces and tabs) around s.

@@ -13,10 +13,7 @@ import (
 // authenticate before counting, or expect one bucket per made-up key. Header
 // panics for an empty or invalid header name.
 func Header(name string) Func {
-	if !validHeaderName(name) { // "" included
-		panic(fmt.Errorf("keyfunc: Header: %q is not a valid header name", name))
-	}
-	name = textproto.CanonicalMIMEHeaderKey(name)
+	name = headerKey("Header", name)
 	// Built once: a missing key is common (anonymous clients) and should
 	// cost nothing.
 	missing := fmt.Errorf("%w: header %s is missing or empty", ErrNoKey, name)
@@ -31,4 +28,13 @@ func Header(name string) Func {
 		}
 		return boundKey(v), nil
 	}
+}
+
+// headerKey is name as a canonical header key, for the constructor fn. It
+// panics for a name that is not a valid field name (a token), "" included.
+func headerKey(fn, name string) string {
+	if token, rest := cutToken(name); token == "" || rest != "" {
+		panic(fmt.Errorf("keyfunc: %s: %q is not a valid header name", fn, name))
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
 }

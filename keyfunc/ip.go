@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"net/textproto"
 	"slices"
 	"strings"
 )
@@ -133,10 +132,7 @@ func FromHeaders(names ...string) IPOption {
 	}
 	headers := make([]string, 0, len(names))
 	for _, n := range names {
-		if !validHeaderName(n) {
-			panic(fmt.Errorf("keyfunc: FromHeaders: %q is not a valid header name", n))
-		}
-		n = textproto.CanonicalMIMEHeaderKey(n)
+		n = headerKey("FromHeaders", n)
 		if slices.Contains(headers, n) {
 			panic(fmt.Errorf("keyfunc: FromHeaders: %q is listed twice", n))
 		}
@@ -202,24 +198,7 @@ func wholeIPv6(a netip.Addr) bool {
 }
 
 func (c *ipConfig) isTrusted(a netip.Addr) bool {
-	for _, p := range c.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// peerAddr parses RemoteAddr: "ip:port" as net/http sets it, or a bare IP
-// as some middlewares leave it.
-func peerAddr(remote string) (netip.Addr, error) {
-	if ap, err := netip.ParseAddrPort(remote); err == nil {
-		return canonicalAddr(ap.Addr()), nil
-	}
-	if a, err := netip.ParseAddr(remote); err == nil {
-		return canonicalAddr(a), nil
-	}
-	return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q is not an IP address", ErrNoKey, remote)
+	return slices.ContainsFunc(c.trusted, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // splitIPv4Port returns the host of a "host:port" RemoteAddr whose host

@@ -2,6 +2,7 @@ package keyfunc
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 )
@@ -73,15 +74,19 @@ func (c *ipConfig) clientKey(remote string, forwarded func() (string, []string))
 			return host, nil
 		}
 	}
-	peer, err := peerAddr(remote)
+	ap, err := netip.ParseAddrPort(remote) // "ip:port", as net/http sets it
+	peer := ap.Addr()
 	if err != nil {
-		return "", err
+		// A bare IP, as some middlewares leave it.
+		if peer, err = netip.ParseAddr(remote); err != nil {
+			return "", fmt.Errorf("%w: RemoteAddr %q is not an IP address", ErrNoKey, remote)
+		}
 	}
-	if !c.isTrusted(peer) {
-		return formatKey(peer, c.ipv6Bits), nil
-	}
-	if name, lines := forwarded(); len(lines) > 0 {
-		return formatKey(c.walk(name, lines, peer), c.ipv6Bits), nil
+	peer = canonicalAddr(peer)
+	if c.isTrusted(peer) {
+		if name, lines := forwarded(); len(lines) > 0 {
+			peer = c.walk(name, lines, peer)
+		}
 	}
 	return formatKey(peer, c.ipv6Bits), nil
 }

@@ -41,14 +41,21 @@ type problem struct {
 // example): for a policy made with core.AllOf, each part that denied.
 func ProblemJSON(w http.ResponseWriter, _ *http.Request, d core.Decision) {
 	p := problem{
-		Type:             ProblemType,
-		Title:            "Request cannot be satisfied as assigned quota has been exceeded",
-		Status:           http.StatusTooManyRequests,
-		Detail:           "Retry later; see the Retry-After header.",
-		ViolatedPolicies: violated(d),
+		Type:   ProblemType,
+		Title:  "Request cannot be satisfied as assigned quota has been exceeded",
+		Status: http.StatusTooManyRequests,
+		Detail: "Retry later; see the Retry-After header.",
 	}
 	if d.RetryAfter <= 0 {
 		p.Detail = "The request costs more than the policy ever admits; retrying cannot succeed."
+	}
+	for _, q := range d.Parts() { // the parts that denied, or else the policy
+		if !q.Allowed {
+			p.ViolatedPolicies = append(p.ViolatedPolicies, q.Policy.Label())
+		}
+	}
+	if p.ViolatedPolicies == nil {
+		p.ViolatedPolicies = []string{d.Policy.Label()}
 	}
 	body, _ := json.Marshal(p) // cannot fail: strings (invalid UTF-8 is replaced) and an int
 	h := w.Header()
@@ -56,18 +63,4 @@ func ProblemJSON(w http.ResponseWriter, _ *http.Request, d core.Decision) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusTooManyRequests)
 	_, _ = w.Write(append(body, '\n'))
-}
-
-// violated names the parts of d's policy that denied it, or the policy.
-func violated(d core.Decision) []string {
-	var names []string
-	for _, q := range d.Parts() {
-		if !q.Allowed {
-			names = append(names, q.Policy.Label())
-		}
-	}
-	if names == nil {
-		names = []string{d.Policy.Label()}
-	}
-	return names
 }

@@ -172,48 +172,38 @@ func (rd *renderer) write(h http.Header, d *core.Decision, deny bool) {
 func (rd *renderer) set(h http.Header, d *core.Decision, reset int64, x, retry, ietf bool) {
 	var buf [96]byte
 	b := buf[:0]
-	var limit, remaining, resetV, retryV, policy, rateLimit value
+	var keys [6]string // the fields to set, in order, and their values
+	var vals [6]value
 	n := 0
 	if x {
-		n += 3
-		limit = value{s: rd.limit}
+		keys[0], keys[1], keys[2] = keyLimit, keyRemaining, keyReset
+		vals[0] = value{s: rd.limit}
 		if d.Limit != rd.policy.Limit {
-			b, limit = number(b, d.Limit)
+			b, vals[0] = number(b, d.Limit)
 		}
-		b, remaining = number(b, d.Remaining)
-		b, resetV = number(b, reset)
+		b, vals[1] = number(b, d.Remaining)
+		b, vals[2] = number(b, reset)
+		n = 3
 	}
 	if retry {
+		keys[n] = keyRetryAfter
+		b, vals[n] = number(b, max(ceilSeconds(d.RetryAfter), 1))
 		n++
-		b, retryV = number(b, max(ceilSeconds(d.RetryAfter), 1))
 	}
 	if ietf {
-		n += 2
-		b, policy = rd.policyMember(b, h)
+		keys[n], keys[n+1] = keyPolicy, keyRateLimit
+		b, vals[n] = rd.policyMember(b, h)
 		i := len(b)
 		b = appendMembers(b, h[keyRateLimit])
 		b = rd.appendRateLimit(b, d)
-		rateLimit = value{i: i, j: len(b)}
+		vals[n+1] = value{i: i, j: len(b)}
+		n += 2
 	}
 	s := string(b) // "" without an allocation when b is empty
 	all := make([]string, n)
-	n = 0
-	put := func(key string, v value) {
-		all[n] = v.in(s)
-		h[key] = all[n : n+1 : n+1]
-		n++
-	}
-	if x {
-		put(keyLimit, limit)
-		put(keyRemaining, remaining)
-		put(keyReset, resetV)
-	}
-	if retry {
-		put(keyRetryAfter, retryV)
-	}
-	if ietf {
-		put(keyPolicy, policy)
-		put(keyRateLimit, rateLimit)
+	for i := range all {
+		all[i] = vals[i].in(s)
+		h[keys[i]] = all[i : i+1 : i+1]
 	}
 }
 

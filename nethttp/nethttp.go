@@ -1,10 +1,12 @@
 package nethttp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -138,12 +140,7 @@ func (e *Engine) check(w http.ResponseWriter, r *http.Request, view func() *http
 
 // skipped reports whether a WithSkip function exempts r.
 func (e *Engine) skipped(r *http.Request) bool {
-	for _, skip := range e.cfg.skip {
-		if skip(r) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.cfg.skip, func(skip func(*http.Request) bool) bool { return skip(r) })
 }
 
 // decide fills in ev up to the limiter's classified answer: the request's
@@ -272,41 +269,31 @@ func (e *Engine) keepKnown(ev *Event, p *core.Policy) {
 		}
 		// What is known of the limit: the store's Limit and Policy, or
 		// else those of the policy the call was to apply.
-		*d = core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
-		if d.Policy == (core.Policy{}) {
-			d.Policy = *p
-		}
-		if d.Limit == 0 {
-			d.Limit = d.Policy.Limit
-		}
+		policy := cmp.Or(d.Policy, *p)
+		*d = core.Decision{Limit: cmp.Or(d.Limit, policy.Limit), Policy: policy, Source: d.Source}
 	}
 }
 
 // setHeaders writes the rate-limit fields of ev's outcome: those of the
-// decision; for a limiter failure, what is known of the limit
-// (setKnown); nothing for a key or cost error or a request whose context
-// ended while the limiter decided.
+// decision; for a limiter failure, what is known of the limit, never
+// Remaining or Reset, which are not, and on a 503 Retry-After when the
+// error knows it (the Redis store's errors while its circuit breaker is
+// open have a method RetryAfter); nothing for a key or cost error or a
+// request whose context ended while the limiter decided.
 func (e *Engine) setHeaders(h http.Header, ev *Event) {
+	d := &ev.Decision
 	switch ev.Outcome {
 	case OutcomeAllowed, OutcomeDenied, OutcomeDryRun:
-		e.rendererFor(&ev.Decision.Policy).write(h, &ev.Decision, ev.Outcome == OutcomeDenied)
+		e.rendererFor(&d.Policy).write(h, d, ev.Outcome == OutcomeDenied)
 	case OutcomeFailedOpen, OutcomeFailedClosed:
-		e.setKnown(h, ev)
-	}
-}
-
-// setKnown writes what is known of the limit after a limiter failure, never
-// Remaining or Reset, which are not; and on a 503, Retry-After when the
-// error knows it (the Redis store's errors while its circuit breaker is
-// open have a method RetryAfter).
-func (e *Engine) setKnown(h http.Header, ev *Event) {
-	if d := &ev.Decision; d.Policy != (core.Policy{}) {
-		e.rendererFor(&d.Policy).writeKnown(h, d.Limit)
-	}
-	var known interface{ RetryAfter() time.Duration }
-	if ev.Outcome == OutcomeFailedClosed && errors.As(ev.Err, &known) {
-		if after := known.RetryAfter(); after > 0 {
-			h.Set(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(after), 10)) // >= 1
+		if d.Policy != (core.Policy{}) {
+			e.rendererFor(&d.Policy).writeKnown(h, d.Limit)
+		}
+		var known interface{ RetryAfter() time.Duration }
+		if ev.Outcome == OutcomeFailedClosed && errors.As(ev.Err, &known) {
+			if after := known.RetryAfter(); after > 0 {
+				h.Set(HeaderRetryAfter, strconv.FormatInt(ceilSeconds(after), 10)) // >= 1
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package nethttp
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,7 +161,7 @@ func (e *Engine) Handler(next http.Handler, view func(*http.Request) *http.Reque
 		default:
 			sw := &statusWriter{ResponseWriter: w}
 			next.ServeHTTP(sw, sr)
-			e.Settle(sr, sw.code(), w.Header())
+			e.Settle(sr, cmp.Or(sw.status, http.StatusOK), w.Header()) // 200 if none was written, as net/http sends
 		}
 	})
 }
@@ -182,32 +183,18 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.status = cmp.Or(w.status, http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Flush() {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.status = cmp.Or(w.status, http.StatusOK)
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if w.status == 0 {
-		w.status = http.StatusSwitchingProtocols
-	}
+	w.status = cmp.Or(w.status, http.StatusSwitchingProtocols)
 	return http.NewResponseController(w.ResponseWriter).Hijack()
-}
-
-// code is the status written, 200 if none was (as net/http sends).
-func (w *statusWriter) code() int {
-	if w.status == 0 {
-		return http.StatusOK
-	}
-	return w.status
 }

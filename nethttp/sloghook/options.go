@@ -32,15 +32,14 @@ const LevelOff = slog.Level(math.MaxInt32)
 func defaults() config {
 	c := config{interval: int64(DefaultInterval)} // now: nil for the real clock
 	for i := range c.levels {
-		c.levels[i] = slog.LevelWarn // an outcome added to nethttp later
+		// Key and cost errors, and an outcome added to nethttp later.
+		c.levels[i] = slog.LevelWarn
 	}
 	c.levels[nethttp.OutcomeAllowed] = LevelOff
 	c.levels[nethttp.OutcomeDenied] = slog.LevelInfo
 	c.levels[nethttp.OutcomeDryRun] = slog.LevelInfo
 	c.levels[nethttp.OutcomeFailedOpen] = slog.LevelError
 	c.levels[nethttp.OutcomeFailedClosed] = slog.LevelError
-	c.levels[nethttp.OutcomeKeyError] = slog.LevelWarn
-	c.levels[nethttp.OutcomeCostError] = slog.LevelWarn
 	c.levels[nethttp.OutcomeCanceled] = slog.LevelDebug
 	c.levels[nethttp.OutcomeSettleFailed] = slog.LevelError
 	return c

@@ -94,7 +94,10 @@ func (h *Hook) Handle(e nethttp.Event) {
 	if level := h.levels[e.Outcome]; level == LevelOff || !h.log.Enabled(ctx, level) {
 		if due := h.due.Load(); due != 0 {
 			if now := h.now().UnixNano(); now >= due {
-				h.write(h.sweep(now))
+				h.mu.Lock()
+				lines := h.sweepLocked(now, nil)
+				h.mu.Unlock()
+				h.write(lines)
 			}
 		}
 		return
@@ -106,15 +109,19 @@ func (h *Hook) Handle(e nethttp.Event) {
 // its group has been quiet for an interval, and the summaries due.
 func (h *Hook) count(ctx context.Context, e nethttp.Event) []line {
 	g := group{outcome: e.Outcome, policy: e.Decision.Policy}
-	var err error
-	if failure(e.Outcome) {
+	err := e.Err // the failure itself
+	switch e.Outcome {
+	case nethttp.OutcomeAllowed, nethttp.OutcomeDenied, nethttp.OutcomeDryRun:
+		// A denial's error, core.ErrCostExceedsCapacity, is left out: on
+		// a summary of thousands of denials it would read as the reason
+		// for all.
+		err = nil
+	case nethttp.OutcomeFailedOpen, nethttp.OutcomeFailedClosed, nethttp.OutcomeSettleFailed:
+		// A limiter failure: its lines name the decision's source.
 		g.source = "none"
 		if e.LimiterCalled {
 			g.source = e.Decision.Source.String()
 		}
-	}
-	if withError(e.Outcome) {
-		err = e.Err
 	}
 	now := h.now().UnixNano()
 	var lines []line
@@ -161,13 +168,6 @@ func (h *Hook) Flush() {
 	h.setDueLocked(0)
 	h.mu.Unlock()
 	h.write(lines)
-}
-
-// sweep takes the lock and returns the summaries due at now.
-func (h *Hook) sweep(now int64) []line {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sweepLocked(now, nil)
 }
 
 // sweepLocked appends to lines the summaries due at now, forgets the groups
@@ -266,19 +266,6 @@ func (h *Hook) write(lines []line) {
 		}
 		h.log.LogAttrs(l.ctx, h.levels[l.g.outcome], message(l.g.outcome), attrs...)
 	}
-}
-
-// failure reports whether o is a limiter failure, whose lines name the
-// decision's source.
-func failure(o nethttp.Outcome) bool {
-	return o == nethttp.OutcomeFailedOpen || o == nethttp.OutcomeFailedClosed || o == nethttp.OutcomeSettleFailed
-}
-
-// withError reports whether o's Event.Err is worth logging: the failure
-// itself. (A denial's error, core.ErrCostExceedsCapacity, is left out: on a
-// summary of thousands of denials it would read as the reason for all.)
-func withError(o nethttp.Outcome) bool {
-	return o != nethttp.OutcomeAllowed && o != nethttp.OutcomeDenied && o != nethttp.OutcomeDryRun
 }
 
 // messages are the messages of each outcome's lines.

@@ -26,7 +26,8 @@ func TestFinalCostCanceledDuringDelayLeavesNoCharge(t *testing.T) {
 	clk := newClock(t0)
 	lim := newLimiter(t, core.LeakyBucket(1, time.Second).WithBurst(3), clk)
 	var statuses []int
-	h := wrap(t, lim, nethttp.WithFinalCost(func(status int, _ http.Header, charged int64) int64 {
+	rec := settleRecorder{MemoryLimiter: lim, done: make(chan int64, 10)}
+	h := wrap(t, rec, nethttp.WithFinalCost(func(status int, _ http.Header, charged int64) int64 {
 		statuses = append(statuses, status)
 		if status >= 500 {
 			return 0
@@ -41,6 +42,11 @@ func TestFinalCostCanceledDuringDelayLeavesNoCharge(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx)
 	if w := send(h, r, ""); w.Code != http.StatusServiceUnavailable {
 		t.Fatalf("second request, its context ended during its Delay: %d, want 503", w.Code)
+	}
+	// The settlement runs on a goroutine of its own (WithFinalCost): the
+	// only one is the canceled request's, the first keeping its charge.
+	if cost := nextSettle(t, rec.done); cost != 0 {
+		t.Errorf("the canceled request settled at %d, want 0", cost)
 	}
 	peek, _ := lim.Peek(context.Background(), "192.0.2.1")
 	if peek.Remaining != 2 {

@@ -39,7 +39,7 @@ func TestDecisionAllocations(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim, _ := frozen(t, tc.lim)
-			_, _ = lim.AllowN(ctx, "k", 1) // the key is held (a Peek stores none)
+			_, _ = lim.AllowN(ctx, "k", 1)                        // the key is held (a Peek stores none)
 			if d, err := tc.call(lim); err != nil || !d.Allowed { // under the call's policy
 				t.Fatalf("first call: %+v, %v; want admitted", d, err)
 			}

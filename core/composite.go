@@ -19,7 +19,10 @@ const MaxParts = 4
 // Decision reports the part that binds (see [Decision.Parts]).
 //
 // The parts use one algorithm, the policy's, and have distinct labels
-// ([Policy.Label]: name them). A part cannot be made of parts. The
+// ([Policy.Label]: name them); of leaky buckets, one at most delays, the
+// others are meters ([Policy.AsMeter]): a request is served after the
+// longest of its parts' delays, which a second delaying part would not
+// count in its queue. A part cannot be made of parts. The
 // policy's Algorithm, Limit, Window and knobs are its first part's, so
 // name the part that best describes the limit first; its Name is its own
 // (WithName). A limiter built with such a policy decides policies of one
@@ -54,18 +57,29 @@ func (p Policy) Parts() []Policy {
 	for i := range parts {
 		q := &parts[i]
 		q.Algorithm, q.Meter = Algorithm(b[0]), b[1]&1 != 0
-		if b[1]&2 != 0 {
-			q.parts = "nested"
-		}
+		nested := b[1]&2 != 0
 		b = b[2:]
 		for _, f := range []*int64{&q.Limit, (*int64)(&q.Window), &q.Burst, &q.Buckets} {
 			*f, k = binary.Varint(b)
 			b = b[k:]
 		}
-		l, k := binary.Uvarint(b)
-		q.Name, b = string(b[k:k+int(l)]), b[k+int(l):]
+		q.Name, b = decodeString(b)
+		if nested {
+			q.parts, b = decodeString(b)
+		}
 	}
 	return parts
+}
+
+// decodeString decodes what appendString wrote at the start of b, and
+// returns the rest.
+func decodeString(b []byte) (string, []byte) {
+	l, k := binary.Uvarint(b)
+	return string(b[k : k+int(l)]), b[k+int(l):]
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
 // encodeParts writes parts into the string a Policy holds them in, so that
@@ -79,14 +93,16 @@ func encodeParts(parts []Policy) string {
 			meter = 1
 		}
 		if q.parts != "" {
-			meter |= 2 // a part made of parts: Validate refuses it
+			meter |= 2 // a part made of parts, kept whole: Validate refuses it
 		}
 		b = append(b, byte(q.Algorithm), meter)
 		for _, n := range []int64{q.Limit, int64(q.Window), q.Burst, q.Buckets} {
 			b = binary.AppendVarint(b, n)
 		}
-		b = binary.AppendUvarint(b, uint64(len(q.Name)))
-		b = append(b, q.Name...)
+		b = appendString(b, q.Name)
+		if q.parts != "" {
+			b = appendString(b, q.parts)
+		}
 	}
 	return string(b)
 }
@@ -106,7 +122,7 @@ func partsCapacity(s string) int64 {
 	varint := func() int64 { u := uvarint(); return int64(u>>1) ^ -int64(u&1) }
 	c := int64(math.MaxInt64) // AllOf encodes one part at least
 	for range uvarint() {
-		alg := Algorithm(s[0])
+		alg, nested := Algorithm(s[0]), s[1]&2 != 0
 		s = s[2:]
 		limit, _, burst, _ := varint(), varint(), varint(), varint()
 		if alg == AlgTokenBucket || alg == AlgLeakyBucket {
@@ -114,6 +130,9 @@ func partsCapacity(s string) int64 {
 		}
 		c = min(c, limit)
 		s = s[uvarint():]
+		if nested {
+			s = s[uvarint():]
+		}
 	}
 	return c
 }
@@ -130,7 +149,16 @@ func (p Policy) validateParts() error {
 		return fmt.Errorf("core: a policy made with AllOf takes its numbers from its first part; set them on the parts (%v)", p)
 	}
 	labels := make(map[string]bool, len(parts))
+	delaying := 0
 	for i, q := range parts {
+		if q.Algorithm == AlgLeakyBucket && !q.Meter {
+			if delaying++; delaying > 1 {
+				// Each would count the request served after its own
+				// delay, where it is served after the longest: the
+				// faster part's queue would grow past its Burst.
+				return fmt.Errorf("core: AllOf takes one delaying leaky bucket at most: make part %d a meter (AsMeter)", i+1)
+			}
+		}
 		if q.parts != "" {
 			return fmt.Errorf("core: AllOf part %d is made of parts itself", i+1)
 		}

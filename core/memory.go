@@ -51,7 +51,7 @@ type config struct {
 // distinct keys cannot exhaust memory. The bound is kept per shard, so
 // eviction starts slightly before n keys. The default is 1,000,000 keys
 // (about 70 MB); for the sliding window, as many as fit in 256 MiB at its
-// bucket count, at most 1,000,000. Size n above the keys you expect per
+// bucket count (every part's, under AllOf), at most 1,000,000. Size n above the keys you expect per
 // Window.
 //
 // A new key that finds its shard full evicts idle keys first, then the
@@ -190,11 +190,18 @@ func monotonic(clock func() time.Time) func() int64 {
 
 func defaultMaxKeys(p Policy) int {
 	const budget = 256 << 20
-	if p.Algorithm == AlgSlidingWindow {
-		perKey := int64(160 + 4*(p.Buckets+1))
-		return int(min(budget/perKey, 1_000_000))
+	if p.Algorithm != AlgSlidingWindow {
+		return 1_000_000
 	}
-	return 1_000_000
+	parts := p.Parts()
+	if parts == nil {
+		parts = []Policy{p}
+	}
+	perKey := int64(160 - 128) // the entry, its key, its slot and, with each part's ring, its state
+	for _, q := range parts {
+		perKey += 128 + 4*(q.Buckets+1)
+	}
+	return int(min(budget/perKey, 1_000_000))
 }
 
 // Allow is AllowN with cost 1.

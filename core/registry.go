@@ -293,7 +293,7 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 	// (see move).
 	d, pv, _ := P(&e.state).decide(r, now, n, consume)
 	if !consume || !d.allowed {
-		return g.inheritedWait(sh, r, victim, now, n, d), pv
+		return g.inheritedWait(sh, r, victim, now, n, d, pv), pv
 	}
 	// Clone: the key may point into a larger buffer (a header line) that
 	// the table must not keep alive.
@@ -338,9 +338,7 @@ func (g *registry[S, P]) move(sh *shard[S], h uint64, s *slot[S], e *entry[S], r
 func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *verdict, *S) {
 	c := converted[S, P](from, to, now, src)
 	d, first, _ := P(c).decide(to, now, n, false)
-	if a, ok := any(src).(interface {
-		measureParts(from, to *rule, now, n int64, pv partVerdicts)
-	}); ok {
+	if a, ok := any(src).(partsMeasurer); ok {
 		pv := partVerdicts{d} // a policy not made with AllOf has no first
 		if first != nil {
 			pv = to.partVerdicts(first)
@@ -350,6 +348,11 @@ func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *
 	}
 	measure[S, P](&d, src, from, to, now, n)
 	return d, first, c
+}
+
+// partsMeasurer is the state of a policy made with AllOf (allState).
+type partsMeasurer interface {
+	measureParts(from, to *rule, now, n int64, pv partVerdicts)
 }
 
 // measure sets the durations of v, what a call of cost n under `to` got at
@@ -393,8 +396,10 @@ func (g *registry[S, P]) newcomer(sh *shard[S], h uint64, r *rule, now int64, ap
 // state. That is exact for one state and for the one-word states
 // (absorbing keeps the most used); a sliding window built from several
 // keeps each bucket's largest count, which the latest of their instants
-// may not admit, and is told when each is back to full instead.
-func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], now, n int64, d verdict) verdict {
+// may not admit, and is told when each is back to full instead. Under a
+// policy made with AllOf (first, its parts' verdicts), each part is so
+// measured, and the whole combined from them.
+func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], now, n int64, d verdict, first *verdict) verdict {
 	srcs := sh.inherited
 	if victim != nil {
 		merged := heir[S]{rule: victim.rule, state: newState[S, P](victim.rule)}
@@ -409,6 +414,12 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 		P(merged.state).absorb(victim.rule, now, &victim.state)
 		srcs = append(srcs, merged)
 	}
+	// Several sliding-window states, absorbed into one, are told when each
+	// is back to full (r's algorithm is that of its parts too).
+	untilFull := r.policy.Algorithm == AlgSlidingWindow && len(srcs) >= 2
+	if first != nil {
+		return measureAllFrom(srcs, r, now, n, r.partVerdicts(first), d.allowed, untilFull)
+	}
 	at := func(n int64) int64 {
 		t := now
 		for _, h := range srcs {
@@ -419,13 +430,38 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 	full := at(fullQuota)
 	d.reset = durationNs(full - now)
 	if !d.allowed {
-		// r's algorithm is that of its parts too.
-		if t := at(n); r.policy.Algorithm != AlgSlidingWindow || len(srcs) < 2 {
-			full = t
+		if !untilFull {
+			full = at(n)
 		}
 		d.wait = durationNs(full - now)
 	}
 	return d
+}
+
+// measureAllFrom is inheritedWait under a policy made with AllOf: each
+// part's durations in pv are the longest its sources tell (see look), and
+// the whole is combined from the parts.
+func measureAllFrom[S any](srcs []heir[S], r *rule, now, n int64, pv partVerdicts, admitted, untilFull bool) verdict {
+	for j := range pv {
+		pv[j].reset = 0
+		if !pv[j].allowed {
+			pv[j].wait = 0 // a part that admits keeps its Delay
+		}
+	}
+	one := slices.Clone(pv)
+	for _, h := range srcs {
+		copy(one, pv)
+		any(h.state).(partsMeasurer).measureParts(h.rule, r, now, n, one)
+		for j := range pv {
+			pv[j].reset, pv[j].wait = max(pv[j].reset, one[j].reset), max(pv[j].wait, one[j].wait)
+		}
+	}
+	for j := range pv {
+		if untilFull && !pv[j].allowed {
+			pv[j].wait = pv[j].reset
+		}
+	}
+	return pv.combine(admitted)
 }
 
 // decideInherited decides a key under r that found no room, holding
@@ -446,7 +482,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	g.startFrom(sh, c, r, now)
 	d, pv, _ := P(c).decide(r, now, n, consume)
 	if !consume || !d.allowed {
-		return g.inheritedWait(sh, r, nil, now, n, d), pv
+		return g.inheritedWait(sh, r, nil, now, n, d, pv), pv
 	}
 	in := g.heir(sh, r, now)
 	// The call moved the key to r (a key's state follows the policy of
@@ -698,8 +734,8 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 		return d, P(&e.state).usage(r, now)
 	}
 	if e, victim, room := g.newcomer(sh, h, r, now, false); room {
-		d, _, _ := P(&e.state).decide(r, now, 1, false)
-		return g.inheritedWait(sh, r, victim, now, 1, d), P(&e.state).usage(r, now)
+		d, pv, _ := P(&e.state).decide(r, now, 1, false)
+		return g.inheritedWait(sh, r, victim, now, 1, d, pv), P(&e.state).usage(r, now)
 	}
 	st := newState[S, P](r)
 	g.startFrom(sh, st, r, now)

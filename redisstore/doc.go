@@ -35,7 +35,11 @@
 //
 // A policy made with core.AllOf is decided in one script call, one round
 // trip: each part has a key of its own, all of a user key's parts in one
-// Cluster slot, and a request is charged to every part or to none.
+// Cluster slot, and a request is charged to every part or to none. A part
+// keeps its key until it expires, through a move to a policy without it:
+// a later move back finds it as it was left, recovering meanwhile, where
+// the in-memory limiter starts it empty (stricter; [Limiter.Reset] says
+// which parts it deletes).
 // [Limiter.Settle] settles a cost known after the response in one script
 // call, bounded by the timeout and never retried.
 //

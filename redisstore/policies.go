@@ -20,9 +20,13 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 			return nil, fmt.Errorf("redisstore: %s: %w", op, p.Validate())
 		}
 	}
-	p.Name = ""
-	if p == l.unnamed {
+	unnamed := p
+	unnamed.Name = ""
+	if unnamed == l.unnamed {
 		return nil, nil
+	}
+	if l.own == nil {
+		p = unnamed // a Name changes no key; under AllOf it is a part's label (newSpec)
 	}
 	if v, ok := l.specs.m.Load(p); ok {
 		return v.(*pspec), nil
@@ -120,8 +124,9 @@ func (l *Limiter) Get(ctx context.Context, p core.Policy, key string) (core.Usag
 // key's state and the policy it was written under: the token and leaky
 // bucket as if used units had just been taken, the fixed window as a count
 // of used in the current window, the sliding window as used in the current
-// bucket. Set(ctx, p, key, 0) deletes the key, which is then full under
-// every policy. As Reset does, it forgets this process's cached denials of
+// bucket. Set(ctx, p, key, 0) deletes the key as Reset does (its parts
+// under policies made with core.AllOf, as Reset says), and it is then full
+// under every policy. As Reset does, it forgets this process's cached denials of
 // the key once Redis has answered. Its errors are Get's; the fallback's
 // state is not changed.
 func (l *Limiter) Set(ctx context.Context, p core.Policy, key string, used int64) error {
@@ -133,6 +138,9 @@ func (l *Limiter) Set(ctx context.Context, p core.Policy, key string, used int64
 		return fmt.Errorf("redisstore: Set: %w: got %d, %s", core.ErrInvalidUsage, used, capacityText(p))
 	}
 	return l.admin(ctx, "Set", func() error {
+		if used == 0 {
+			return l.del(ctx, "Set", key) // every part this process knows, as Reset
+		}
 		defer l.deny.forget(key) // as in Reset: after the script, whatever its outcome
 		_, _, err := l.decide(ctx, "Set", ps, &p, key, -1-used)
 		return err

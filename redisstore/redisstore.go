@@ -277,7 +277,10 @@ func cachedDenial(e denyEntry, now int64, p *core.Policy) core.Decision {
 // their fallbacks their state. A Reset that returns an error may or may
 // not have deleted the key in Redis; its errors are AllowN's without a
 // fallback (one wrapping ErrBreakerOpen while the breaker keeps it from
-// Redis: the key in Redis was not reset).
+// Redis: the key in Redis was not reset). Under a policy made with
+// core.AllOf, it deletes the parts of the limiter's own policy and of the
+// policies given with its calls that it keeps: a part of a policy that only
+// other processes have used stays until it expires.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	// The fallback first, even when the breaker keeps the call from Redis
 	// (admin returns the errors of a closed limiter and an ended context).
@@ -286,25 +289,31 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 			return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
 		}
 	}
-	return l.admin(ctx, "Reset", func() error {
-		// After the DEL, whatever its outcome: a denial cached before the
-		// DEL was answered (say, one Redis produced before the DEL but this
-		// process received while it was in flight) is dropped, and forget
-		// turns away every denial whose call was sent before now (put's
-		// gen), so one still in flight cannot cache itself. A call sent
-		// after this is decided by Redis after the DEL.
-		defer l.deny.forget(key)
-		c := l.call(nil, key)
-		c.Del = true
-		if l.own != nil {
-			l.partsKnown(c, key)
-		}
-		if err := l.wait(ctx, "Reset", c); err != nil {
-			return err
-		}
-		c.Release()
-		return nil
-	})
+	return l.admin(ctx, "Reset", func() error { return l.del(ctx, "Reset", key) })
+}
+
+// del deletes key in Redis: under a limiter of policies made with
+// core.AllOf, the parts of its own policy and those of the policies given
+// with its calls that it keeps (partsKnown); a part only other processes'
+// policies have stays until it expires.
+func (l *Limiter) del(ctx context.Context, op, key string) error {
+	// After the DEL, whatever its outcome: a denial cached before the DEL
+	// was answered (say, one Redis produced before the DEL but this process
+	// received while it was in flight) is dropped, and forget turns away
+	// every denial whose call was sent before now (put's gen), so one still
+	// in flight cannot cache itself. A call sent after this is decided by
+	// Redis after the DEL.
+	defer l.deny.forget(key)
+	c := l.call(nil, key)
+	c.Del = true
+	if l.own != nil {
+		l.partsKnown(c, key)
+	}
+	if err := l.wait(ctx, op, c); err != nil {
+		return err
+	}
+	c.Release()
+	return nil
 }
 
 // partsKnown adds to c, a DEL of key's parts under the limiter's own

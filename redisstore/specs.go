@@ -45,8 +45,9 @@ func (ps *pspec) pid() uint64 {
 // every call, their denials not cached).
 const maxSpecs = 1024
 
-// specCache holds the specs of the policies given with calls, by policy
-// without its Name.
+// specCache holds the specs of the policies given with calls, by policy:
+// without its Name, but under a limiter of policies made with AllOf, where
+// a policy of one part is keyed by its label (see Limiter.spec).
 type specCache struct {
 	m    sync.Map // core.Policy -> *pspec
 	n    atomic.Int64

@@ -30,10 +30,13 @@ type Settler interface {
 	//     still counts; a token bucket (and a metering leaky bucket) at most
 	//     what is still taken, so never more than the charge would have left
 	//     taken had it been cost from the start; a delaying leaky bucket
-	//     gives back only while no request was queued after it (those
-	//     queued after it keep their turns, and it gives nothing back).
+	//     as the token bucket, but only while no request was queued after
+	//     the one settled (a request canceled during its Delay gets its
+	//     turn back), and else nothing: the requests queued keep their
+	//     turns.
 	//
-	// A policy made with AllOf settles each part. It returns an error when d
+	// A policy made with AllOf settles each part, but for a delaying leaky
+	// bucket, which gives nothing back there. It returns an error when d
 	// is not an admission, charged <= 0 or cost < 0 (ErrInvalidCost), and a
 	// remote store's errors.
 	Settle(ctx context.Context, key string, d Decision, charged, cost int64) error

@@ -30,9 +30,13 @@ type Settler interface {
 	//     still counts; a token bucket (and a metering leaky bucket) at most
 	//     what is still taken, so never more than the charge would have left
 	//     taken had it been cost from the start; a delaying leaky bucket
-	//     gives nothing back (the requests queued after it keep their turns).
+	//     as the token bucket, but only while no request was queued after
+	//     the one settled (a request canceled during its Delay gets its
+	//     turn back), and else nothing: the requests queued keep their
+	//     turns.
 	//
-	// A policy made with AllOf settles each part. It returns an error when d
+	// A policy made with AllOf settles each part, but for a delaying leaky
+	// bucket, which gives nothing back there. It returns an error when d
 	// is not an admission, charged <= 0 or cost < 0 (ErrInvalidCost), and a
 	// remote store's errors.
 	Settle(ctx context.Context, key string, d Decision, charged, cost int64) error
@@ -65,7 +69,11 @@ func (l *MemoryLimiter) Settle(_ context.Context, key string, d Decision, charge
 	if err != nil || cost == charged {
 		return err
 	}
-	l.keys.settle(r, key, l.clock(), d.At.UnixNano(), cost-charged)
+	at := d.At.UnixNano()
+	if r.delay {
+		at += int64(d.ResetAfter) // the TAT the admission set: see gcraState.settle
+	}
+	l.keys.settle(r, key, l.clock(), at, cost-charged)
 	return nil
 }
 
@@ -97,8 +105,10 @@ func (g *registry[S, P]) settle(r *rule, key string, now, at, delta int64) {
 
 // settle moves the TAT by delta intervals: a debt from the later of the TAT
 // and now (at most MaxSpan ahead, which denies every request), a refund
-// down to now at most.
-func (s *gcraState) settle(r *rule, now, _, delta int64) {
+// down to now at most. A delaying leaky bucket takes a refund only while
+// its TAT is at, the one the admission set: while no request was queued
+// after it, whose turn the refund would give away.
+func (s *gcraState) settle(r *rule, now, at, delta int64) {
 	for {
 		tat := s.tat.Load()
 		var next int64
@@ -106,7 +116,7 @@ func (s *gcraState) settle(r *rule, now, _, delta int64) {
 		case delta > 0:
 			next = max(tat, now) + min(delta, maxSpan/r.interval)*r.interval
 			next = min(next, now+maxSpan)
-		case r.delay || tat <= now:
+		case tat <= now || r.delay && tat != at:
 			return
 		default:
 			next = max(tat-min(-delta, maxSpan/r.interval)*r.interval, now)

@@ -43,11 +43,21 @@ func (l *Limiter) Settle(ctx context.Context, key string, d core.Decision, charg
 	}
 	return l.admin(ctx, "Settle", func() error {
 		c := l.call(ps, key)
-		c.N, c.SettleAt = cost-charged, d.At.UnixNano()
+		c.N, c.SettleAt = cost-charged, settleAt(d)
 		if err := l.wait(ctx, "Settle", c); err != nil {
 			return err
 		}
 		c.Release()
 		return nil
 	})
+}
+
+// settleAt is the instant the script settles d at: its At, or for a
+// delaying leaky bucket (not a part of core.AllOf) the TAT its admission
+// set, which a refund must still find (core's gcraState.settle).
+func settleAt(d core.Decision) int64 {
+	if p := d.Policy; p.Algorithm == core.AlgLeakyBucket && !p.Meter && p.Parts() == nil {
+		return d.At.UnixNano() + int64(d.ResetAfter)
+	}
+	return d.At.UnixNano()
 }

@@ -37,7 +37,9 @@
 //	                 only look (Peek and Get: cost 1, nothing consumed);
 //	                 -1-u to set the key's usage to u (Set); or the text
 //	                 'delta at_us at_r', a settlement of delta units of a
-//	                 cost charged at that instant (Settle; replies zeros)
+//	                 cost charged at that instant (for a delaying leaky
+//	                 bucket, the TAT its admission set; Settle; replies
+//	                 zeros)
 //	ARGV[m+i]        only when E > 0: call i's policy, 0 for the
 //	                 limiter's own, e for the e-th given below; -e for a
 //	                 part of the call before it (a policy made with

@@ -51,8 +51,11 @@ local cur, dirty, out = {}, {}, {false, false} -- out: room for one call and the
 local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
   local v = ARGV[co + i] -- the cost; '1' (Allow) spared tonumber
-  local k, n, settle = keys[i], v == '1' and 1 or tonumber(v), nil
-  if not n then settle, n = tonumber(string.match(v, '^%S+')), 0 end -- Settle: 'delta at_us at_r'
+  local k, n, settle, sa, sr = keys[i], v == '1' and 1 or tonumber(v), nil, nil, nil
+  if not n then -- Settle: 'delta at_us at_r'
+    settle, sa, sr = string.match(v, '^(%S+) (%S+) (%S+)$')
+    settle, sa, sr, n = tonumber(settle), tonumber(sa), tonumber(sr), 0
+  end
   if P then
     local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
     if E > 0 then e = tonumber(ARGV[co + m + i]) elseif (i - 1) % K > 0 then e = -((i - 1) % K) end
@@ -170,7 +173,9 @@ while i <= m do
     local most = math.floor(4503599627370496 / iv) -- units in MaxSpan
     if settle > 0 then
       t = math.min(math.max(t, 0) + math.min(settle, most) * iv, 4503599627370496)
-    elseif delays == 0 and t > 0 then
+    elseif t > 0 and (delays == 0 or us == sa and ur == sr) then
+      -- a delaying leaky bucket only while its TAT is the admission's (at):
+      -- no request was queued after it
       t = math.max(t + math.max(settle, -most) * iv, 0)
     else
       t = nil -- nothing to give back

@@ -156,7 +156,8 @@ type Call struct {
 	Now  int64  // tests: the script's now, Unix ns; 0: the server's TIME
 	More []Part // the other parts, each with a Policy
 	// SettleAt, for a settlement, is the instant of the decision settled
-	// (Unix ns, not 0), and N the units it adds: a debt > 0, a refund < 0.
+	// (Unix ns, not 0; for a delaying leaky bucket, the TAT its admission
+	// set), and N the units it adds: a debt > 0, a refund < 0.
 	SettleAt int64
 }
 

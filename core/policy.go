@@ -351,7 +351,7 @@ type rule struct {
 	label     string // policy.Label(), to match the parts of two policies
 	// parts are the rules of the parts of a policy made with AllOf, or,
 	// for a policy of one part decided by a limiter of such policies, of
-	// that one part (see compileFor).
+	// that one part (see MemoryLimiter.resolve).
 	parts []rule
 }
 

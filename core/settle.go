@@ -36,8 +36,10 @@ type Settler interface {
 	//     so at most what of it lies beyond now, and never a later
 	//     request's charge, which lies after it: never more than the charge
 	//     would have left taken had it been cost from the start; a delaying
-	//     leaky bucket gives nothing back (the requests queued after it keep
-	//     their turns).
+	//     leaky bucket as the token bucket, but only while no request was
+	//     queued after the one settled (a request canceled during its Delay
+	//     gets its turn back), and else nothing: the requests queued keep
+	//     their turns.
 	//
 	// A key's state does not record a Reset or Set: a refund settled after
 	// the key was Reset or Set, and charged again, in the window or before
@@ -51,7 +53,8 @@ type Settler interface {
 	// still has is settled, matched by label as a plan move keeps parts: a
 	// part the key has gained since (the request never charged it) is not,
 	// nor, in memory, one it has dropped (on Redis a dropped part's key is
-	// settled while it lasts).
+	// settled while it lasts); a delaying leaky bucket gives nothing back
+	// there.
 	//
 	// It returns an error when d is not an admission, charged <= 0 or cost <
 	// 0 (ErrInvalidCost), and a remote store's errors.
@@ -135,7 +138,9 @@ func (g *registry[S, P]) settle(r *rule, key string, now int64, st settlement) {
 // and now (at most MaxSpan ahead, which denies every request); a refund
 // back by at most what the charge still holds, the part of it beyond now
 // (it ended at st.end, and a later request's charge lies after it), and
-// down to now at most.
+// down to now at most. A delaying leaky bucket takes a refund only while
+// its TAT is st.end, the one the admission set: while no request was
+// queued after it, whose turn the refund would give away.
 func (s *gcraState) settle(r *rule, now int64, st settlement) {
 	most := maxSpan / r.interval // units in MaxSpan
 	for {
@@ -145,7 +150,7 @@ func (s *gcraState) settle(r *rule, now int64, st settlement) {
 		case st.delta > 0:
 			next = max(tat, now) + min(st.delta, most)*r.interval
 			next = min(next, now+maxSpan)
-		case r.delay || tat <= now || st.end <= now:
+		case tat <= now || st.end <= now || r.delay && tat != st.end:
 			return
 		default:
 			next = max(tat-min(min(-st.delta, most)*r.interval, st.end-now), now)
@@ -218,6 +223,9 @@ func (s *allState[S, P]) settle(r *rule, now int64, st settlement) {
 		return
 	}
 	for i, j := range st.from.matches(r) {
+		if st.delta < 0 && r.parts[j].delay {
+			continue // a delaying leaky bucket gives nothing back as a part (Settler)
+		}
 		part := st
 		if st.parts != nil {
 			part.end = st.at + int64(st.parts[i].reset)

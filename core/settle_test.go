@@ -69,6 +69,72 @@ func TestSettleTable(t *testing.T) {
 	}
 }
 
+// TestSettleDelayingLeakyBucket: a delaying leaky bucket takes a refund
+// only while no request was queued after the one settled (a request
+// canceled during its Delay, say): those queued after it keep their turns,
+// so nothing is given back then. As a part of AllOf it gives nothing
+// back (a metering part does).
+func TestSettleDelayingLeakyBucket(t *testing.T) {
+	ctx := context.Background()
+	p := core.LeakyBucket(1, time.Second).WithBurst(4)
+	allow := func(lim *core.MemoryLimiter, want time.Duration) core.Decision {
+		t.Helper()
+		d, err := lim.AllowN(ctx, "k", 1)
+		if err != nil || !d.Allowed || d.Delay != want {
+			t.Fatalf("AllowN: %+v, %v; want admitted with Delay %v", d, err, want)
+		}
+		return d
+	}
+	remaining := func(lim core.Limiter, want int64, why string) {
+		t.Helper()
+		if peek, err := lim.Peek(ctx, "k"); err != nil || peek.Remaining != want {
+			t.Errorf("%s: Peek %+v, %v; want Remaining %d", why, peek, err, want)
+		}
+	}
+	settle := func(lim core.Settler, d core.Decision) {
+		t.Helper()
+		if err := lim.Settle(ctx, "k", d, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	lim, clock := frozen(t, p)
+	allow(lim, 0)
+	d := allow(lim, time.Second)
+	settle(lim, d)
+	remaining(lim, 3, "the last queued, refunded")
+	if again := allow(lim, time.Second); again.Remaining != 2 {
+		t.Errorf("the next request takes the turn given back: Remaining %d, want 2", again.Remaining)
+	}
+
+	d = allow(lim, 2*time.Second)
+	allow(lim, 3*time.Second) // queued after d
+	settle(lim, d)
+	remaining(lim, 0, "a request queued after the one settled")
+
+	clock.Advance(500 * time.Millisecond) // the TAT is still d's successor's
+	remaining(lim, 0, "later, still queued after")
+
+	both, _ := frozen(t, core.AllOf(p, core.LeakyBucket(10, time.Minute).WithBurst(10).AsMeter()))
+	d, err := both.AllowN(ctx, "k", 1)
+	if err != nil || !d.Allowed {
+		t.Fatalf("AllOf: %+v, %v", d, err)
+	}
+	settle(both, d)
+	if parts := mustPeek(t, both).Parts(); parts[0].Remaining != 3 || parts[1].Remaining != 10 {
+		t.Errorf("AllOf: parts' Remaining %d and %d after a refund, want 3 (nothing back) and 10", parts[0].Remaining, parts[1].Remaining)
+	}
+}
+
+func mustPeek(t *testing.T, lim core.Limiter) core.Decision {
+	t.Helper()
+	d, err := lim.Peek(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // TestSettleRefundStaysInItsWindow: 10 admitted in one fixed window, 4 of
 // them by a request charged 4 and refunded after the window ended: the next
 // window still admits exactly 10, not 14.

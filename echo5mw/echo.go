@@ -29,13 +29,14 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 		return func(c *echo.Context) error {
 			// The copy costs two allocations: the engine makes it only
 			// when a function of the options, or a handler, is to see it.
-			w := c.Response()
-			r, rej := e.Admit(w, c.Request(), func() *http.Request { return engineRequest(c, "") })
+			w, req := c.Response(), c.Request()
+			r, rej := e.Admit(w, req, func() *http.Request { return engineRequest(c, "") })
 			if rej == nil {
-				c.SetRequest(r) // c.Request() itself, unless its cost is settled
+				c.SetRequest(r) // req itself, unless its cost is settled
 				err := next(c)
-				_, status := echo.ResolveResponseStatus(w, err)
-				e.Settle(r, status, w.Header())
+				if r != req {
+					settle(e, r, w, err)
+				}
 				return err
 			}
 			if rej.Outcome == nethttp.OutcomeDenied || rej.Outcome == nethttp.OutcomeKeyError {
@@ -44,6 +45,22 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 			return httpError(rej)
 		}
 	}
+}
+
+// settle settles the cost of r, a request Admit returned, once the handler
+// chain returned err: at once when the response is written, or when nothing
+// is to answer (echo.ResolveResponseStatus's status), and otherwise when the
+// answer to err is written, by echo's HTTPErrorHandler after Limit has
+// returned or by a middleware before Limit. Only that answer says the status
+// the client gets: an HTTPErrorHandler of the application may send 401 for
+// its own error, where ResolveResponseStatus says 500.
+func settle(e *nethttp.Engine, r *http.Request, w http.ResponseWriter, err error) {
+	resp, status := echo.ResolveResponseStatus(w, err)
+	if err == nil || resp == nil || resp.Committed {
+		e.Settle(r, status, w.Header())
+		return
+	}
+	resp.Before(func() { e.Settle(r, resp.Status, resp.Header()) })
 }
 
 // httpError is the error Limit returns for rej, and a Store's Allow: an

@@ -22,6 +22,15 @@
 // limiter's error text (echo's Debug mode would show it); only the
 // Rejection it unwraps to does.
 //
+// With nethttp.WithFinalCost, the status and header given to its function
+// are those of the answer the client gets. An error the handler returns is
+// answered after Limit has returned (by echo's HTTPErrorHandler, or a
+// middleware before Limit), so its cost is settled when that answer's
+// header is written: an application's handler that sends 401 for its own
+// error is seen as 401, not the 500 echo's default handler would send. An
+// error that nothing answers (the client gets net/http's empty 200) is not
+// settled: its charge stays.
+//
 // # Route keys
 //
 // keyfunc.Route keys on echo's route, c.Path() ("/users/:id", never the raw

@@ -28,12 +28,14 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 	}, opts...)...)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			w := c.Response()
-			r, rej := e.Admit(w, c.Request(), func() *http.Request { return engineRequest(c) })
+			w, req := c.Response(), c.Request()
+			r, rej := e.Admit(w, req, func() *http.Request { return engineRequest(c) })
 			if rej == nil {
-				c.SetRequest(r) // c.Request() itself, unless its cost is settled
+				c.SetRequest(r) // req itself, unless its cost is settled
 				err := next(c)
-				e.Settle(r, status(w, err), w.Header())
+				if r != req {
+					settle(e, r, w, err)
+				}
 				return err
 			}
 			if rej.Outcome == nethttp.OutcomeDenied || rej.Outcome == nethttp.OutcomeKeyError {
@@ -44,20 +46,19 @@ func Limit(lim core.Limiter, opts ...nethttp.Option) echo.MiddlewareFunc {
 	}
 }
 
-// status is the status of the response w once the handler returned err:
-// the one written, or else the one echo's HTTPErrorHandler answers err
-// with, the HTTPError's code or 500.
-func status(w *echo.Response, err error) int {
+// settle settles the cost of r, a request Admit returned, once the handler
+// chain returned err: at once when the response is written, or when nothing
+// is to answer (200, as net/http sends), and otherwise when the answer to
+// err is written, by echo's HTTPErrorHandler after Limit has returned or by
+// a middleware before Limit. Only that answer says the status the client
+// gets: an HTTPErrorHandler of the application may send 401 for its own
+// error, where echo's default one would send 500.
+func settle(e *nethttp.Engine, r *http.Request, w *echo.Response, err error) {
 	if err == nil || w.Committed {
-		return cmp.Or(w.Status, http.StatusOK) // 0 only before echo's reset
+		e.Settle(r, cmp.Or(w.Status, http.StatusOK), w.Header()) // 0 only before echo's reset
+		return
 	}
-	// Declared here, after the common path has returned: the variable
-	// errors.As fills is allocated only for an error not yet answered.
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		return he.Code
-	}
-	return http.StatusInternalServerError
+	w.Before(func() { e.Settle(r, w.Status, w.Header()) })
 }
 
 // rejectionError is the internal error of the *echo.HTTPError Limit

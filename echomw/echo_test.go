@@ -308,3 +308,59 @@ func TestFinalCostGetsTheStatusOfAnError(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalCostGetsTheAnswerToAnError: an error the handler returns is
+// answered after the middleware has returned, by whoever answers it: the
+// function of WithFinalCost gets that answer's status and header, once,
+// and the error is answered once. An error nobody answers is not settled.
+func TestFinalCostGetsTheAnswerToAnError(t *testing.T) {
+	errFailed := errors.New("failed")
+	for _, c := range []struct {
+		name    string
+		outer   echo.MiddlewareFunc // before Limit, or nil
+		handler func(err error, c echo.Context)
+		want    []int
+	}{
+		{"a middleware before Limit answers", func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c echo.Context) error {
+				if err := next(c); errors.Is(err, errFailed) {
+					c.Response().Header().Set("X-Failed", "1")
+					return c.NoContent(http.StatusConflict)
+				}
+				return nil
+			}
+		}, nil, []int{http.StatusConflict}},
+		{"the HTTPErrorHandler answers without a body", nil, func(_ error, c echo.Context) {
+			c.Response().Header().Set("X-Failed", "1")
+			_ = c.NoContent(http.StatusUnauthorized)
+		}, []int{http.StatusUnauthorized}},
+		{"nobody answers", nil, func(error, echo.Context) {}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []int
+			answers := 0
+			e := echo.New()
+			if c.handler != nil {
+				e.HTTPErrorHandler = func(err error, ec echo.Context) { answers++; c.handler(err, ec) }
+			}
+			mws := []echo.MiddlewareFunc{limit(t, newLim(t, 10), nethttp.WithFinalCost(func(status int, h http.Header, charged int64) int64 {
+				if h.Get("X-Failed") != "1" {
+					t.Errorf("the function got the header %v, not the answer's", h)
+				}
+				got = append(got, status)
+				return charged
+			}))}
+			if c.outer != nil {
+				mws = append([]echo.MiddlewareFunc{c.outer}, mws...)
+			}
+			e.GET("/", func(echo.Context) error { return errFailed }, mws...)
+			send(e, http.MethodGet, "/")
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("statuses given to the function: %v, want %v", got, c.want)
+			}
+			if c.handler != nil && answers != 1 {
+				t.Errorf("the HTTPErrorHandler ran %d times, want 1", answers)
+			}
+		})
+	}
+}

@@ -9,7 +9,11 @@
 // [Limit] takes nethttp's options and answers with the same headers,
 // statuses and bodies as [nethttp.Middleware] (see package nethttp). A
 // rejected request is answered and the gin chain aborted (c.Abort), so later
-// handlers do not run and the headers stay on the response.
+// handlers do not run and the headers stay on the response. With
+// nethttp.WithFinalCost the cost is settled on the status written when the
+// chain inside Limit returns: the answer of a middleware registered
+// before Limit, which answers c.Errors after Limit has returned, is not
+// seen (register Limit first).
 //
 // # Route keys
 //

@@ -36,9 +36,14 @@ import (
 // Only requests admitted by the limiter ([OutcomeAllowed]) are settled,
 // also under [WithDryRun], so that the counts stay those that enforcing
 // would see. A request skipped, denied (under dry run too), served after a
-// failure ([OutcomeFailedOpen]) or canceled is not, as nothing was
-// charged; nor is one whose handler panicked (the charge stays). It panics
-// at construction if the limiter is not a core.Settler.
+// failure ([OutcomeFailedOpen]) or canceled while the limiter decided is
+// not, as nothing was charged; nor is one whose handler panicked (the
+// charge stays). A request charged and then canceled during its
+// leaky-bucket delay ([OutcomeCanceled], answered 503) was never served:
+// it is settled at 0, its whole charge given back as far as the limiter
+// gives back (a delaying leaky bucket: while no request was queued after
+// it), and f is not asked. It panics at construction if the limiter is not
+// a core.Settler.
 func WithFinalCost(f func(status int, h http.Header, charged int64) int64) Option {
 	mustFunc("WithFinalCost", f)
 	return func(c *config) { c.finalCost = f }
@@ -97,6 +102,10 @@ var maxSettleWait = 10 * time.Second
 func (e *Engine) Admit(w http.ResponseWriter, r *http.Request, view func() *http.Request) (*http.Request, *Rejection) {
 	var ev Event
 	if rej := e.check(w, r, view, &ev); rej != nil {
+		if e.settler != nil && rej.Outcome == OutcomeCanceled && ev.Decision.Allowed {
+			// Charged, then let go during its delay: never served.
+			go e.settle(&settlement{Context: r.Context(), e: e, ev: ev}, 0)
+		}
 		return nil, rej
 	}
 	if e.settler == nil || !ev.LimiterCalled || ev.Outcome != OutcomeAllowed {

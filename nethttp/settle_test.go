@@ -297,3 +297,33 @@ func TestSettlementAfterTheResponse(t *testing.T) {
 }
 
 var _ core.Settler = settleRecorder{}
+
+// TestCanceledDuringDelaySettlesAtZero: a request the limiter charged and
+// that was let go during its leaky-bucket delay was never served: it is
+// settled at 0 whatever the function would say (here: keep every charge),
+// and the function is not asked.
+func TestCanceledDuringDelaySettlesAtZero(t *testing.T) {
+	lim := settleRecorder{MemoryLimiter: newLimiter(t, core.LeakyBucket(1, time.Second).WithBurst(3), newClock(t0)), done: make(chan int64, 10)}
+	asked := 0
+	var events []nethttp.Event
+	h := wrap(t, lim, recorder(&events), nethttp.WithFinalCost(func(_ int, _ http.Header, charged int64) int64 {
+		asked++
+		return charged
+	}))
+	get(h, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if w := send(h, httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx), ""); w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("canceled during its Delay: %d, want 503", w.Code)
+	}
+	if got := nextSettle(t, lim.done); got != 0 {
+		t.Errorf("settled at %d, want 0", got)
+	}
+	noSettle(t, lim.done)
+	if asked != 1 {
+		t.Errorf("the function was asked %d times, want 1 (the request served)", asked)
+	}
+	if got := outcomes(events); !reflect.DeepEqual(got, []nethttp.Outcome{nethttp.OutcomeAllowed, nethttp.OutcomeCanceled}) {
+		t.Errorf("outcomes: %v", got)
+	}
+}

@@ -223,6 +223,30 @@ func TestSettleOnRedis(t *testing.T) {
 		require.True(t, w.allow(p, "k", 1).Allowed)
 	})
 
+	t.Run("delaying leaky bucket refund only while nothing is queued after it", func(t *testing.T) {
+		p := core.LeakyBucket(1, time.Second).WithBurst(4)
+		w := newTwin(t, rdb, p)
+		w.allow(p, "k", 1)
+		d := w.allow(p, "k", 1)
+		require.Equal(t, time.Second, d.Delay)
+		w.settle("k", d, 1, 0) // the last queued (canceled during its Delay): its turn back
+		assert.Equal(t, int64(3), w.allow(p, "k", 0).Remaining)
+		d = w.allow(p, "k", 1)
+		w.allow(p, "k", 1) // queued after d: keeps its turn
+		w.settle("k", d, 1, 0)
+		assert.Equal(t, int64(1), w.allow(p, "k", 0).Remaining, "nothing back")
+		w.clock.Advance(500 * time.Millisecond)
+		w.settle("k", d, 1, 0)
+		assert.Equal(t, int64(1), w.allow(p, "k", 0).Remaining, "nothing back, later either")
+
+		both := core.AllOf(p.WithName("queue"), core.LeakyBucket(10, time.Minute).WithBurst(10).AsMeter().WithName("meter"))
+		w = newTwin(t, rdb, both)
+		d = w.allow(both, "k", 1)
+		w.settle("k", d, 1, 0)
+		parts := w.allow(both, "k", 0).Parts()
+		assert.Equal(t, [2]int64{3, 10}, [2]int64{parts[0].Remaining, parts[1].Remaining}, "AllOf: nothing back to the delaying part, all to the meter")
+	})
+
 	t.Run("fixed window refund only in the window charged", func(t *testing.T) {
 		p := core.FixedWindow(5, time.Minute)
 		w := newTwin(t, rdb, p)

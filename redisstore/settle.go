@@ -52,7 +52,10 @@ func (l *Limiter) Settle(ctx context.Context, key string, d core.Decision, charg
 	})
 }
 
-// resets is the ResetAfter d gave each part of d.Policy, in order, in ns.
+// resets is the ResetAfter d gave each part of d.Policy, in order, in ns:
+// where the part's charge ended (core's gcraState.settle). A delaying leaky
+// bucket that is a part of core.AllOf gets 0, which no refund finds: it
+// gives nothing back there (core.Settler).
 func resets(d core.Decision) []int64 {
 	parts := d.Parts()
 	if parts == nil {
@@ -60,7 +63,9 @@ func resets(d core.Decision) []int64 {
 	}
 	out := make([]int64, len(parts))
 	for i, p := range parts {
-		out[i] = int64(p.ResetAfter)
+		if q := p.Policy; q.Algorithm != core.AlgLeakyBucket || q.Meter {
+			out[i] = int64(p.ResetAfter)
+		}
 	}
 	return out
 }

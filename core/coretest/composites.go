@@ -259,8 +259,8 @@ func (m *tokenModel) settle(now, _, end, delta int64) {
 	m.level, m.last = level, now
 }
 
-// A delaying leaky bucket serves a debt after what it has queued, and
-// gives nothing back.
+// A delaying leaky bucket serves a debt after what it has queued, and, as
+// a part of AllOf, gives nothing back.
 func (m *queueModel) settle(now, _, _, delta int64) {
 	if delta > 0 {
 		m.queued = append(m.queued, admission{max(now, m.free()), delta})

@@ -38,8 +38,9 @@
 //	                 -1-u to set the key's usage to u (Set); or the text
 //	                 'delta at_us at_r reset', a settlement of delta
 //	                 units of a cost charged at that instant, whose
-//	                 decision gave the row that ResetAfter in ns (Settle;
-//	                 replies zeros)
+//	                 decision gave the row that ResetAfter in ns: when its
+//	                 charge was all back, for a delaying leaky bucket the
+//	                 TAT its admission set (Settle; replies zeros)
 //	ARGV[m+i]        only when E > 0: call i's policy, 0 for the
 //	                 limiter's own, e for the e-th given below; -e for a
 //	                 part of the call before it (a policy made with

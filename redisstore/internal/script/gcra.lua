@@ -51,11 +51,8 @@ local cur, dirty, out = {}, {}, {false, false} -- out: room for one call and the
 local i, g, gs, probe, pass, sv = 1, 0, 0, false, true, nil
 while i <= m do
   local v = ARGV[co + i] -- the cost; '1' (Allow) spared tonumber
-  local k, n, settle, sa, sr, sreset = keys[i], v == '1' and 1 or tonumber(v), nil, nil, nil, nil
-  if not n then -- Settle: 'delta at_us at_r reset'
-    settle, sa, sr, sreset = string.match(v, '^(%S+) (%S+) (%S+) (%S+)$')
-    settle, sa, sr, sreset, n = tonumber(settle), tonumber(sa), tonumber(sr), tonumber(sreset), 0
-  end
+  local k, n, settle = keys[i], v == '1' and 1 or tonumber(v), nil
+  if not n then settle, n = tonumber(string.match(v, '^%S+')), 0 end -- Settle: 'delta at_us at_r reset'
   if P then
     local e = 0 -- the row's policy: P[e], or P[-e] for a part after its group's first
     if E > 0 then e = tonumber(ARGV[co + m + i]) elseif (i - 1) % K > 0 then e = -((i - 1) % K) end
@@ -173,10 +170,14 @@ while i <= m do
     local most = math.floor(4503599627370496 / iv) -- units in MaxSpan
     -- What the charge still holds: it was all back at its instant plus
     -- its reset, and what was charged after it lies beyond that.
-    local held = (sa - now_us) * 1000 + sr - now_r + sreset
+    local sa, sr, reset = string.match(v, '^%S+ (%S+) (%S+) (%S+)$')
+    sa, sr, reset = tonumber(sa), tonumber(sr), tonumber(reset)
+    local held = (sa - now_us) * 1000 + sr - now_r + reset
     if settle > 0 then
       t = math.min(math.max(t, 0) + math.min(settle, most) * iv, 4503599627370496)
-    elseif delays == 0 and t > 0 and held > 0 then
+    elseif t > 0 and held > 0 and (delays == 0 or (us - sa) * 1000 + ur - sr == reset) then
+      -- a delaying leaky bucket only while its TAT is the one its
+      -- admission set: no request was queued after it
       t = math.max(t - math.min(math.min(-settle, most) * iv, held), 0)
     else
       t = nil -- nothing to give back

@@ -149,11 +149,11 @@ func snippet7() {
 }
 
 func snippet8() {
-//line README.md:223
+//line README.md:226
 	failures := core.MustNew(core.FixedWindow(5, 15*time.Minute))
 	mw := nethttp.Middleware(failures, nethttp.WithFinalCost(func(status int, _ http.Header, charged int64) int64 {
-		if status == http.StatusUnauthorized {
-			return charged
+		if status == http.StatusUnauthorized || status == http.StatusOK {
+			return charged // a failure counts; a success was given back by its Reset
 		}
 		return 0
 	}))
@@ -172,7 +172,7 @@ func snippet8() {
 }
 
 func snippet9() {
-//line README.md:243
+//line README.md:246
 	lim := core.MustNew(core.TokenBucket(100, time.Minute))
 	mw := nethttp.Middleware(lim, nethttp.WithFinalCost(func(status int, _ http.Header, charged int64) int64 {
 		if status >= 500 {
@@ -186,7 +186,7 @@ func snippet9() {
 }
 
 func snippet10() {
-//line README.md:267
+//line README.md:270
 	lim := core.MustNew(core.TokenBucket(100, time.Minute)) // 100 per minute per caller address
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(lim,
@@ -199,7 +199,7 @@ func snippet10() {
 }
 
 func snippet11() {
-//line README.md:294
+//line README.md:297
 	core.FixedWindow(100, time.Minute)                   // ≤ 100 in each minute on the clock
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
@@ -208,7 +208,7 @@ func snippet11() {
 }
 
 func snippet12() {
-//line README.md:314
+//line README.md:317
 	lim, err := core.New(core.TokenBucket(100, time.Minute), core.WithMaxKeys(1_000_000))
 	if err != nil {
 		log.Fatal(err) // an invalid policy is an error that names the field (core.MustNew panics with it)
@@ -230,7 +230,7 @@ func snippet12() {
 }
 
 func snippet13() {
-//line README.md:340
+//line README.md:343
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -246,7 +246,7 @@ func snippet13() {
 }
 
 func snippet14() {
-//line README.md:377
+//line README.md:380
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute))
 	if err != nil {
@@ -267,7 +267,7 @@ func snippet14() {
 }
 
 func snippet15() {
-//line README.md:395
+//line README.md:398
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute).WithName("per-ip"),
 		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {

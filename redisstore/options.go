@@ -44,14 +44,13 @@ type config struct {
 	prefix     string
 	timeout    time.Duration
 	denySize   int // 0: no deny cache
-	maxBatch   int
 	maxFlights int
 	failures   int
 	interval   time.Duration
 	hook       func(BreakerChange)
 	noFallback bool
 	clock      func() time.Time // tests: fixes the scripts' now
-	localNow   func() time.Time // tests: the deny cache's and breaker's clock
+	local      func() int64     // the deny cache's and breaker's clock, ns (tests replace it)
 	ttlPlus    time.Duration    // tests: added to the keys' expiry
 }
 

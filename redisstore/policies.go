@@ -32,10 +32,10 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
 	case p.Algorithm != l.policy.Algorithm:
 		return nil, fmt.Errorf("redisstore: %s: %w: %v, the limiter's is %v", op, core.ErrAlgorithmMismatch, p.Algorithm, l.policy.Algorithm)
-	case l.own == nil && p.Parts() != nil:
+	case !l.own.all && p.Parts() != nil:
 		return nil, fmt.Errorf("redisstore: %s: %w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", op, core.ErrAlgorithmMismatch)
 	}
-	ps := l.newSpec(p, l.own != nil)
+	ps := l.newSpec(p, l.own.all)
 	if l.specs.n.Add(1) > maxSpecs {
 		l.specs.n.Add(-1)
 		return ps, nil // not cached: id 0

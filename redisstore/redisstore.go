@@ -29,7 +29,7 @@ type Limiter struct {
 	unnamed core.Policy // policy without its Name: what its state depends on
 	ttlPlus time.Duration
 	specs   specCache // the policies given with calls (policies.go)
-	own     *pspec    // a policy made with core.AllOf: its parts; else nil
+	own     *pspec    // the limiter's policy: its keys' tails, its parts' numbers
 	keys    keyLayout
 	timeout time.Duration
 	deny    *denyCache       // nil when switched off
@@ -85,8 +85,8 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	c := config{prefix: defaultPrefix, timeout: defaultTimeout, denySize: defaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights,
-		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval, hook: func(BreakerChange) {}}
+	c := config{prefix: defaultPrefix, timeout: defaultTimeout, denySize: defaultDenyCacheSize, maxFlights: defaultMaxFlights,
+		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval, hook: func(BreakerChange) {}, local: sinceStart}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("redisstore: New: option %d is nil", i+1)
@@ -99,14 +99,9 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{policy: p, unnamed: p, ttlPlus: c.ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock, local: sinceStart}
+	l := &Limiter{policy: p, unnamed: p, ttlPlus: c.ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock, local: c.local}
 	l.unnamed.Name = ""
-	if p.Parts() != nil {
-		l.own = l.newSpec(l.unnamed, true)
-	}
-	if c.localNow != nil {
-		l.local = func() int64 { return c.localNow().UnixNano() }
-	}
+	l.own = l.newSpec(l.unnamed, p.Parts() != nil)
 	l.br = outage.NewBreaker(c.failures, c.interval, l.local, func(ch outage.Change) {
 		c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
 	})
@@ -116,7 +111,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: c.maxBatch, MaxFlights: c.maxFlights, TestClock: c.clock != nil})
+	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: defaultMaxBatch, MaxFlights: c.maxFlights, TestClock: c.clock != nil})
 	return l, nil
 }
 
@@ -296,7 +291,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		defer l.deny.forget(key)
 		c := l.call(nil, key)
 		c.Del = true
-		if l.own != nil {
+		if l.own.all {
 			l.partsKnown(c, key)
 		}
 		if err := l.wait(ctx, "Reset", c); err != nil {
@@ -383,7 +378,7 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 	if ps == nil {
 		ps = l.own
 	}
-	if ps == nil || !ps.all {
+	if !ps.all {
 		d.Limit, d.Policy = p.Limit, *p
 		c.Release()
 		return d, used, nil
@@ -415,10 +410,6 @@ func (l *Limiter) call(ps *pspec, key string) *transport.Call {
 	}
 	if ps == nil {
 		ps = l.own
-	}
-	if ps == nil {
-		c.Key = l.keys.key(key)
-		return c
 	}
 	k := tagged(key)
 	c.Key, c.Policy = l.keys.head+k+ps.parts[0].tail, ps.parts[0].args

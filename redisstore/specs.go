@@ -9,9 +9,8 @@ import (
 
 // pspec is a policy given with a call (AllowPolicy, Get, Set) that differs
 // from the limiter's own in a number its state depends on, as the script
-// receives it. A nil *pspec is the limiter's own policy, whose numbers the
-// script has written in (Limiter.own, under a limiter of policies made
-// with core.AllOf).
+// receives it. A nil *pspec is the limiter's own policy (Limiter.own),
+// whose numbers the script has written in.
 type pspec struct {
 	id uint64 // the deny cache's name for it, >= 1; 0 when not cached
 	// Its parts (the policy alone when it has none), and whether it has

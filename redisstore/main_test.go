@@ -36,7 +36,7 @@ var hooked struct {
 }
 
 // addHook adds h to rdb, and to the own client of every limiter New builds
-// on rdb afterwards (ownClient), so that h sees the limiter's commands.
+// on rdb afterwards (transport.NewSender), so that h sees the limiter's commands.
 func addHook(rdb redis.UniversalClient, h redis.Hook) {
 	rdb.AddHook(h)
 	hooked.Lock()

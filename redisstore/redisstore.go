@@ -35,7 +35,7 @@ type Limiter struct {
 	deny    *denyCache       // nil when switched off
 	local   func() int64     // the deny cache's and breaker's clock, ns: sinceStart
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
-	tr      transport.Sender
+	tr      *transport.Sender
 	br      *outage.Breaker
 	fb      *outage.Fallback // nil with WithoutFallback
 	closed  atomic.Bool
@@ -111,7 +111,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: defaultMaxBatch, MaxFlights: c.maxFlights, TestClock: c.clock != nil})
+	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: defaultMaxBatch, MaxFlights: c.maxFlights})
 	return l, nil
 }
 

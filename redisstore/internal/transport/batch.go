@@ -24,7 +24,7 @@ import (
 //
 // The timeout is the clock: a call has until its deadline (when it was
 // made, plus the timeout), queued or sent. The round trip carries the
-// sender's deadline in its context, and the limiter's client (ownClient)
+// sender's deadline in its context, and the limiter's client (NewSender)
 // applies a context's deadline to its sockets, so it returns by then
 // without a second goroutine watching it.
 type batcher struct {
@@ -209,14 +209,15 @@ func (b *batcher) handOn() {
 }
 
 // take moves up to MaxBatch queued calls to batch (which holds the
-// flight's own call), oldest first (with a test clock, only those with the
-// first one's now), skipping those given up. b.mu is held.
+// flight's own call), oldest first, skipping those given up, and only
+// those with the first one's now: a script call has one (calls differ
+// only with a test clock). b.mu is held.
 func (b *batcher) take(batch []*Call) []*Call {
 	first := batch[0]
 	rest := b.pending[:0]
 	for _, c := range b.pending {
 		switch {
-		case len(batch) >= b.MaxBatch || b.TestClock && c.Now != first.Now:
+		case len(batch) >= b.MaxBatch || c.Now != first.Now:
 			rest = append(rest, c)
 		case c.state.CompareAndSwap(callPending, callSent):
 			batch = append(batch, c)
@@ -225,18 +226,6 @@ func (b *batcher) take(batch []*Call) []*Call {
 	clear(b.pending[len(rest):])
 	b.pending = rest
 	return batch
-}
-
-// Ping sends PING through the limiter's own client.
-func (b *batcher) Ping(ctx context.Context) error { return b.rdb.Ping(ctx).Err() }
-
-// Close waits for the round trips in flight (and the calls queued behind
-// them) and refuses new calls; then it closes the limiter's own client.
-func (b *batcher) Close() {
-	b.stop()
-	if b.closeRDB {
-		_ = b.rdb.Close()
-	}
 }
 
 // stop refuses new calls and waits for the round trips in flight.

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 }
 
 // newSender returns the Sender of a limiter of p on rdb, with timeout.
-func newSender(t *testing.T, rdb redis.UniversalClient, p core.Policy, timeout time.Duration) Sender {
+func newSender(t *testing.T, rdb redis.UniversalClient, p core.Policy, timeout time.Duration) *Sender {
 	t.Helper()
 	s, err := script.New(p, p.Recovery())
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ func TestQueuedCallsEscapeStalledFlights(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	t.Cleanup(func() { _ = rdb.Close() })
 	const timeout = 200 * time.Millisecond
-	b := newSender(t, rdb, core.TokenBucket(100, time.Hour), timeout).(*batcher)
+	b := newSender(t, rdb, core.TokenBucket(100, time.Hour), timeout).batcher
 	flying := func(n int) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -165,7 +165,7 @@ func TestRefusedBatchIsDecidedKeyByKey(t *testing.T) {
 	now := coretest.Epoch
 	// The batcher of one node, sent calls of several: one script call in
 	// the cross-slot form.
-	b := &batcher{conf: newSender(t, rdb, p, 10*time.Second).(*router).conf, route: routeNode}
+	b := &batcher{conf: newSender(t, rdb, p, 10*time.Second).conf, route: routeNode}
 	ref := core.MustNew(p, core.WithClock(func() time.Time { return now }))
 	t.Cleanup(func() { _ = ref.Close() })
 	ctx := context.Background()
@@ -265,13 +265,7 @@ func TestRoute(t *testing.T) {
 		{redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), routePerKey},
 	} {
 		t.Cleanup(func() { _ = tc.rdb.Close() })
-		var got route
-		switch s := newSender(t, tc.rdb, core.TokenBucket(1, time.Second), time.Second).(type) {
-		case *batcher:
-			got = s.route
-		case *router:
-			got = s.route
-		}
+		got := newSender(t, tc.rdb, core.TokenBucket(1, time.Second), time.Second).route
 		assert.Equal(t, tc.route, got, "%T", tc.rdb)
 	}
 }
@@ -283,7 +277,7 @@ func TestRoute(t *testing.T) {
 func TestClusterCloseWhileNodesAreAdded(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	t.Cleanup(func() { _ = rdb.Close() })
-	cl := newSender(t, rdb, core.TokenBucket(1, time.Second), time.Second).(*router)
+	cl := newSender(t, rdb, core.TokenBucket(1, time.Second), time.Second)
 	for range 1000 {
 		cl.node(new(redis.Client))
 	}

@@ -55,7 +55,9 @@ func BenchmarkComposeHTTP(b *testing.B) {
 
 // BenchmarkComposeMemory (issue 26) is BenchmarkComposeHTTP's policy=
 // rows without the middleware: the in-memory limiter's AllowN alone, one
-// key, every request admitted. stacked-2 is two limiters asked in turn.
+// key, every request admitted. stacked-2 is two limiters asked in turn;
+// plan-single the limiter of composite-2 asked under perSecond alone
+// (AllowPolicy: a plan of one part).
 func BenchmarkComposeMemory(b *testing.B) {
 	const big = 100_000_000 // never binds
 	perSecond := core.FixedWindow(big, time.Second).WithName("per-second")
@@ -63,10 +65,12 @@ func BenchmarkComposeMemory(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
 		policies []core.Policy
+		plan     *core.Policy // asked with AllowPolicy when set
 	}{
-		{"policy=single", []core.Policy{perSecond}},
-		{"policy=composite-2", []core.Policy{core.AllOf(perSecond, perDay)}},
-		{"policy=stacked-2", []core.Policy{perSecond, perDay}},
+		{"policy=single", []core.Policy{perSecond}, nil},
+		{"policy=composite-2", []core.Policy{core.AllOf(perSecond, perDay)}, nil},
+		{"policy=stacked-2", []core.Policy{perSecond, perDay}, nil},
+		{"policy=plan-single", []core.Policy{core.AllOf(perSecond, perDay)}, &perSecond},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var lims []*core.MemoryLimiter
@@ -80,7 +84,14 @@ func BenchmarkComposeMemory(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, lim := range lims {
-					if d, err := lim.AllowN(ctx, oneKey, 1); !d.Allowed || err != nil {
+					var d core.Decision
+					var err error
+					if bc.plan != nil {
+						d, err = lim.AllowPolicy(ctx, *bc.plan, oneKey, 1)
+					} else {
+						d, err = lim.AllowN(ctx, oneKey, 1)
+					}
+					if !d.Allowed || err != nil {
 						wrong++
 					}
 				}

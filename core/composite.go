@@ -188,6 +188,12 @@ func (s *allState[S, P]) decide(r *rule, now, n int64, consume bool) (verdict, *
 	if s.dead {
 		return verdict{}, nil, false
 	}
+	if r.policy.parts == "" {
+		// A policy not made with AllOf (a plan of a composite limiter):
+		// its verdict is the whole's, and its Decision has no Parts.
+		v, _, _ := P(&s.parts[0]).decide(&r.parts[0], now, n, consume)
+		return v, nil, true
+	}
 	pv := make(partVerdicts, len(r.parts))
 	admitted := true
 	for i := range s.parts {

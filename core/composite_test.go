@@ -272,6 +272,10 @@ func TestAllOfNeedsALimiterOfSuchPolicies(t *testing.T) {
 	if err != nil || !d.Allowed || d.Parts() != nil || d.Remaining != 9 {
 		t.Errorf("a policy of one part to a limiter of parts: got %+v, %v; want admitted, 9 left, no parts", d, err)
 	}
+	d, err = all.AllowPolicy(ctx, core.AllOf(tb), "k", 1)
+	if parts := d.Parts(); err != nil || !d.Allowed || len(parts) != 1 || parts[0].Remaining != 8 || d.Remaining != 8 {
+		t.Errorf("AllOf of one part: got %+v (parts %+v), %v; want admitted, 8 left, one part", d, parts, err)
+	}
 }
 
 // TestCombineIsTheMemoryDecision: a store that decides the parts itself

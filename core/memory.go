@@ -252,7 +252,13 @@ func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, con
 	case l.sliding != nil:
 		return l.sliding.decide(r, p, key, now, n, consume)
 	}
-	return l.all.decide(r, p, key, now, n, consume)
+	if r != nil {
+		return l.all.decide(r, &r.policy, key, now, n, consume) // p is &r.policy
+	}
+	// Through the interface p escapes: a copy does, and AllowPolicy's p
+	// stays on the stack for the other limiters.
+	q := *p
+	return l.all.decide(nil, &q, key, now, n, consume)
 }
 
 func (l *MemoryLimiter) sweep() { l.keys.sweep(l.clock()) }

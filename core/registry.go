@@ -341,7 +341,10 @@ func look[S any, P stateOf[S]](from, to *rule, now, n int64, src *S) (verdict, *
 	if a, ok := any(src).(interface {
 		measureParts(from, to *rule, now, n int64, pv partVerdicts)
 	}); ok {
-		pv := to.partVerdicts(first)
+		pv := partVerdicts{d} // a policy not made with AllOf has no first
+		if first != nil {
+			pv = to.partVerdicts(first)
+		}
 		a.measureParts(from, to, now, n, pv) // and the whole from its parts
 		return pv.combine(d.allowed), first, c
 	}

@@ -6,15 +6,15 @@ import (
 	"time"
 )
 
-// Defaults of the options (each option's doc says its default).
+// Defaults of the options (each option's doc says its default), and of
+// the batcher, measured in benchmarks/README.md.
 const (
-	defaultPrefix        = "ratelimit"
-	defaultTimeout       = 50 * time.Millisecond
-	defaultDenyCacheSize = 65536
-)
+	defaultPrefix               = "ratelimit"
+	defaultTimeout              = 50 * time.Millisecond
+	defaultDenyCacheSize        = 65536
+	defaultBreakerFailures      = 5
+	defaultBreakerProbeInterval = time.Second
 
-// Defaults of the batcher, measured in benchmarks/README.md.
-const (
 	// defaultMaxBatch bounds the calls one script call decides: about a
 	// millisecond of Redis time, for which the server serves nobody else.
 	defaultMaxBatch = 512
@@ -121,12 +121,6 @@ func WithDenyCacheSize(n int) Option {
 	return option(n >= 0, func(c *config) { c.denySize = n },
 		"WithDenyCacheSize must be >= 0 (0 switches the deny cache off), got %d", n)
 }
-
-// Defaults of the circuit breaker (see WithBreakerFailures).
-const (
-	defaultBreakerFailures      = 5
-	defaultBreakerProbeInterval = time.Second
-)
 
 // WithoutFallback switches off the local fallback.
 //

@@ -502,15 +502,15 @@ func (l *Limiter) refused(op string) error {
 // done tells the breaker the outcome of a call it admitted with t, and
 // reports whether Redis failed the call (err wraps ErrUnavailable).
 func (l *Limiter) done(t outage.Ticket, err error) (failed bool) {
-	if err == nil { // the request path: errors.As would allocate
-		l.br.Done(t, 0, nil)
-		return false
+	// The round trip of Redis's failure; an error that is not Redis's
+	// counts for nothing. errors.As would allocate on the request path.
+	var rt uint64
+	if err != nil {
+		var se *storeError
+		if failed = errors.As(err, &se); failed {
+			rt = se.rt
+		}
 	}
-	var se *storeError
-	if !errors.As(err, &se) {
-		l.br.Done(t, 0, err) // not Redis's failure: its round trip counts for nothing
-		return false
-	}
-	l.br.Done(t, se.rt, err)
-	return true
+	l.br.Done(t, rt, err)
+	return failed
 }

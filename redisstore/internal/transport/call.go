@@ -55,9 +55,8 @@ func NewCall() *Call {
 // it.
 func (c *Call) Release() {
 	c.timer.Stop()
-	more := c.More[:0] // its array kept for the next call's parts
-	*c = Call{done: c.done, timer: c.timer}
-	c.More = more
+	// More's array is kept for the next call's parts.
+	*c = Call{Call: script.Call{More: c.More[:0]}, done: c.done, timer: c.timer}
 	callPool.Put(c)
 }
 

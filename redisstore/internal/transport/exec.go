@@ -162,9 +162,7 @@ func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 		for _, q := range c.More {
 			args = append(args, q.Key) // one slot: the user key's hash tag
 		}
-		cmd := redis.NewCmd(ctx, args...)
-		cmd.SetFirstKeyPos(1)
-		return cmd
+		return redis.NewCmd(ctx, args...) // routed by its first key, as go-redis routes DEL
 	}
 	f := &b.Script.Keyed
 	if g.cross {

@@ -429,9 +429,7 @@ func (l *Limiter) wait(ctx context.Context, op string, c *transport.Call) error 
 	}
 	c.Deadline = time.Now().Add(l.timeout)
 	switch err := l.tr.Send(ctx, c); {
-	case err == transport.ErrClosed:
-		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-	case err != nil:
+	case err != nil: // core.ErrClosed as well
 		return l.gaveUp(op, c, err)
 	case c.Err != nil && (transport.IsTimeout(c.Err) || ctx.Err() != nil):
 		// The round trip ran out of time (the limiter's timeout), or the
@@ -449,7 +447,8 @@ func (l *Limiter) wait(ctx context.Context, op string, c *transport.Call) error 
 }
 
 // gaveUp returns the error for a call that Redis did not answer in time
-// (ctxErr nil or transport.ErrDeadline) or whose context ended (ctxErr).
+// (ctxErr nil or transport.ErrDeadline), whose context ended (ctxErr), or
+// that a closed limiter did not send (ctxErr core.ErrClosed).
 func (l *Limiter) gaveUp(op string, c *transport.Call, ctxErr error) error {
 	if ctxErr != nil && ctxErr != transport.ErrDeadline {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
 )
 
 // batcher sends a limiter's calls to Redis, many concurrent decisions in
@@ -46,7 +48,7 @@ func (b *batcher) Send(ctx context.Context, c *Call) error {
 	switch {
 	case b.closed:
 		b.mu.Unlock()
-		return ErrClosed
+		return core.ErrClosed
 	case b.flying < b.MaxFlights:
 		b.flying++
 		b.flights.Add(1)

@@ -60,11 +60,8 @@ func (c *Call) Release() {
 	callPool.Put(c)
 }
 
-// The errors of Send for a closed Sender and a call whose deadline passed.
-var (
-	ErrClosed   = errors.New("closed")
-	ErrDeadline = errors.New("deadline")
-)
+// ErrDeadline is the error of Send for a call whose deadline passed.
+var ErrDeadline = errors.New("deadline")
 
 // roundTrips numbers the round trips of all batchers, from 1.
 var roundTrips atomic.Uint64

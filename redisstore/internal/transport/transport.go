@@ -76,7 +76,7 @@ func NewSender(rdb redis.UniversalClient, o Options) *Sender {
 // Send runs c, which the caller made at c.Deadline less the timeout, on
 // its node's batcher when the slots are known (which needs no round trip).
 // It returns nil once c has its answer (Res, Used, or Err, Redis's error),
-// or the error of a call given up: ErrClosed, ctx's error or ErrDeadline,
+// or the error of a call given up: core.ErrClosed, ctx's error or ErrDeadline,
 // and then c must not be released. An answer that is there when the caller
 // gives up, even at the same instant, wins.
 func (s *Sender) Send(ctx context.Context, c *Call) error {

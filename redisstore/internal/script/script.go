@@ -180,26 +180,25 @@ type Caller interface{ ScriptCall() *Call }
 // ScriptCall returns c.
 func (c *Call) ScriptCall() *Call { return c }
 
-// Command returns the command of one script call of form f deciding calls
-// (EVALSHA, or EVAL when the server lacks the script), keyed or in the
+// Command returns the command of one script call of s deciding calls
+// (EVALSHA, or EVAL when the server lacks the script), in its keyed or its
 // cross-slot form. A fresh one every time: a client hook may keep a
 // command after it was answered.
-func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool) *redis.Cmd {
+func Command[C Caller](ctx context.Context, s *Script, calls []C, cross, eval bool) *redis.Cmd {
 	m, given := rows(calls)
 	size := 6 + 2*m
 	if len(given) > 0 {
 		size += m + len(given)*len(given[0].args)
 	}
+	f, numKeys := &s.Keyed, m
+	if cross {
+		f, numKeys = &s.Cross, 0 // the keys are arguments
+	}
 	args := make([]any, 0, size)
 	if eval {
-		args = append(args, "eval", f.Src)
+		args = append(args, "eval", f.Src, numKeys)
 	} else {
-		args = append(args, "evalsha", f.sha)
-	}
-	if cross {
-		args = append(args, 0) // the keys are arguments
-	} else {
-		args = append(args, m)
+		args = append(args, "evalsha", f.sha, numKeys)
 	}
 	for _, cc := range calls {
 		c := cc.ScriptCall()

@@ -34,11 +34,7 @@ func decide(t *testing.T, rdb *redis.Client, s script.Script, p core.Policy, pre
 	for i, r := range reqs {
 		calls[i] = &script.Call{Part: script.Part{Key: prefix + r.key}, N: r.n, Now: now.UnixNano()}
 	}
-	f := &s.Keyed
-	if cross {
-		f = &s.Cross
-	}
-	cmd := script.Command(context.Background(), f, calls, cross, true)
+	cmd := script.Command(context.Background(), &s, calls, cross, true)
 	require.NoError(t, rdb.Process(context.Background(), cmd))
 	require.NoError(t, script.Parse(cmd.Val(), calls))
 	out := make([]core.Decision, len(reqs))

@@ -164,11 +164,7 @@ func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 		}
 		return redis.NewCmd(ctx, args...) // routed by its first key, as go-redis routes DEL
 	}
-	f := &b.Script.Keyed
-	if g.cross {
-		f = &b.Script.Cross
-	}
-	return script.Command(ctx, f, g.calls, g.cross, g.eval)
+	return script.Command(ctx, &b.Script, g.calls, g.cross, g.eval)
 }
 
 // process sends the commands of groups: one alone, several as a pipeline

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -147,12 +148,7 @@ func groupBy[K comparable](calls []*Call, key func(*Call) K) []*group {
 }
 
 func severalKeys(calls []*Call) bool {
-	for _, c := range calls[1:] {
-		if c.Key != calls[0].Key {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(calls[1:], func(c *Call) bool { return c.Key != calls[0].Key })
 }
 
 // command builds the Redis command of g.
@@ -210,12 +206,9 @@ func isClusterRefusal(err error) bool {
 	if !errors.As(err, &reply) {
 		return false // no reply from the server: the script may have run
 	}
-	for _, prefix := range []string{"MOVED", "ASK", "TRYAGAIN", "CROSSSLOT"} {
-		if redis.HasErrorPrefix(err, prefix) {
-			return true
-		}
-	}
-	return strings.Contains(err.Error(), "non local key") || isCompileError(err)
+	refused := func(prefix string) bool { return redis.HasErrorPrefix(err, prefix) }
+	return slices.ContainsFunc([]string{"MOVED", "ASK", "TRYAGAIN", "CROSSSLOT"}, refused) ||
+		strings.Contains(err.Error(), "non local key") || isCompileError(err)
 }
 
 // isCompileError reports whether err is a server refusing the cross-slot

@@ -7,7 +7,7 @@ import (
 )
 
 // Defaults of the options (each option's doc says its default), and of
-// the batcher, measured in benchmarks/README.md.
+// the batcher's flights, measured in benchmarks/README.md.
 const (
 	defaultPrefix               = "ratelimit"
 	defaultTimeout              = 50 * time.Millisecond
@@ -15,9 +15,6 @@ const (
 	defaultBreakerFailures      = 5
 	defaultBreakerProbeInterval = time.Second
 
-	// defaultMaxBatch bounds the calls one script call decides: about a
-	// millisecond of Redis time, for which the server serves nobody else.
-	defaultMaxBatch = 512
 	// defaultMaxFlights is how many round trips may be in flight at once:
 	// with one, two callers take turns; with more than two, 64 callers'
 	// batches get smaller and their decisions slower (BenchmarkRedis,

@@ -111,7 +111,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: defaultMaxBatch, MaxFlights: c.maxFlights})
+	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxFlights: c.maxFlights})
 	return l, nil
 }
 

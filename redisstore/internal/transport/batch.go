@@ -8,6 +8,11 @@ import (
 	"github.com/go-ratelimit/ratelimit/core"
 )
 
+// maxBatch bounds the calls one script call decides: about a millisecond
+// of Redis time, for which the server serves nobody else (measured in
+// benchmarks/README.md).
+const maxBatch = 512
+
 // batcher sends a limiter's calls to Redis, many concurrent decisions in
 // one script call (one TIME, one Lua entry for all of them).
 //
@@ -15,7 +20,7 @@ import (
 // trips are in flight at once. A call that finds fewer in flight sends its
 // own round trip; the calls that arrive while all are in flight queue up,
 // and when a round trip ends its sender sends everything queued by then
-// (up to MaxBatch) as its next round trip, or hands the flight to the
+// (up to maxBatch) as its next round trip, or hands the flight to the
 // oldest queued call's caller (see fly). A call still queued half its
 // timeout in sends itself, beyond MaxFlights (see escape). So a lone call
 // costs one round trip and no hand-off, and under load every round trip
@@ -210,7 +215,7 @@ func (b *batcher) handOn() {
 	b.flights.Done()
 }
 
-// take moves up to MaxBatch queued calls to batch (which holds the
+// take moves up to maxBatch queued calls to batch (which holds the
 // flight's own call), oldest first, skipping those given up, and only
 // those with the first one's now: a script call has one (calls differ
 // only with a test clock). b.mu is held.
@@ -219,7 +224,7 @@ func (b *batcher) take(batch []*Call) []*Call {
 	rest := b.pending[:0]
 	for _, c := range b.pending {
 		switch {
-		case len(batch) >= b.MaxBatch || c.Now != first.Now:
+		case len(batch) >= maxBatch || c.Now != first.Now:
 			rest = append(rest, c)
 		case c.state.CompareAndSwap(callPending, callSent):
 			batch = append(batch, c)

@@ -20,7 +20,6 @@ import (
 type Options struct {
 	Script     script.Script
 	Timeout    time.Duration
-	MaxBatch   int // calls one script call decides at most
 	MaxFlights int // round trips in flight at once
 }
 

@@ -28,7 +28,7 @@ func newSender(t *testing.T, rdb redis.UniversalClient, p core.Policy, timeout t
 	t.Helper()
 	s, err := script.New(p, p.Recovery())
 	require.NoError(t, err)
-	tr := NewSender(rdb, Options{Script: s, Timeout: timeout, MaxBatch: 512, MaxFlights: 2})
+	tr := NewSender(rdb, Options{Script: s, Timeout: timeout, MaxFlights: 2})
 	t.Cleanup(tr.Close)
 	return tr
 }

@@ -49,10 +49,7 @@ func tagged(k string) string {
 		// without colliding with any other.
 		return "%"
 	}
-	if strings.ContainsAny(k, "%{}") {
-		k = keyEscaper.Replace(k)
-	}
-	return k
+	return keyEscaper.Replace(k) // k itself when it has nothing to escape
 }
 
 // keyEscaper percent-escapes '%', '{' and '}', which is injective:

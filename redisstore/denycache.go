@@ -73,7 +73,7 @@ type denyEntry struct {
 	until   int64  // sent + RetryAfter: when a unit-cost request may pass
 	resetAt int64  // sent + ResetAfter: when the key is full again
 	at      int64  // the denial's At less sent: Redis's clock ahead of the local one
-	pid     uint64 // the policy that denied: 0 the limiter's own, else pspec.id
+	pid     uint64 // the policy that denied: its pspec.id
 	all     *allDenial
 }
 

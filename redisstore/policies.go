@@ -8,12 +8,12 @@ import (
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
-// spec checks a policy given with a call and returns its spec: nil when it
-// is the limiter's own (its Name aside). The error names the invalid field,
+// spec checks a policy given with a call and returns its spec: l.own when
+// it is the limiter's own (its Name aside). The error names the invalid field,
 // or wraps core.ErrAlgorithmMismatch.
 func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	if p == l.policy {
-		return nil, nil
+		return l.own, nil
 	}
 	for i := 0; i < len(p.Name); i++ {
 		if c := p.Name[i]; c < 0x20 || c > 0x7e {
@@ -22,7 +22,7 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	}
 	p.Name = ""
 	if p == l.unnamed {
-		return nil, nil
+		return l.own, nil
 	}
 	if v, ok := l.specs.m.Load(p); ok {
 		return v.(*pspec), nil
@@ -38,7 +38,8 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	ps := l.newSpec(p, l.own.all)
 	if l.specs.n.Add(1) > maxSpecs {
 		l.specs.n.Add(-1)
-		return ps, nil // not cached: id 0
+		ps.id = uncached
+		return ps, nil
 	}
 	ps.id = l.specs.next.Add(1)
 	if v, loaded := l.specs.m.LoadOrStore(p, ps); loaded {

@@ -137,7 +137,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // (Source core.SourceFallback, no error), or, WithoutFallback, returns an
 // error wrapping ErrUnavailable.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	return l.allow(ctx, "AllowN", nil, &l.policy, key, n)
+	return l.allow(ctx, "AllowN", l.own, &l.policy, key, n)
 }
 
 // Peek reports what a unit-cost request for key would be told now,
@@ -147,7 +147,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 // as it would answer AllowN, and otherwise the fallback. Its errors are
 // AllowN's.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	return l.allow(ctx, "Peek", nil, &l.policy, key, 0)
+	return l.allow(ctx, "Peek", l.own, &l.policy, key, 0)
 }
 
 // allow is AllowN, AllowPolicy (ps the spec of *p) and Peek (n = 0), the
@@ -170,11 +170,11 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	var gen uint64
 	// The deny cache holds the denials of the limiter's own policy and of
 	// every policy the spec cache holds.
-	cache := l.deny != nil && n <= 1 && (ps == nil || ps.id != 0)
+	cache := l.deny != nil && n <= 1 && ps.id != uncached
 	switch {
 	case cache:
 		sent = l.local()
-		e, g, ok := l.deny.get(key, ps.pid(), sent)
+		e, g, ok := l.deny.get(key, ps.id, sent)
 		if ok && (n == 1 || l.br.State() != outage.Closed) {
 			// A Peek asks Redis while it can: the cached denial is
 			// Redis's answer, and a cache answers no Peek of a store.
@@ -182,7 +182,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 		}
 		gen = g // before the call is sent: see Reset
 	case l.deny != nil && !over:
-		l.deny.other(key, ps.pid()) // see denyCache
+		l.deny.other(key, ps.id) // see denyCache
 	}
 	t, ok := l.br.Admit()
 	if !ok {
@@ -197,7 +197,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 		d.Allowed, d.RetryAfter = false, 0
 		err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
 	case cache && n == 1:
-		l.remember(key, ps.pid(), d, used, sent, gen)
+		l.remember(key, ps.id, d, used, sent, gen)
 	}
 	return d, err
 }
@@ -206,7 +206,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 // fallback, or with err.
 func (l *Limiter) unanswered(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64, err error) (core.Decision, error) {
 	if l.fb != nil {
-		return l.fb.Decide(ctx, op, p, ps != nil, key, n)
+		return l.fb.Decide(ctx, op, p, ps != l.own, key, n)
 	}
 	d := core.Decision{Limit: p.Limit, Policy: *p}
 	if n > p.Capacity() {
@@ -289,7 +289,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		// gen), so one still in flight cannot cache itself. A call sent
 		// after this is decided by Redis after the DEL.
 		defer l.deny.forget(key)
-		c := l.call(nil, key)
+		c := l.call(l.own, key)
 		c.Del = true
 		if l.own.all {
 			l.partsKnown(c, key)
@@ -364,10 +364,10 @@ func (l *Limiter) Close() error {
 	return nil
 }
 
-// decide runs the script for key under policy p (ps its spec, nil for the
-// limiter's own) and returns its Decision: cost n consumed if admitted,
-// or, for n = 0, a unit cost without consuming, and then the key's usage
-// too; n < 0 sets the usage to -1-n.
+// decide runs the script for key under policy p (ps its spec) and returns
+// its Decision: cost n consumed if admitted, or, for n = 0, a unit cost
+// without consuming, and then the key's usage too; n < 0 sets the usage to
+// -1-n.
 func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, int64, error) {
 	c := l.call(ps, key)
 	c.N = n
@@ -375,9 +375,6 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
 	d, used := c.Res, c.Used
-	if ps == nil {
-		ps = l.own
-	}
 	if !ps.all {
 		d.Limit, d.Policy = p.Limit, *p
 		c.Release()
@@ -401,15 +398,12 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 	return d, used, err
 }
 
-// call returns the call for key under ps (nil: the limiter's own policy):
-// under a limiter of policies made with core.AllOf, one row per part.
+// call returns the call for key under ps: under a limiter of policies made
+// with core.AllOf, one row per part.
 func (l *Limiter) call(ps *pspec, key string) *transport.Call {
 	c := transport.NewCall()
 	if l.clock != nil {
 		c.Now = l.clock().UnixNano()
-	}
-	if ps == nil {
-		ps = l.own
 	}
 	k := tagged(key)
 	c.Key, c.Policy = l.keys.head+k+ps.parts[0].tail, ps.parts[0].args

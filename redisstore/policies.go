@@ -3,22 +3,21 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
 // spec checks a policy given with a call and returns its spec: l.own when
-// it is the limiter's own (its Name aside). The error names the invalid field,
-// or wraps core.ErrAlgorithmMismatch.
+// it is the limiter's own (its Name aside). The error names the invalid
+// field, or wraps core.ErrAlgorithmMismatch.
 func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	if p == l.policy {
 		return l.own, nil
 	}
-	for i := 0; i < len(p.Name); i++ {
-		if c := p.Name[i]; c < 0x20 || c > 0x7e {
-			return nil, fmt.Errorf("redisstore: %s: %w", op, p.Validate())
-		}
+	if strings.ContainsFunc(p.Name, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		return nil, fmt.Errorf("redisstore: %s: %w", op, p.Validate()) // Validate names it
 	}
 	p.Name = ""
 	if p == l.unnamed {

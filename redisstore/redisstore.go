@@ -95,10 +95,6 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 			return nil, err
 		}
 	}
-	s, err := script.New(p, c.ttlPlus)
-	if err != nil {
-		return nil, err
-	}
 	l := &Limiter{policy: p, unnamed: p, ttlPlus: c.ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock, local: c.local}
 	l.unnamed.Name = ""
 	l.own = l.newSpec(l.unnamed, p.Parts() != nil)
@@ -111,7 +107,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxFlights: c.maxFlights})
+	l.tr = transport.NewSender(rdb, transport.Options{Script: script.New(p, c.ttlPlus), Timeout: c.timeout, MaxFlights: c.maxFlights})
 	return l, nil
 }
 

@@ -32,15 +32,12 @@ type Form struct {
 // crossSlot heads the cross-slot form. The flag needs Redis 7.
 const crossSlot = "#!lua flags=allow-cross-slot-keys\n"
 
-// New returns the script of policy p, whose keys expire plus after they
-// would be full (Policy.Recovery): its algorithm's file with p's numbers in
-// the header, and those of its parts after the first, for a policy made
-// with core.AllOf, so that its calls send no policy. Its error is
-// p.Validate's.
-func New(p core.Policy, plus time.Duration) (Script, error) {
-	if err := p.Validate(); err != nil {
-		return Script{}, err
-	}
+// New returns the script of the valid policy p (core.Policy.Validate),
+// whose keys expire plus after they would be full (Policy.Recovery): its
+// algorithm's file with p's numbers in the header, and those of its parts
+// after the first, for a policy made with core.AllOf, so that its calls
+// send no policy.
+func New(p core.Policy, plus time.Duration) Script {
 	parts := p.Parts()
 	if parts == nil {
 		parts = []core.Policy{p}
@@ -56,7 +53,7 @@ func New(p core.Policy, plus time.Duration) (Script, error) {
 		more = "{" + strings.Join(tables, ", ") + "}"
 	}
 	src := withHeader(file, append(own, more))
-	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil
+	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}
 }
 
 // header returns the file of p's algorithm and p's values of its header

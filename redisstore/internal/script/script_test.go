@@ -81,8 +81,7 @@ func testBatch(t *testing.T, rdb *redis.Client, cross bool) {
 			core.SlidingWindow(5, time.Minute),
 		} {
 			t.Run(p.String(), func(t *testing.T) {
-				s, err := script.New(p, time.Hour)
-				require.NoError(t, err)
+				s := script.New(p, time.Hour)
 				now := coretest.Epoch.Add(7 * time.Second)
 				ref := core.MustNew(p, core.WithClock(func() time.Time { return now }))
 				t.Cleanup(func() { _ = ref.Close() })
@@ -108,8 +107,7 @@ func testBatch(t *testing.T, rdb *redis.Client, cross bool) {
 		)
 		for i, p := range policies {
 			t.Run(p.String(), func(t *testing.T) {
-				s, err := script.New(p, time.Hour)
-				require.NoError(t, err)
+				s := script.New(p, time.Hour)
 				clock := coretest.NewClock(coretest.Epoch.Add(time.Duration(i) * 12345678901))
 				ref := core.MustNew(p, core.WithClock(clock.Now))
 				t.Cleanup(func() { _ = ref.Close() })

@@ -26,9 +26,7 @@ func TestMain(m *testing.M) {
 // newSender returns the Sender of a limiter of p on rdb, with timeout.
 func newSender(t *testing.T, rdb redis.UniversalClient, p core.Policy, timeout time.Duration) *Sender {
 	t.Helper()
-	s, err := script.New(p, p.Recovery())
-	require.NoError(t, err)
-	tr := NewSender(rdb, Options{Script: s, Timeout: timeout, MaxFlights: 2})
+	tr := NewSender(rdb, Options{Script: script.New(p, p.Recovery()), Timeout: timeout, MaxFlights: 2})
 	t.Cleanup(tr.Close)
 	return tr
 }

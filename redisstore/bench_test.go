@@ -46,10 +46,7 @@ func BenchmarkRedis(b *testing.B) {
 	b.Run("op=evalsha-script/alg=TokenBucket", func(b *testing.B) {
 		rdb := newClient(b, addr)
 		p := core.TokenBucket(1e9, time.Second)
-		s, err := script.New(p, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := script.New(p, 0)
 		if err := rdb.ScriptLoad(ctx, s.Keyed.Src).Err(); err != nil {
 			b.Fatal(err)
 		}

@@ -73,7 +73,7 @@ type denyEntry struct {
 	until   int64  // sent + RetryAfter: when a unit-cost request may pass
 	resetAt int64  // sent + ResetAfter: when the key is full again
 	at      int64  // the denial's At less sent: Redis's clock ahead of the local one
-	pid     uint64 // the policy that denied: 0 the limiter's own, else pspec.id
+	pid     uint64 // the policy that denied: its pspec.id
 	all     *allDenial
 }
 
@@ -120,22 +120,17 @@ func (c *denyCache) shard(key string) *denyShard {
 // force at now, and the generation to pass to put for a denial of a call
 // sent after get. A denial under another policy is forgotten.
 func (c *denyCache) get(key string, pid uint64, now int64) (denyEntry, uint64, bool) {
-	e, ok, gen := c.lookup(key)
+	sh := c.shard(key)
+	sh.mu.RLock()
+	e, ok := sh.m[key]
+	gen := sh.gen
+	sh.mu.RUnlock()
 	if ok && e.pid != pid {
 		return e, c.forget(key), false
 	}
 	// until-now > 0 as well: a test clock stepped back by centuries is
 	// more than 2^63 ns before until, and asks Redis.
 	return e, gen, ok && now < e.until && e.until-now > 0
-}
-
-// lookup returns key's entry and its shard's generation.
-func (c *denyCache) lookup(key string) (e denyEntry, ok bool, gen uint64) {
-	sh := c.shard(key)
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	e, ok = sh.m[key]
-	return e, ok, sh.gen
 }
 
 // put caches a denial of a call sent after the get that returned gen; it
@@ -171,11 +166,8 @@ func (c *denyCache) put(key string, e denyEntry, now int64, gen uint64) {
 // under policies given with calls, a call under the limiter's own policy
 // has nothing to forget.
 func (c *denyCache) other(key string, pid uint64) {
-	if pid == 0 && !c.mixed.Load() {
-		return
-	}
-	if e, ok, _ := c.lookup(key); ok && e.pid != pid {
-		c.forget(key)
+	if pid != 0 || c.mixed.Load() {
+		c.get(key, pid, 0) // which forgets it
 	}
 }
 

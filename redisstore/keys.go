@@ -49,10 +49,7 @@ func tagged(k string) string {
 		// without colliding with any other.
 		return "%"
 	}
-	if strings.ContainsAny(k, "%{}") {
-		k = keyEscaper.Replace(k)
-	}
-	return k
+	return keyEscaper.Replace(k) // k itself when it has nothing to escape
 }
 
 // keyEscaper percent-escapes '%', '{' and '}', which is injective:
@@ -63,27 +60,22 @@ var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 // numbers, and its name when it has one (two limiters of equal numbers
 // apart, login and signup per IP, say).
 func policyTag(p core.Policy) string {
-	if parts := p.Parts(); parts != nil {
-		tags := make([]string, len(parts))
-		for i, q := range parts {
-			tags[i] = policyTag(q)
+	sep, fields := ":", []string{algorithmTags[p.Algorithm], fmt.Sprint(p.Limit), p.Window.String()}
+	switch {
+	case p.Parts() != nil: // its parts' tags instead
+		sep, fields = "+", nil
+		for _, q := range p.Parts() {
+			fields = append(fields, policyTag(q))
 		}
-		if p.Name != "" {
-			tags = append(tags, p.Name)
-		}
-		return strings.Join(tags, "+")
-	}
-	tag := algorithmTags[p.Algorithm] + ":" + fmt.Sprint(p.Limit) + ":" + p.Window.String()
-	switch p.Algorithm {
-	case core.AlgTokenBucket, core.AlgLeakyBucket:
-		tag += ":" + fmt.Sprint(p.Burst)
-	case core.AlgSlidingWindow:
-		tag += ":" + fmt.Sprint(p.Buckets)
+	case p.Algorithm == core.AlgTokenBucket || p.Algorithm == core.AlgLeakyBucket:
+		fields = append(fields, fmt.Sprint(p.Burst))
+	case p.Algorithm == core.AlgSlidingWindow:
+		fields = append(fields, fmt.Sprint(p.Buckets))
 	}
 	if p.Name != "" {
-		tag += ":" + p.Name
+		fields = append(fields, p.Name)
 	}
-	return tag
+	return strings.Join(fields, sep)
 }
 
 // algorithmTags name the algorithms' states in keys, by core.Algorithm.

@@ -36,7 +36,7 @@ var hooked struct {
 }
 
 // addHook adds h to rdb, and to the own client of every limiter New builds
-// on rdb afterwards (ownClient), so that h sees the limiter's commands.
+// on rdb afterwards (transport.NewSender), so that h sees the limiter's commands.
 func addHook(rdb redis.UniversalClient, h redis.Hook) {
 	rdb.AddHook(h)
 	hooked.Lock()
@@ -75,7 +75,7 @@ func (quiet) Printf(_ context.Context, format string, args ...any) {
 // keys: the keys live an hour longer, long enough for any test.
 func withClock(now func() time.Time) Option {
 	return func(c *config) error {
-		c.clock, c.localNow, c.ttlPlus = now, now, time.Hour
+		c.clock, c.local, c.ttlPlus = now, unixNano(now), time.Hour
 		return nil
 	}
 }
@@ -83,7 +83,12 @@ func withClock(now func() time.Time) Option {
 // withLocalClock replaces only the deny cache's clock: the scripts still
 // read the server's TIME.
 func withLocalClock(now func() time.Time) Option {
-	return func(c *config) error { c.localNow = now; return nil }
+	return func(c *config) error { c.local = unixNano(now); return nil }
+}
+
+// unixNano is the clock now in nanoseconds, as the limiter's local clock.
+func unixNano(now func() time.Time) func() int64 {
+	return func() int64 { return now().UnixNano() }
 }
 
 // withMaxFlights bounds the round trips in flight, for benchmarks.

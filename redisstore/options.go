@@ -6,18 +6,15 @@ import (
 	"time"
 )
 
-// Defaults of the options (each option's doc says its default).
+// Defaults of the options (each option's doc says its default), and of
+// the batcher's flights, measured in benchmarks/README.md.
 const (
-	defaultPrefix        = "ratelimit"
-	defaultTimeout       = 50 * time.Millisecond
-	defaultDenyCacheSize = 65536
-)
+	defaultPrefix               = "ratelimit"
+	defaultTimeout              = 50 * time.Millisecond
+	defaultDenyCacheSize        = 65536
+	defaultBreakerFailures      = 5
+	defaultBreakerProbeInterval = time.Second
 
-// Defaults of the batcher, measured in benchmarks/README.md.
-const (
-	// defaultMaxBatch bounds the calls one script call decides: about a
-	// millisecond of Redis time, for which the server serves nobody else.
-	defaultMaxBatch = 512
 	// defaultMaxFlights is how many round trips may be in flight at once:
 	// with one, two callers take turns; with more than two, 64 callers'
 	// batches get smaller and their decisions slower (BenchmarkRedis,
@@ -44,14 +41,13 @@ type config struct {
 	prefix     string
 	timeout    time.Duration
 	denySize   int // 0: no deny cache
-	maxBatch   int
 	maxFlights int
 	failures   int
 	interval   time.Duration
 	hook       func(BreakerChange)
 	noFallback bool
 	clock      func() time.Time // tests: fixes the scripts' now
-	localNow   func() time.Time // tests: the deny cache's and breaker's clock
+	local      func() int64     // the deny cache's and breaker's clock, ns (tests replace it)
 	ttlPlus    time.Duration    // tests: added to the keys' expiry
 }
 
@@ -122,12 +118,6 @@ func WithDenyCacheSize(n int) Option {
 	return option(n >= 0, func(c *config) { c.denySize = n },
 		"WithDenyCacheSize must be >= 0 (0 switches the deny cache off), got %d", n)
 }
-
-// Defaults of the circuit breaker (see WithBreakerFailures).
-const (
-	defaultBreakerFailures      = 5
-	defaultBreakerProbeInterval = time.Second
-)
 
 // WithoutFallback switches off the local fallback.
 //

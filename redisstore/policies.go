@@ -3,29 +3,28 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/go-ratelimit/ratelimit/core"
 	"github.com/go-ratelimit/ratelimit/redisstore/internal/script"
 )
 
-// spec checks a policy given with a call and returns its spec: nil when it
-// is the limiter's own (its Name aside). The error names the invalid field,
-// or wraps core.ErrAlgorithmMismatch.
+// spec checks a policy given with a call and returns its spec: l.own when
+// it is the limiter's own (its Name aside). The error names the invalid
+// field, or wraps core.ErrAlgorithmMismatch.
 func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 	if p == l.policy {
-		return nil, nil
+		return l.own, nil
 	}
-	for i := 0; i < len(p.Name); i++ {
-		if c := p.Name[i]; c < 0x20 || c > 0x7e {
-			return nil, fmt.Errorf("redisstore: %s: %w", op, p.Validate())
-		}
+	if strings.ContainsFunc(p.Name, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		return nil, fmt.Errorf("redisstore: %s: %w", op, p.Validate()) // Validate names it
 	}
 	unnamed := p
 	unnamed.Name = ""
 	if unnamed == l.unnamed {
-		return nil, nil
+		return l.own, nil
 	}
-	if l.own == nil {
+	if !l.own.all {
 		p = unnamed // a Name changes no key; under AllOf it is a part's label (newSpec)
 	}
 	if v, ok := l.specs.m.Load(p); ok {
@@ -36,13 +35,14 @@ func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
 		return nil, fmt.Errorf("redisstore: %s: %w", op, err)
 	case p.Algorithm != l.policy.Algorithm:
 		return nil, fmt.Errorf("redisstore: %s: %w: %v, the limiter's is %v", op, core.ErrAlgorithmMismatch, p.Algorithm, l.policy.Algorithm)
-	case l.own == nil && p.Parts() != nil:
+	case !l.own.all && p.Parts() != nil:
 		return nil, fmt.Errorf("redisstore: %s: %w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", op, core.ErrAlgorithmMismatch)
 	}
-	ps := l.newSpec(p, l.own != nil)
+	ps := l.newSpec(p, l.own.all)
 	if l.specs.n.Add(1) > maxSpecs {
 		l.specs.n.Add(-1)
-		return ps, nil // not cached: id 0
+		ps.id = uncached
+		return ps, nil
 	}
 	ps.id = l.specs.next.Add(1)
 	if v, loaded := l.specs.m.LoadOrStore(p, ps); loaded {

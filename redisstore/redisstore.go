@@ -29,13 +29,13 @@ type Limiter struct {
 	unnamed core.Policy // policy without its Name: what its state depends on
 	ttlPlus time.Duration
 	specs   specCache // the policies given with calls (policies.go)
-	own     *pspec    // a policy made with core.AllOf: its parts; else nil
+	own     *pspec    // the limiter's policy: its keys' tails, its parts' numbers
 	keys    keyLayout
 	timeout time.Duration
 	deny    *denyCache       // nil when switched off
 	local   func() int64     // the deny cache's and breaker's clock, ns: sinceStart
 	clock   func() time.Time // tests only: the scripts' now instead of TIME
-	tr      transport.Sender
+	tr      *transport.Sender
 	br      *outage.Breaker
 	fb      *outage.Fallback // nil with WithoutFallback
 	closed  atomic.Bool
@@ -85,8 +85,8 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	c := config{prefix: defaultPrefix, timeout: defaultTimeout, denySize: defaultDenyCacheSize, maxBatch: defaultMaxBatch, maxFlights: defaultMaxFlights,
-		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval, hook: func(BreakerChange) {}}
+	c := config{prefix: defaultPrefix, timeout: defaultTimeout, denySize: defaultDenyCacheSize, maxFlights: defaultMaxFlights,
+		failures: defaultBreakerFailures, interval: defaultBreakerProbeInterval, hook: func(BreakerChange) {}, local: sinceStart}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("redisstore: New: option %d is nil", i+1)
@@ -95,18 +95,9 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 			return nil, err
 		}
 	}
-	s, err := script.New(p, c.ttlPlus)
-	if err != nil {
-		return nil, err
-	}
-	l := &Limiter{policy: p, unnamed: p, ttlPlus: c.ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock, local: sinceStart}
+	l := &Limiter{policy: p, unnamed: p, ttlPlus: c.ttlPlus, keys: newKeyLayout(c.prefix, p), timeout: c.timeout, clock: c.clock, local: c.local}
 	l.unnamed.Name = ""
-	if p.Parts() != nil {
-		l.own = l.newSpec(l.unnamed, true)
-	}
-	if c.localNow != nil {
-		l.local = func() int64 { return c.localNow().UnixNano() }
-	}
+	l.own = l.newSpec(l.unnamed, p.Parts() != nil)
 	l.br = outage.NewBreaker(c.failures, c.interval, l.local, func(ch outage.Change) {
 		c.hook(BreakerChange{From: BreakerState(ch.From), To: BreakerState(ch.To), Err: ch.Err, Policy: p})
 	})
@@ -116,7 +107,7 @@ func New(rdb redis.UniversalClient, p core.Policy, opts ...Option) (*Limiter, er
 	if c.denySize > 0 {
 		l.deny = newDenyCache(c.denySize)
 	}
-	l.tr = transport.NewSender(rdb, transport.Options{Script: s, Timeout: c.timeout, MaxBatch: c.maxBatch, MaxFlights: c.maxFlights, TestClock: c.clock != nil})
+	l.tr = transport.NewSender(rdb, transport.Options{Script: script.New(p, c.ttlPlus), Timeout: c.timeout, MaxFlights: c.maxFlights})
 	return l, nil
 }
 
@@ -142,7 +133,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (core.Decision, error) 
 // (Source core.SourceFallback, no error), or, WithoutFallback, returns an
 // error wrapping ErrUnavailable.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decision, error) {
-	return l.allow(ctx, "AllowN", nil, &l.policy, key, n)
+	return l.allow(ctx, "AllowN", l.own, &l.policy, key, n)
 }
 
 // Peek reports what a unit-cost request for key would be told now,
@@ -152,7 +143,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (core.Decisio
 // as it would answer AllowN, and otherwise the fallback. Its errors are
 // AllowN's.
 func (l *Limiter) Peek(ctx context.Context, key string) (core.Decision, error) {
-	return l.allow(ctx, "Peek", nil, &l.policy, key, 0)
+	return l.allow(ctx, "Peek", l.own, &l.policy, key, 0)
 }
 
 // allow is AllowN, AllowPolicy (ps the spec of *p) and Peek (n = 0), the
@@ -175,11 +166,11 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 	var gen uint64
 	// The deny cache holds the denials of the limiter's own policy and of
 	// every policy the spec cache holds.
-	cache := l.deny != nil && n <= 1 && (ps == nil || ps.id != 0)
+	cache := l.deny != nil && n <= 1 && ps.id != uncached
 	switch {
 	case cache:
 		sent = l.local()
-		e, g, ok := l.deny.get(key, ps.pid(), sent)
+		e, g, ok := l.deny.get(key, ps.id, sent)
 		if ok && (n == 1 || l.br.State() != outage.Closed) {
 			// A Peek asks Redis while it can: the cached denial is
 			// Redis's answer, and a cache answers no Peek of a store.
@@ -187,7 +178,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 		}
 		gen = g // before the call is sent: see Reset
 	case l.deny != nil && !over:
-		l.deny.other(key, ps.pid()) // see denyCache
+		l.deny.other(key, ps.id) // see denyCache
 	}
 	t, ok := l.br.Admit()
 	if !ok {
@@ -202,7 +193,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 		d.Allowed, d.RetryAfter = false, 0
 		err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
 	case cache && n == 1:
-		l.remember(key, ps.pid(), d, used, sent, gen)
+		l.remember(key, ps.id, d, used, sent, gen)
 	}
 	return d, err
 }
@@ -211,7 +202,7 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 // fallback, or with err.
 func (l *Limiter) unanswered(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64, err error) (core.Decision, error) {
 	if l.fb != nil {
-		return l.fb.Decide(ctx, op, p, ps != nil, key, n)
+		return l.fb.Decide(ctx, op, p, ps != l.own, key, n)
 	}
 	d := core.Decision{Limit: p.Limit, Policy: *p}
 	if n > p.Capacity() {
@@ -304,9 +295,9 @@ func (l *Limiter) del(ctx context.Context, op, key string) error {
 	// in flight cannot cache itself. A call sent after this is decided by
 	// Redis after the DEL.
 	defer l.deny.forget(key)
-	c := l.call(nil, key)
+	c := l.call(l.own, key)
 	c.Del = true
-	if l.own != nil {
+	if l.own.all {
 		l.partsKnown(c, key)
 	}
 	if err := l.wait(ctx, op, c); err != nil {
@@ -378,10 +369,10 @@ func (l *Limiter) Close() error {
 	return nil
 }
 
-// decide runs the script for key under policy p (ps its spec, nil for the
-// limiter's own) and returns its Decision: cost n consumed if admitted,
-// or, for n = 0, a unit cost without consuming, and then the key's usage
-// too; n < 0 sets the usage to -1-n.
+// decide runs the script for key under policy p (ps its spec) and returns
+// its Decision: cost n consumed if admitted, or, for n = 0, a unit cost
+// without consuming, and then the key's usage too; n < 0 sets the usage to
+// -1-n.
 func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Policy, key string, n int64) (core.Decision, int64, error) {
 	c := l.call(ps, key)
 	c.N = n
@@ -389,10 +380,7 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 		return core.Decision{Limit: p.Limit, Policy: *p}, 0, err
 	}
 	d, used := c.Res, c.Used
-	if ps == nil {
-		ps = l.own
-	}
-	if ps == nil || !ps.all {
+	if !ps.all {
 		d.Limit, d.Policy = p.Limit, *p
 		c.Release()
 		return d, used, nil
@@ -415,19 +403,12 @@ func (l *Limiter) decide(ctx context.Context, op string, ps *pspec, p *core.Poli
 	return d, used, err
 }
 
-// call returns the call for key under ps (nil: the limiter's own policy):
-// under a limiter of policies made with core.AllOf, one row per part.
+// call returns the call for key under ps: under a limiter of policies made
+// with core.AllOf, one row per part.
 func (l *Limiter) call(ps *pspec, key string) *transport.Call {
 	c := transport.NewCall()
 	if l.clock != nil {
 		c.Now = l.clock().UnixNano()
-	}
-	if ps == nil {
-		ps = l.own
-	}
-	if ps == nil {
-		c.Key = l.keys.key(key)
-		return c
 	}
 	k := tagged(key)
 	c.Key, c.Policy = l.keys.head+k+ps.parts[0].tail, ps.parts[0].args
@@ -447,9 +428,7 @@ func (l *Limiter) wait(ctx context.Context, op string, c *transport.Call) error 
 	}
 	c.Deadline = time.Now().Add(l.timeout)
 	switch err := l.tr.Send(ctx, c); {
-	case err == transport.ErrClosed:
-		return fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
-	case err != nil:
+	case err != nil: // core.ErrClosed as well
 		return l.gaveUp(op, c, err)
 	case c.Err != nil && (transport.IsTimeout(c.Err) || ctx.Err() != nil):
 		// The round trip ran out of time (the limiter's timeout), or the
@@ -467,7 +446,8 @@ func (l *Limiter) wait(ctx context.Context, op string, c *transport.Call) error 
 }
 
 // gaveUp returns the error for a call that Redis did not answer in time
-// (ctxErr nil or transport.ErrDeadline) or whose context ended (ctxErr).
+// (ctxErr nil or transport.ErrDeadline), whose context ended (ctxErr), or
+// that a closed limiter did not send (ctxErr core.ErrClosed).
 func (l *Limiter) gaveUp(op string, c *transport.Call, ctxErr error) error {
 	if ctxErr != nil && ctxErr != transport.ErrDeadline {
 		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
@@ -520,15 +500,15 @@ func (l *Limiter) refused(op string) error {
 // done tells the breaker the outcome of a call it admitted with t, and
 // reports whether Redis failed the call (err wraps ErrUnavailable).
 func (l *Limiter) done(t outage.Ticket, err error) (failed bool) {
-	if err == nil { // the request path: errors.As would allocate
-		l.br.Done(t, 0, nil)
-		return false
+	// The round trip of Redis's failure; an error that is not Redis's
+	// counts for nothing. errors.As would allocate on the request path.
+	var rt uint64
+	if err != nil {
+		var se *storeError
+		if failed = errors.As(err, &se); failed {
+			rt = se.rt
+		}
 	}
-	var se *storeError
-	if !errors.As(err, &se) {
-		l.br.Done(t, 0, err) // not Redis's failure: its round trip counts for nothing
-		return false
-	}
-	l.br.Done(t, se.rt, err)
-	return true
+	l.br.Done(t, rt, err)
+	return failed
 }

@@ -9,11 +9,12 @@ import (
 
 // pspec is a policy given with a call (AllowPolicy, Get, Set) that differs
 // from the limiter's own in a number its state depends on, as the script
-// receives it. A nil *pspec is the limiter's own policy, whose numbers the
-// script has written in (Limiter.own, under a limiter of policies made
-// with core.AllOf).
+// receives it, or the limiter's own (Limiter.own), whose numbers the
+// script has written in.
 type pspec struct {
-	id uint64 // the deny cache's name for it, >= 1; 0 when not cached
+	// id is the deny cache's name for it: 0 the limiter's own, >= 1 a
+	// policy the spec cache holds, uncached one that no entry has.
+	id uint64
 	// Its parts (the policy alone when it has none), and whether it has
 	// parts.
 	parts []part
@@ -28,22 +29,14 @@ type part struct {
 	args *script.Policy
 }
 
-// pid is the deny cache's name of the policy: 0 for the limiter's own,
-// and for a policy whose denials are not cached one that no entry has.
-func (ps *pspec) pid() uint64 {
-	switch {
-	case ps == nil:
-		return 0
-	case ps.id == 0:
-		return ^uint64(0)
-	}
-	return ps.id
-}
-
 // maxSpecs bounds the policies a limiter keeps converted for the scripts:
 // plans are few, and policies beyond the bound still work (converted on
 // every call, their denials not cached).
 const maxSpecs = 1024
+
+// uncached is the id of a policy beyond maxSpecs: its denials are not
+// cached.
+const uncached = ^uint64(0)
 
 // specCache holds the specs of the policies given with calls, by policy:
 // without its Name, but under a limiter of policies made with AllOf, where

@@ -125,10 +125,8 @@ func (b *Breaker) Done(t Ticket, rt uint64, err error) {
 		b.change(w, Closed, nil)
 	case err == nil:
 		b.fails.Store(0)
-	case rt == 0:
-		if t.probe {
-			b.probing.Store(false)
-		}
+	case rt == 0: // the probe's, if t is it, goes to the next call; else false already
+		b.probing.Store(false)
 	case t.probe || rt != b.lastRT:
 		b.lastRT = rt
 		if !t.probe && b.fails.Load()+1 < b.threshold {

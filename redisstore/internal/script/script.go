@@ -32,15 +32,12 @@ type Form struct {
 // crossSlot heads the cross-slot form. The flag needs Redis 7.
 const crossSlot = "#!lua flags=allow-cross-slot-keys\n"
 
-// New returns the script of policy p, whose keys expire plus after they
-// would be full (Policy.Recovery): its algorithm's file with p's numbers in
-// the header, and those of its parts after the first, for a policy made
-// with core.AllOf, so that its calls send no policy. Its error is
-// p.Validate's.
-func New(p core.Policy, plus time.Duration) (Script, error) {
-	if err := p.Validate(); err != nil {
-		return Script{}, err
-	}
+// New returns the script of the valid policy p (core.Policy.Validate),
+// whose keys expire plus after they would be full (Policy.Recovery): its
+// algorithm's file with p's numbers in the header, and those of its parts
+// after the first, for a policy made with core.AllOf, so that its calls
+// send no policy.
+func New(p core.Policy, plus time.Duration) Script {
 	parts := p.Parts()
 	if parts == nil {
 		parts = []core.Policy{p}
@@ -56,7 +53,7 @@ func New(p core.Policy, plus time.Duration) (Script, error) {
 		more = "{" + strings.Join(tables, ", ") + "}"
 	}
 	src := withHeader(file, append(own, more))
-	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}, nil
+	return Script{Keyed: newForm(src), Cross: newForm(crossSlot + src)}
 }
 
 // header returns the file of p's algorithm and p's values of its header
@@ -64,7 +61,7 @@ func New(p core.Policy, plus time.Duration) (Script, error) {
 func header(p core.Policy, plus time.Duration) (file string, values []string) {
 	file, nums, extra := numbers(p, p.Recovery()+plus)
 	for _, x := range nums {
-		values = append(values, strconv.FormatInt(x, 10))
+		values = append(values, fmt.Sprint(x))
 	}
 	return file, append(values, extra)
 }
@@ -96,7 +93,7 @@ func withHeader(file string, values []string) string {
 //	token and leaky bucket  interval (ns), tau (ns), expiry (ms), 1 if it delays; the expiry as text
 //	fixed window            Window in µs and the ns remainder, Limit, expiry (ms), the largest count a conversion keeps; the expiry as text
 //	sliding window          bucket width in µs and the ns remainder, Buckets, Limit, cap2, expiry (ms); the ring's struct format
-func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra string) {
+func numbers(p core.Policy, ttl time.Duration) (file string, nums []any, extra string) {
 	ttlMs := int64((ttl + time.Millisecond - 1) / time.Millisecond)
 	ttlText := "'" + strconv.FormatInt(ttlMs, 10) + "'"
 	switch p.Algorithm {
@@ -105,19 +102,19 @@ func numbers(p core.Policy, ttl time.Duration) (file string, nums []int64, extra
 		if p.Algorithm == core.AlgLeakyBucket && !p.Meter {
 			delays = 1
 		}
-		return "gcra.lua", []int64{interval, p.Burst * interval, ttlMs, delays}, ttlText
+		return "gcra.lua", []any{interval, p.Burst * interval, ttlMs, delays}, ttlText
 	case core.AlgFixedWindow:
 		w := int64(p.Window)
 		// The largest count core's one-word state keeps beside the window
 		// number (core's maxFixedLimit), so that a conversion keeps the
 		// same count in both stores.
 		most := min(int64(1)<<(63-bits.Len64(uint64(math.MaxInt64/w)))-1, core.MaxWindowLimit)
-		return "fixedwindow.lua", []int64{w / 1000, w % 1000, p.Limit, ttlMs, most}, ttlText
+		return "fixedwindow.lua", []any{w / 1000, w % 1000, p.Limit, ttlMs, most}, ttlText
 	case core.AlgSlidingWindow:
 		// core.MaxBuckets bounds the ring, which the script unpacks onto
 		// Lua's stack (8000 values): TestMaxBucketsFitLua.
 		w := int64(p.Interval())
-		return "slidingwindow.lua", []int64{w / 1000, w % 1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs},
+		return "slidingwindow.lua", []any{w / 1000, w % 1000, p.Buckets, p.Limit, p.MaxInWindow(), ttlMs},
 			"'<dddH" + strings.Repeat("I4", int(p.Buckets+1)) + "'"
 	}
 	panic(fmt.Sprintf("script: unknown algorithm %v of a valid policy", p.Algorithm))
@@ -138,11 +135,7 @@ func OwnPart(j int) *Policy { return &Policy{own: j} }
 // (Policy.Recovery).
 func NewPolicy(p core.Policy, plus time.Duration) *Policy {
 	_, nums, _ := numbers(p, p.Recovery()+plus)
-	ps := &Policy{args: make([]any, len(nums))}
-	for i, x := range nums {
-		ps.args[i] = x
-	}
-	return ps
+	return &Policy{args: nums}
 }
 
 // Call is one decision of a script call: what it asks, and the answer.
@@ -191,26 +184,25 @@ type Caller interface{ ScriptCall() *Call }
 // ScriptCall returns c.
 func (c *Call) ScriptCall() *Call { return c }
 
-// Command returns the command of one script call of form f deciding calls
-// (EVALSHA, or EVAL when the server lacks the script), keyed or in the
+// Command returns the command of one script call of s deciding calls
+// (EVALSHA, or EVAL when the server lacks the script), in its keyed or its
 // cross-slot form. A fresh one every time: a client hook may keep a
 // command after it was answered.
-func Command[C Caller](ctx context.Context, f *Form, calls []C, cross, eval bool) *redis.Cmd {
+func Command[C Caller](ctx context.Context, s *Script, calls []C, cross, eval bool) *redis.Cmd {
 	m, given := rows(calls)
 	size := 6 + 2*m
 	if len(given) > 0 {
 		size += m + len(given)*len(given[0].args)
 	}
+	f, numKeys := &s.Keyed, m
+	if cross {
+		f, numKeys = &s.Cross, 0 // the keys are arguments
+	}
 	args := make([]any, 0, size)
 	if eval {
-		args = append(args, "eval", f.Src)
+		args = append(args, "eval", f.Src, numKeys)
 	} else {
-		args = append(args, "evalsha", f.sha)
-	}
-	if cross {
-		args = append(args, 0) // the keys are arguments
-	} else {
-		args = append(args, m)
+		args = append(args, "evalsha", f.sha, numKeys)
 	}
 	for _, cc := range calls {
 		c := cc.ScriptCall()
@@ -309,22 +301,15 @@ func Parse[C Caller](v any, calls []C) error {
 
 // parseRow reads the answer of row i of a call of cost n into p.
 func parseRow(word func(int) int64, i int, n int64, at time.Time, p *Part) {
-	d := &p.Res
-	var x [5]int64
-	for j := range x {
-		x[j] = word(5*i + j)
-	}
-	d.At = at
-	d.Allowed = x[0] == 1
-	d.Remaining = x[1]
-	d.ResetAfter = time.Duration(max(x[2], 0))
-	d.RetryAfter = time.Duration(max(x[3], 0))
-	switch {
+	r := 5 * i // the row's first word
+	p.Res = core.Decision{Allowed: word(r) == 1, Remaining: word(r + 1), At: at,
+		ResetAfter: time.Duration(max(word(r+2), 0)), RetryAfter: time.Duration(max(word(r+3), 0))}
+	switch fifth := word(r + 4); {
 	case n == 0:
-		p.Used = x[4] // a look: the fifth is the usage, the delay 0
-	case x[4] < 0:
+		p.Used = fifth // a look: the fifth is the usage, the delay 0
+	case fifth < 0:
 		p.Used = -1
 	default:
-		d.Delay = time.Duration(x[4])
+		p.Res.Delay = time.Duration(fifth)
 	}
 }

@@ -34,11 +34,7 @@ func decide(t *testing.T, rdb *redis.Client, s script.Script, p core.Policy, pre
 	for i, r := range reqs {
 		calls[i] = &script.Call{Part: script.Part{Key: prefix + r.key}, N: r.n, Now: now.UnixNano()}
 	}
-	f := &s.Keyed
-	if cross {
-		f = &s.Cross
-	}
-	cmd := script.Command(context.Background(), f, calls, cross, true)
+	cmd := script.Command(context.Background(), &s, calls, cross, true)
 	require.NoError(t, rdb.Process(context.Background(), cmd))
 	require.NoError(t, script.Parse(cmd.Val(), calls))
 	out := make([]core.Decision, len(reqs))
@@ -85,8 +81,7 @@ func testBatch(t *testing.T, rdb *redis.Client, cross bool) {
 			core.SlidingWindow(5, time.Minute),
 		} {
 			t.Run(p.String(), func(t *testing.T) {
-				s, err := script.New(p, time.Hour)
-				require.NoError(t, err)
+				s := script.New(p, time.Hour)
 				now := coretest.Epoch.Add(7 * time.Second)
 				ref := core.MustNew(p, core.WithClock(func() time.Time { return now }))
 				t.Cleanup(func() { _ = ref.Close() })
@@ -112,8 +107,7 @@ func testBatch(t *testing.T, rdb *redis.Client, cross bool) {
 		)
 		for i, p := range policies {
 			t.Run(p.String(), func(t *testing.T) {
-				s, err := script.New(p, time.Hour)
-				require.NoError(t, err)
+				s := script.New(p, time.Hour)
 				clock := coretest.NewClock(coretest.Epoch.Add(time.Duration(i) * 12345678901))
 				ref := core.MustNew(p, core.WithClock(clock.Now))
 				t.Cleanup(func() { _ = ref.Close() })

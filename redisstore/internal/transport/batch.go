@@ -4,7 +4,14 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/go-ratelimit/ratelimit/core"
 )
+
+// maxBatch bounds the calls one script call decides: about a millisecond
+// of Redis time, for which the server serves nobody else (measured in
+// benchmarks/README.md).
+const maxBatch = 512
 
 // batcher sends a limiter's calls to Redis, many concurrent decisions in
 // one script call (one TIME, one Lua entry for all of them).
@@ -13,7 +20,7 @@ import (
 // trips are in flight at once. A call that finds fewer in flight sends its
 // own round trip; the calls that arrive while all are in flight queue up,
 // and when a round trip ends its sender sends everything queued by then
-// (up to MaxBatch) as its next round trip, or hands the flight to the
+// (up to maxBatch) as its next round trip, or hands the flight to the
 // oldest queued call's caller (see fly). A call still queued half its
 // timeout in sends itself, beyond MaxFlights (see escape). So a lone call
 // costs one round trip and no hand-off, and under load every round trip
@@ -24,7 +31,7 @@ import (
 //
 // The timeout is the clock: a call has until its deadline (when it was
 // made, plus the timeout), queued or sent. The round trip carries the
-// sender's deadline in its context, and the limiter's client (ownClient)
+// sender's deadline in its context, and the limiter's client (NewSender)
 // applies a context's deadline to its sockets, so it returns by then
 // without a second goroutine watching it.
 type batcher struct {
@@ -46,7 +53,7 @@ func (b *batcher) Send(ctx context.Context, c *Call) error {
 	switch {
 	case b.closed:
 		b.mu.Unlock()
-		return ErrClosed
+		return core.ErrClosed
 	case b.flying < b.MaxFlights:
 		b.flying++
 		b.flights.Add(1)
@@ -208,15 +215,16 @@ func (b *batcher) handOn() {
 	b.flights.Done()
 }
 
-// take moves up to MaxBatch queued calls to batch (which holds the
-// flight's own call), oldest first (with a test clock, only those with the
-// first one's now), skipping those given up. b.mu is held.
+// take moves up to maxBatch queued calls to batch (which holds the
+// flight's own call), oldest first, skipping those given up, and only
+// those with the first one's now: a script call has one (calls differ
+// only with a test clock). b.mu is held.
 func (b *batcher) take(batch []*Call) []*Call {
 	first := batch[0]
 	rest := b.pending[:0]
 	for _, c := range b.pending {
 		switch {
-		case len(batch) >= b.MaxBatch || b.TestClock && c.Now != first.Now:
+		case len(batch) >= maxBatch || c.Now != first.Now:
 			rest = append(rest, c)
 		case c.state.CompareAndSwap(callPending, callSent):
 			batch = append(batch, c)
@@ -225,18 +233,6 @@ func (b *batcher) take(batch []*Call) []*Call {
 	clear(b.pending[len(rest):])
 	b.pending = rest
 	return batch
-}
-
-// Ping sends PING through the limiter's own client.
-func (b *batcher) Ping(ctx context.Context) error { return b.rdb.Ping(ctx).Err() }
-
-// Close waits for the round trips in flight (and the calls queued behind
-// them) and refuses new calls; then it closes the limiter's own client.
-func (b *batcher) Close() {
-	b.stop()
-	if b.closeRDB {
-		_ = b.rdb.Close()
-	}
 }
 
 // stop refuses new calls and waits for the round trips in flight.

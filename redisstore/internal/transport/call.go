@@ -55,17 +55,13 @@ func NewCall() *Call {
 // it.
 func (c *Call) Release() {
 	c.timer.Stop()
-	more := c.More[:0] // its array kept for the next call's parts
-	*c = Call{done: c.done, timer: c.timer}
-	c.More = more
+	// More's array is kept for the next call's parts.
+	*c = Call{Call: script.Call{More: c.More[:0]}, done: c.done, timer: c.timer}
 	callPool.Put(c)
 }
 
-// The errors of Send for a closed Sender and a call whose deadline passed.
-var (
-	ErrClosed   = errors.New("closed")
-	ErrDeadline = errors.New("deadline")
-)
+// ErrDeadline is the error of Send for a call whose deadline passed.
+var ErrDeadline = errors.New("deadline")
 
 // roundTrips numbers the round trips of all batchers, from 1.
 var roundTrips atomic.Uint64

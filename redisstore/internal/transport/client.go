@@ -14,26 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ownClient returns the client the limiter sends its round trips with,
-// built from rdb's options (see tune); ok is false for a client of
-// another type, used as it is.
-func ownClient(rdb redis.UniversalClient, q *queueClock) (own redis.UniversalClient, ok bool) {
-	switch c := rdb.(type) {
-	case *redis.Client:
-		own = redis.NewClient(tune(*c.Options(), q))
-	case *redis.ClusterClient:
-		own = redis.NewClusterClient(tune(*c.Options(), q))
-	case *redis.Ring:
-		own = redis.NewRing(tune(*c.Options(), q))
-	default:
-		return rdb, false
-	}
-	for _, h := range OwnHooks(rdb) {
-		own.AddHook(h)
-	}
-	return own, true
-}
-
 // tune returns a copy of go-redis options o (Options, ClusterOptions or
 // RingOptions, whose fields share their names) set for the limiter's
 // client: it applies a context's deadline to its sockets, and that deadline

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -147,12 +148,7 @@ func groupBy[K comparable](calls []*Call, key func(*Call) K) []*group {
 }
 
 func severalKeys(calls []*Call) bool {
-	for _, c := range calls[1:] {
-		if c.Key != calls[0].Key {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(calls[1:], func(c *Call) bool { return c.Key != calls[0].Key })
 }
 
 // command builds the Redis command of g.
@@ -162,15 +158,9 @@ func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 		for _, q := range c.More {
 			args = append(args, q.Key) // one slot: the user key's hash tag
 		}
-		cmd := redis.NewCmd(ctx, args...)
-		cmd.SetFirstKeyPos(1)
-		return cmd
+		return redis.NewCmd(ctx, args...) // routed by its first key, as go-redis routes DEL
 	}
-	f := &b.Script.Keyed
-	if g.cross {
-		f = &b.Script.Cross
-	}
-	return script.Command(ctx, f, g.calls, g.cross, g.eval)
+	return script.Command(ctx, &b.Script, g.calls, g.cross, g.eval)
 }
 
 // process sends the commands of groups: one alone, several as a pipeline
@@ -216,12 +206,9 @@ func isClusterRefusal(err error) bool {
 	if !errors.As(err, &reply) {
 		return false // no reply from the server: the script may have run
 	}
-	for _, prefix := range []string{"MOVED", "ASK", "TRYAGAIN", "CROSSSLOT"} {
-		if redis.HasErrorPrefix(err, prefix) {
-			return true
-		}
-	}
-	return strings.Contains(err.Error(), "non local key") || isCompileError(err)
+	refused := func(prefix string) bool { return redis.HasErrorPrefix(err, prefix) }
+	return slices.ContainsFunc([]string{"MOVED", "ASK", "TRYAGAIN", "CROSSSLOT"}, refused) ||
+		strings.Contains(err.Error(), "non local key") || isCompileError(err)
 }
 
 // isCompileError reports whether err is a server refusing the cross-slot

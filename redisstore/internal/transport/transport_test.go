@@ -24,11 +24,9 @@ func TestMain(m *testing.M) {
 }
 
 // newSender returns the Sender of a limiter of p on rdb, with timeout.
-func newSender(t *testing.T, rdb redis.UniversalClient, p core.Policy, timeout time.Duration) Sender {
+func newSender(t *testing.T, rdb redis.UniversalClient, p core.Policy, timeout time.Duration) *Sender {
 	t.Helper()
-	s, err := script.New(p, p.Recovery())
-	require.NoError(t, err)
-	tr := NewSender(rdb, Options{Script: s, Timeout: timeout, MaxBatch: 512, MaxFlights: 2})
+	tr := NewSender(rdb, Options{Script: script.New(p, p.Recovery()), Timeout: timeout, MaxFlights: 2})
 	t.Cleanup(tr.Close)
 	return tr
 }
@@ -48,7 +46,7 @@ func TestQueuedCallsEscapeStalledFlights(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	t.Cleanup(func() { _ = rdb.Close() })
 	const timeout = 200 * time.Millisecond
-	b := newSender(t, rdb, core.TokenBucket(100, time.Hour), timeout).(*batcher)
+	b := newSender(t, rdb, core.TokenBucket(100, time.Hour), timeout).batcher
 	flying := func(n int) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -165,7 +163,7 @@ func TestRefusedBatchIsDecidedKeyByKey(t *testing.T) {
 	now := coretest.Epoch
 	// The batcher of one node, sent calls of several: one script call in
 	// the cross-slot form.
-	b := &batcher{conf: newSender(t, rdb, p, 10*time.Second).(*router).conf, route: routeNode}
+	b := &batcher{conf: newSender(t, rdb, p, 10*time.Second).conf, route: routeNode}
 	ref := core.MustNew(p, core.WithClock(func() time.Time { return now }))
 	t.Cleanup(func() { _ = ref.Close() })
 	ctx := context.Background()
@@ -265,13 +263,7 @@ func TestRoute(t *testing.T) {
 		{redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}), routePerKey},
 	} {
 		t.Cleanup(func() { _ = tc.rdb.Close() })
-		var got route
-		switch s := newSender(t, tc.rdb, core.TokenBucket(1, time.Second), time.Second).(type) {
-		case *batcher:
-			got = s.route
-		case *router:
-			got = s.route
-		}
+		got := newSender(t, tc.rdb, core.TokenBucket(1, time.Second), time.Second).route
 		assert.Equal(t, tc.route, got, "%T", tc.rdb)
 	}
 }
@@ -283,7 +275,7 @@ func TestRoute(t *testing.T) {
 func TestClusterCloseWhileNodesAreAdded(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	t.Cleanup(func() { _ = rdb.Close() })
-	cl := newSender(t, rdb, core.TokenBucket(1, time.Second), time.Second).(*router)
+	cl := newSender(t, rdb, core.TokenBucket(1, time.Second), time.Second)
 	for range 1000 {
 		cl.node(new(redis.Client))
 	}

@@ -87,10 +87,14 @@ func (s *Sender) Send(ctx context.Context, c *Call) error {
 	return s.batcher.Send(ctx, c)
 }
 
-// node returns the batcher of a Cluster node, made on first use.
+// node returns the batcher of a Cluster node, made on first use; once s
+// is closed, s's own, which refuses every call.
 func (s *Sender) node(n *redis.Client) *batcher {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.nodes == nil {
+		return s.batcher
+	}
 	nb := s.nodes[n]
 	if nb == nil {
 		nb = &batcher{conf: s.conf, route: routeNode}
@@ -115,7 +119,11 @@ func (s *Sender) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() 
 // in flight may make node batchers, which then stop too.
 func (s *Sender) Close() {
 	s.batcher.stop()
-	for _, nb := range s.nodeBatchers() {
+	s.mu.Lock()
+	nodes := s.nodes
+	s.nodes = nil // no node batcher is made after it: node returns s's
+	s.mu.Unlock()
+	for _, nb := range nodes {
 		nb.stop()
 	}
 	if s.closeRDB {

@@ -271,7 +271,8 @@ func TestRoute(t *testing.T) {
 // TestClusterCloseWhileNodesAreAdded: Close reads the node batchers while
 // a Send may add one (a node used for the first time); under the race
 // detector, an unlocked read of the map is a reported race, and at worst a
-// fatal concurrent map iteration and write.
+// fatal concurrent map iteration and write. A node batcher made after
+// Close took the list would never be stopped: none is made.
 func TestClusterCloseWhileNodesAreAdded(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -288,5 +289,13 @@ func TestClusterCloseWhileNodesAreAdded(t *testing.T) {
 	}()
 	cl.Close()
 	<-done
-	assert.Len(t, cl.nodeBatchers(), 2000)
+	// Every node batcher made before Close was stopped with it, and one
+	// asked for after it is the closed Sender's own: none is left open.
+	for range 3 {
+		nb := cl.node(new(redis.Client))
+		nb.mu.Lock()
+		assert.True(t, nb.closed, "a node's batcher after Close")
+		nb.mu.Unlock()
+	}
+	assert.Empty(t, cl.nodeBatchers())
 }

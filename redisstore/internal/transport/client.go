@@ -76,6 +76,7 @@ var OwnHooks = func(redis.UniversalClient) []redis.Hook { return nil }
 type readyConn struct {
 	*net.TCPConn
 	rd, wd   time.Time   // the read and write deadlines; zero: none
+	polled   bool        // the socket may hold a poll's deadline, not rd
 	queueing *queueClock // when a call last queued
 }
 
@@ -99,7 +100,7 @@ const (
 )
 
 func (c *readyConn) SetDeadline(t time.Time) error {
-	c.rd, c.wd = t, t
+	c.rd, c.wd, c.polled = t, t, false
 	return c.TCPConn.SetDeadline(t)
 }
 
@@ -122,14 +123,21 @@ func (c *readyConn) Write(p []byte) (int, error) {
 var errNotSent = fmt.Errorf("deadline passed before the command was written: %w", os.ErrDeadlineExceeded)
 
 func (c *readyConn) SetReadDeadline(t time.Time) error {
-	c.rd = t
+	c.rd, c.polled = t, false
 	return c.TCPConn.SetReadDeadline(t)
 }
 
 func (c *readyConn) Read(p []byte) (int, error) {
 	if !c.queueing.busy() {
+		if c.polled { // a reply's next piece, once the process is no longer busy
+			c.polled = false
+			if err := c.TCPConn.SetReadDeadline(c.rd); err != nil {
+				return 0, err
+			}
+		}
 		return c.TCPConn.Read(p)
 	}
+	c.polled = true
 	for step := pollFirst; ; step = min(2*step, pollMost) {
 		until := time.Now().Add(step)
 		last := !c.rd.IsZero() && !until.Before(c.rd)

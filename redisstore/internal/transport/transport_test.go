@@ -141,6 +141,40 @@ func TestReadyConnRefusesLateWrites(t *testing.T) {
 	assert.False(t, isUnsent(nil))
 }
 
+// TestReadyConnKeepsItsDeadlineAfterAPoll: a polled read leaves a poll's
+// short deadline on the socket; a read after the process stopped being busy
+// (no poll) must wait for the connection's own deadline, not time out at
+// the poll's, as a reply read in two pieces across that moment would.
+func TestReadyConnKeepsItsDeadlineAfterAPoll(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer raw.Close()
+	peer, err := ln.Accept()
+	require.NoError(t, err)
+	defer peer.Close()
+	q := new(queueClock)
+	conn := &readyConn{TCPConn: raw.(*net.TCPConn), queueing: q}
+	const deadline = 300 * time.Millisecond
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(deadline)))
+	q.queued() // busy: reads poll
+	_, err = peer.Write([]byte("+"))
+	require.NoError(t, err)
+	buf := make([]byte, 16)
+	n, err := conn.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	q.at.Store(0) // no longer busy: a plain read
+	start := time.Now()
+	_, err = conn.Read(buf) // nothing comes: the connection's deadline
+	took := time.Since(start)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	assert.Greater(t, took, deadline/2, "timed out at a poll's deadline, not the connection's")
+}
+
 // TestQueueClock: a readyConn polls only within a second of a call
 // queueing for a round trip.
 func TestQueueClock(t *testing.T) {

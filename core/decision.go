@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // Decision is the answer to one request: whether it may pass and what the
@@ -22,6 +23,7 @@ type Decision struct {
 	Delay      time.Duration // an admitted leaky-bucket request's wait before being served
 	Policy     Policy        // the policy that decided (IETF RateLimit-Policy)
 	Source     Source        // where the decision was made
+	nparts     uint8         // the length of parts: Policy is exported, and may be changed
 	// At is the instant of the decision on the store's clock (the Redis
 	// server's for redisstore): Settler.Settle finds by it the window a
 	// cost was charged in.
@@ -46,7 +48,10 @@ func (d Decision) Parts() []Decision {
 	if err != nil {
 		return nil // not reached: d.Policy was compiled to decide d
 	}
-	pv := r.partVerdicts(d.parts)
+	pv := d.partVerdicts(r)
+	if pv == nil {
+		return nil // d.Policy is no longer the policy of d's parts
+	}
 	out := make([]Decision, len(r.parts))
 	for i := range out {
 		r.parts[i].fill(&out[i], pv[i], nil, 0)
@@ -113,3 +118,13 @@ type verdict struct {
 // durationNs converts a nanosecond span to a Duration, clamping negative
 // spans (a clock that stepped back) to 0.
 func durationNs(ns int64) time.Duration { return time.Duration(max(ns, 0)) }
+
+// partVerdicts returns d's parts' verdicts, r being the rule of d.Policy,
+// and nil when d has none, or when d.Policy was set to a policy of another
+// number of parts than decided d: never a verdict beyond d's own.
+func (d *Decision) partVerdicts(r *rule) partVerdicts {
+	if d.parts == nil || int(d.nparts) != len(r.parts) {
+		return nil
+	}
+	return unsafe.Slice(d.parts, d.nparts)
+}

@@ -413,7 +413,7 @@ func (r *rule) fill(d *Decision, v verdict, parts *verdict, now int64) {
 	if parts != nil {
 		limit = r.parts[r.partVerdicts(parts).binding()].limit
 		if r.policy.parts != "" {
-			d.parts = parts
+			d.parts, d.nparts = parts, uint8(len(r.parts))
 		}
 	}
 	d.Allowed, d.Limit, d.Remaining, d.ResetAfter = v.allowed, limit, v.remaining, v.reset

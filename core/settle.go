@@ -91,7 +91,9 @@ func (l *MemoryLimiter) Settle(_ context.Context, key string, d Decision, charge
 	at := d.At.UnixNano()
 	st := settlement{from: r, at: at, end: at + int64(d.ResetAfter), delta: cost - charged}
 	if d.parts != nil {
-		st.parts = r.partVerdicts(d.parts)
+		if st.parts = d.partVerdicts(r); st.parts == nil {
+			return fmt.Errorf("core: Settle: the decision's Policy (%v) is not the one that decided it", d.Policy)
+		}
 	}
 	l.keys.settle(r, key, l.clock(), st)
 	return nil

@@ -34,6 +34,10 @@ func (l *Limiter) Settle(ctx context.Context, key string, d core.Decision, charg
 	if err != nil || cost == charged {
 		return err
 	}
+	rs := resets(d)
+	if len(rs) != len(ps.parts) { // d.Policy was set to another policy of parts
+		return fmt.Errorf("redisstore: Settle: the decision's Policy (%v) is not the one that decided it", d.Policy)
+	}
 	defer l.deny.forget(key) // as in Reset: after the script, whatever its outcome
 	if d.Source == core.SourceFallback && l.fb != nil {
 		if err := l.fb.Settle(ctx, key, d, charged, cost); err != nil {
@@ -43,7 +47,7 @@ func (l *Limiter) Settle(ctx context.Context, key string, d core.Decision, charg
 	}
 	return l.admin(ctx, "Settle", func() error {
 		c := l.call(ps, key)
-		c.N, c.SettleAt, c.SettleResets = cost-charged, d.At.UnixNano(), resets(d)
+		c.N, c.SettleAt, c.SettleResets = cost-charged, d.At.UnixNano(), rs
 		if err := l.wait(ctx, "Settle", c); err != nil {
 			return err
 		}

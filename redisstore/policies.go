@@ -13,7 +13,10 @@ import (
 // it is the limiter's own (its Name aside). The error names the invalid
 // field, or wraps core.ErrAlgorithmMismatch.
 func (l *Limiter) spec(op string, p core.Policy) (*pspec, error) {
-	if p == l.policy {
+	switch {
+	case l.closed.Load(): // before p is looked at: after Close every call returns ErrClosed
+		return nil, fmt.Errorf("redisstore: %s: %w", op, core.ErrClosed)
+	case p == l.policy:
 		return l.own, nil
 	}
 	if strings.ContainsFunc(p.Name, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
@@ -139,7 +142,7 @@ func (l *Limiter) Set(ctx context.Context, p core.Policy, key string, used int64
 	}
 	return l.admin(ctx, "Set", func() error {
 		if used == 0 {
-			return l.del(ctx, "Set", key) // every part this process knows, as Reset
+			return l.del(ctx, "Set", key, ps) // every part this process knows, as Reset, and p's
 		}
 		defer l.deny.forget(key) // as in Reset: after the script, whatever its outcome
 		_, _, err := l.decide(ctx, "Set", ps, &p, key, -1-used)

@@ -280,14 +280,16 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 			return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
 		}
 	}
-	return l.admin(ctx, "Reset", func() error { return l.del(ctx, "Reset", key) })
+	return l.admin(ctx, "Reset", func() error { return l.del(ctx, "Reset", key, nil) })
 }
 
 // del deletes key in Redis: under a limiter of policies made with
 // core.AllOf, the parts of its own policy and those of the policies given
 // with its calls that it keeps (partsKnown); a part only other processes'
 // policies have stays until it expires.
-func (l *Limiter) del(ctx context.Context, op, key string) error {
+//
+// Set passes its policy's spec as also: its parts too, cached or not.
+func (l *Limiter) del(ctx context.Context, op, key string, also *pspec) error {
 	// After the DEL, whatever its outcome: a denial cached before the DEL
 	// was answered (say, one Redis produced before the DEL but this process
 	// received while it was in flight) is dropped, and forget turns away
@@ -298,7 +300,7 @@ func (l *Limiter) del(ctx context.Context, op, key string) error {
 	c := l.call(l.own, key)
 	c.Del = true
 	if l.own.all {
-		l.partsKnown(c, key)
+		l.partsKnown(c, key, also)
 	}
 	if err := l.wait(ctx, op, c); err != nil {
 		return err
@@ -309,21 +311,26 @@ func (l *Limiter) del(ctx context.Context, op, key string) error {
 
 // partsKnown adds to c, a DEL of key's parts under the limiter's own
 // policy made with core.AllOf, the other parts of key that the limiter
-// knows: those of the policies given with its calls that it keeps.
-func (l *Limiter) partsKnown(c *transport.Call, key string) {
+// knows: those of the policies given with its calls that it keeps, and
+// those of also (nil: none).
+func (l *Limiter) partsKnown(c *transport.Call, key string, also *pspec) {
 	seen := map[string]bool{c.Key: true}
 	for _, q := range c.More {
 		seen[q.Key] = true
 	}
-	l.specs.m.Range(func(_, v any) bool {
-		for _, q := range v.(*pspec).parts {
+	add := func(ps *pspec) bool {
+		for _, q := range ps.parts {
 			if k := l.keys.head + tagged(key) + q.tail; !seen[k] {
 				seen[k] = true
 				c.More = append(c.More, script.Part{Key: k})
 			}
 		}
 		return true
-	})
+	}
+	if also != nil {
+		add(also)
+	}
+	l.specs.m.Range(func(_, v any) bool { return add(v.(*pspec)) })
 }
 
 // Ping checks that Redis answers a PING, through the limiter's own client:

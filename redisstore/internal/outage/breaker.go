@@ -4,6 +4,7 @@
 package outage
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,7 +136,8 @@ func (b *Breaker) Done(t Ticket, rt uint64, err error) {
 		}
 		cause := err // a copy: taking err's address would move it to the heap on every call
 		b.cause.Store(&cause)
-		b.probeAt.Store(b.now() + b.interval)
+		now := b.now()
+		b.probeAt.Store(now + min(b.interval, math.MaxInt64-now)) // saturated: an interval of ages waits
 		b.change(w, Open, err)
 	}
 	b.mu.Unlock()

@@ -36,10 +36,10 @@ func (f *Fallback) Decide(ctx context.Context, op string, p *core.Policy, given 
 	default:
 		d, err = f.AllowN(ctx, key, n)
 	}
-	if d.Policy != *p { // an error's empty Decision; else, under AllOf, Limit is the binding part's
-		d.Limit, d.Policy = p.Limit, *p
+	if d.Policy == (core.Policy{}) { // an error's empty Decision; else, under AllOf, Limit is the binding part's
+		d.Limit = p.Limit
 	}
-	d.Source = core.SourceFallback
+	d.Policy, d.Source = *p, core.SourceFallback
 	if err != nil {
 		err = fmt.Errorf("redisstore: %s in fallback: %w", op, err)
 	}

@@ -101,6 +101,7 @@ while i <= m do
     local lu, lr
     stored, sc, sw, lu, lr, sl = struct.unpack('<dI4ddHI4', st)
     if lu > cu or (lu == cu and lr > cr) then cu, cr = lu, lr end
+    if sc == 0 then stored = false end -- refunded to 0: a new key's count, still under its policy (sw, sl) for Settle
   end
   local count, back, converted = 0, 0, false -- back: windows the stored one is ahead of now's
   local rs, rt -- a look's or a denial's ResetAfter and RetryAfter on a converted state
@@ -174,9 +175,7 @@ while i <= m do
     else
       c = nil
     end
-    if c == 0 then
-      cur[k], px[k] = false, 0
-    elseif c then
+    if c then -- kept at 0 too: a later debt counts under the key's policy, as in memory
       cur[k] = struct.pack('<dI4ddHI4', cw, c, sw, cu, cr, sl)
       px[k] = math.max(ttl, math.ceil(((cw - sq + 1) * sw - srem) / 1000000))
     end

@@ -1,6 +1,7 @@
 package core_test
 
-// Tests from an outside review (review4).
+// A test from an outside review (branch review4): a Decision whose Policy
+// a caller changed.
 
 import (
 	"context"

@@ -49,33 +49,49 @@ func (p Policy) Parts() []Policy {
 	if p.parts == "" {
 		return nil
 	}
-	// Decodes what encodeParts wrote.
-	b := []byte(p.parts)
-	n, k := binary.Uvarint(b)
-	b = b[k:]
+	n, s := uvarint(p.parts)
 	parts := make([]Policy, n)
 	for i := range parts {
-		q := &parts[i]
-		q.Algorithm, q.Meter = Algorithm(b[0]), b[1]&1 != 0
-		nested := b[1]&2 != 0
-		b = b[2:]
-		for _, f := range []*int64{&q.Limit, (*int64)(&q.Window), &q.Burst, &q.Buckets} {
-			*f, k = binary.Varint(b)
-			b = b[k:]
-		}
-		q.Name, b = decodeString(b)
-		if nested {
-			q.parts, b = decodeString(b)
-		}
+		parts[i], s = decodePart(s)
 	}
 	return parts
 }
 
-// decodeString decodes what appendString wrote at the start of b, and
-// returns the rest.
-func decodeString(b []byte) (string, []byte) {
-	l, k := binary.Uvarint(b)
-	return string(b[k : k+int(l)]), b[k+int(l):]
+// decodePart decodes the part encodeParts wrote at the start of s, without
+// allocating (its strings are s's), and returns the rest of s.
+func decodePart(s string) (q Policy, rest string) {
+	q.Algorithm, q.Meter = Algorithm(s[0]), s[1]&1 != 0
+	nested := s[1]&2 != 0
+	s = s[2:]
+	for _, f := range [...]*int64{&q.Limit, (*int64)(&q.Window), &q.Burst, &q.Buckets} {
+		var u uint64
+		u, s = uvarint(s)
+		*f = int64(u>>1) ^ -int64(u&1) // as binary.AppendVarint wrote it
+	}
+	q.Name, s = decodeString(s)
+	if nested {
+		q.parts, s = decodeString(s)
+	}
+	return q, s
+}
+
+// uvarint decodes what binary.AppendUvarint wrote at the start of s, and
+// returns the rest of s.
+func uvarint(s string) (u uint64, rest string) {
+	for shift := 0; ; shift += 7 {
+		c := s[0]
+		s = s[1:]
+		if u |= uint64(c&0x7f) << shift; c < 0x80 {
+			return u, s
+		}
+	}
+}
+
+// decodeString decodes what appendString wrote at the start of s, and
+// returns the rest of s.
+func decodeString(s string) (string, string) {
+	l, s := uvarint(s)
+	return s[:l], s[l:]
 }
 
 func appendString(b []byte, s string) []byte {
@@ -110,29 +126,13 @@ func encodeParts(parts []Policy) string {
 // partsCapacity is the smallest capacity of the parts encoded in s,
 // without allocating: AllowPolicy checks it on every call.
 func partsCapacity(s string) int64 {
-	uvarint := func() (u uint64) { // consumed from s
-		for shift := 0; ; shift += 7 {
-			c := s[0]
-			s = s[1:]
-			if u |= uint64(c&0x7f) << shift; c < 0x80 {
-				return u
-			}
-		}
-	}
-	varint := func() int64 { u := uvarint(); return int64(u>>1) ^ -int64(u&1) }
 	c := int64(math.MaxInt64) // AllOf encodes one part at least
-	for range uvarint() {
-		alg, nested := Algorithm(s[0]), s[1]&2 != 0
-		s = s[2:]
-		limit, _, burst, _ := varint(), varint(), varint(), varint()
-		if alg == AlgTokenBucket || alg == AlgLeakyBucket {
-			limit = burst
-		}
-		c = min(c, limit)
-		s = s[uvarint():]
-		if nested {
-			s = s[uvarint():]
-		}
+	n, s := uvarint(s)
+	for range n {
+		var q Policy
+		q, s = decodePart(s)
+		q.parts = "" // a part made of parts counts by its own numbers
+		c = min(c, q.Capacity())
 	}
 	return c
 }
@@ -440,6 +440,6 @@ func Combine(p Policy, parts []Decision) (Decision, error) {
 }
 
 // combineRules keeps Combine's rules, by policy: compiling one decodes its
-// parts and labels each (9 allocations), on every decision of a store
+// parts and labels each (several allocations), on every decision of a store
 // otherwise. A store's policies are few (its own, its plans').
 var combineRules ruleCache

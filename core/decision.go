@@ -73,13 +73,8 @@ const (
 
 // String returns "store", "deny-cache" or "fallback", as metrics label it.
 func (s Source) String() string {
-	switch s {
-	case SourceStore:
-		return "store"
-	case SourceDenyCache:
-		return "deny-cache"
-	case SourceFallback:
-		return "fallback"
+	if s <= SourceFallback {
+		return [...]string{"store", "deny-cache", "fallback"}[s]
 	}
 	return "Source(" + strconv.Itoa(int(s)) + ")"
 }

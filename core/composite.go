@@ -282,9 +282,6 @@ func (s *allState[S, P]) most(r *rule, now int64, f func(P, *rule, int64) int64)
 func (s *allState[S, P]) retire(r *rule, now int64, mode retireMode, into *allState[S, P]) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dead {
-		return false
-	}
 	switch mode {
 	case retireIdle:
 		if s.most(r, now, P.untilIdle) > 0 {
@@ -307,9 +304,7 @@ func (s *allState[S, P]) retire(r *rule, now int64, mode retireMode, into *allSt
 func (s *allState[S, P]) absorb(r *rule, now int64, src *allState[S, P]) {
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	if !src.dead {
-		s.absorbLocked(r, now, src)
-	}
+	s.absorbLocked(r, now, src)
 }
 
 // absorbLocked absorbs src, of the same rule, part by part; the caller

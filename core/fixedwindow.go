@@ -74,7 +74,7 @@ func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, *verd
 // conversion may still carry into another policy's window: see convert)
 // or a later one. A word that is not live is the same as a new key's.
 func (r *rule) live(word, now int64) (window, count int64, ok bool) {
-	if word == 0 || word == retired {
+	if word == 0 {
 		return 0, 0, false
 	}
 	window = word >> r.countBits
@@ -108,7 +108,7 @@ func (s *fixedState) retire(r *rule, now int64, mode retireMode, into *fixedStat
 }
 
 func (s *fixedState) absorb(r *rule, now int64, src *fixedState) {
-	s.raise(r, now, src.w.Load()) // a retired word is not live
+	s.raise(r, now, src.w.Load())
 }
 
 // raise makes s at least as used as the state word, seen at now: the later
@@ -193,11 +193,7 @@ func (s *fixedState) admitsAt(from, to *rule, now, n int64) int64 {
 
 // usage is the count of the current window.
 func (s *fixedState) usage(r *rule, now int64) int64 {
-	word := s.w.Load()
-	if word == retired {
-		return 0
-	}
-	_, count := s.current(r, word, now)
+	_, count := s.current(r, s.w.Load(), now)
 	return count
 }
 

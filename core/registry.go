@@ -43,7 +43,11 @@ type keys interface {
 	sweep(now int64)
 }
 
-// stateOf is what the registry needs of a per-key state type.
+// stateOf is what the registry needs of a per-key state type. Only decide
+// meets a retired state: every other method is called holding the shard's
+// mutex, on a state of an entry in the table (a state is retired and its
+// entry removed in one critical section, and once only), an inherited
+// state or a new one, none of them retired.
 type stateOf[S any] interface {
 	*S
 	// init prepares a zero state for use (the sliding window's ring).

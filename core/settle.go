@@ -194,9 +194,6 @@ func (s *slidingState) settle(r *rule, now int64, st settlement) {
 	at, delta := st.at, st.delta
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dead {
-		return
-	}
 	if now-s.head*r.interval >= r.interval {
 		s.advance(r, floorDiv(now, r.interval))
 	}
@@ -221,9 +218,6 @@ func (s *slidingState) settle(r *rule, now int64, st settlement) {
 func (s *allState[S, P]) settle(r *rule, now int64, st settlement) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dead {
-		return
-	}
 	for i, j := range st.from.matches(r) {
 		if st.delta < 0 && r.parts[j].delay {
 			continue // a delaying leaky bucket gives nothing back as a part (Settler)

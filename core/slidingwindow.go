@@ -175,14 +175,11 @@ func (s *slidingState) untilIdleLocked(r *rule, now int64) int64 {
 func (s *slidingState) retire(r *rule, now int64, mode retireMode, into *slidingState) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dead {
-		return false
-	}
 	if mode != retireAlways && s.untilIdleLocked(r, now) > 0 {
 		if mode == retireIdle {
 			return false
 		}
-		s.advance(r, max(floorDiv(now, r.interval), s.head))
+		s.advance(r, floorDiv(now, r.interval))
 		trailing, all := s.sums(r)
 		if trailing+1 > r.limit || all+1 > r.cap2 {
 			return false
@@ -198,9 +195,7 @@ func (s *slidingState) retire(r *rule, now int64, mode retireMode, into *sliding
 func (s *slidingState) absorb(r *rule, now int64, src *slidingState) {
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	if !src.dead {
-		s.absorbLocked(r, now, src)
-	}
+	s.absorbLocked(r, now, src)
 }
 
 // absorbLocked makes s at least as used as src, bucket by bucket, from the
@@ -328,10 +323,10 @@ func (s *slidingState) admitsAt(from, to *rule, now, n int64) int64 {
 func (s *slidingState) usage(r *rule, now int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dead || s.head == 0 {
+	if s.head == 0 {
 		return 0
 	}
-	s.advance(r, max(floorDiv(now, r.interval), s.head))
+	s.advance(r, floorDiv(now, r.interval))
 	trailing, _ := s.sums(r)
 	return trailing
 }

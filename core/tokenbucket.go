@@ -98,9 +98,7 @@ func retireWord(w *atomic.Int64, keep func(word int64) bool) (int64, bool) {
 // absorb makes s at least as used as src: a TAT is a deadline, so the later
 // of the two is the more used state at every instant.
 func (s *gcraState) absorb(_ *rule, _ int64, src *gcraState) {
-	if tat := src.tat.Load(); tat != retired {
-		s.raise(tat)
-	}
+	s.raise(src.tat.Load()) // retired, the earliest of words, raises nothing
 }
 
 // raise moves s's TAT to tat if that is later. Only states that no

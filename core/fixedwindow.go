@@ -38,33 +38,21 @@ func (s *fixedState) init(*rule) {}
 
 func (s *fixedState) decide(r *rule, now, n int64, consume bool) (verdict, *verdict, bool) {
 	for {
-		// A fresh verdict each attempt: a lost CompareAndSwap must not
-		// leave Allowed set for the retry.
-		var d verdict
 		word := s.w.Load()
 		if word == retired {
 			return verdict{}, nil, false
 		}
 		window, count := s.current(r, word, now)
 		untilEnd := durationNs((window+1)*r.window - now)
-		if count+n > r.limit {
-			d.remaining = max(0, r.limit-count)
-			d.reset = untilEnd
-			d.wait = untilEnd
-			return d, nil, true
-		}
-		d.allowed = true
-		if !consume {
-			d.remaining = r.limit - count
-			if count > 0 {
-				d.reset = untilEnd
-			}
-			return d, nil, true
-		}
-		if s.w.CompareAndSwap(word, r.packFixed(window, count+n)) {
-			d.remaining = r.limit - count - n
-			d.reset = untilEnd
-			return d, nil, true
+		switch {
+		case count+n > r.limit:
+			return verdict{remaining: max(0, r.limit-count), reset: untilEnd, wait: untilEnd}, nil, true
+		case !consume && count == 0:
+			return verdict{allowed: true, remaining: r.limit}, nil, true
+		case !consume:
+			return verdict{allowed: true, remaining: r.limit - count, reset: untilEnd}, nil, true
+		case s.w.CompareAndSwap(word, r.packFixed(window, count+n)):
+			return verdict{allowed: true, remaining: r.limit - count - n, reset: untilEnd}, nil, true
 		}
 	}
 }

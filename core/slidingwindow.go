@@ -89,14 +89,10 @@ func (s *slidingState) decide(r *rule, now, n int64, consume bool) (verdict, *ve
 		s.advance(r, floorDiv(now, r.interval))
 	}
 	trailing, all := s.sums(r)
-	if trailing+n > r.limit || all+n > r.cap2 {
-		d.remaining = r.remaining(trailing, all)
-		d.reset = s.untilFull(r, now)
+	d.allowed = trailing+n <= r.limit && all+n <= r.cap2
+	if !d.allowed {
 		d.wait = s.untilAdmits(r, now, n)
-		return d, nil, true
-	}
-	d.allowed = true
-	if consume {
+	} else if consume {
 		s.counts[s.at] += uint32(n)
 		s.total += n
 		trailing += n
@@ -145,9 +141,7 @@ func (s *slidingState) untilAdmits(r *rule, now, n int64) time.Duration {
 	i := r.after(int64(s.at))
 	for j := int64(1); j < r.ring; j++ {
 		all -= int64(s.counts[i])
-		if i++; i == r.ring {
-			i = 0
-		}
+		i = r.after(i)
 		trailing -= int64(s.counts[i])
 		if trailing+n <= r.limit && all+n <= r.cap2 {
 			return durationNs((s.head+j)*r.interval - now)

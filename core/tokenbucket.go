@@ -29,30 +29,19 @@ func (s *gcraState) init(*rule) {}
 // capacity: the state is measured from max(tat, now).
 func (s *gcraState) decide(r *rule, now, n int64, consume bool) (verdict, *verdict, bool) {
 	for {
-		// A fresh verdict each attempt: a lost CompareAndSwap must not
-		// leave Allowed set for the retry.
-		var d verdict
 		tat := s.tat.Load()
 		if tat == retired {
 			return verdict{}, nil, false
 		}
 		base := max(tat, now)
 		next := base + n*r.interval
-		if next-now > r.tau {
-			d.remaining = max(0, (r.tau-(base-now))/r.interval)
-			d.reset = durationNs(base - now)
-			d.wait = durationNs(next - r.tau - now)
-			return d, nil, true
-		}
-		d.allowed = true
-		if !consume {
-			d.remaining = (r.tau - (base - now)) / r.interval
-			d.reset = durationNs(base - now)
-			return d, nil, true
-		}
-		if s.tat.CompareAndSwap(tat, next) {
-			d.remaining = (r.tau - (next - now)) / r.interval
-			d.reset = durationNs(next - now)
+		switch {
+		case next-now > r.tau:
+			return verdict{remaining: max(0, (r.tau-(base-now))/r.interval), reset: durationNs(base - now), wait: durationNs(next - r.tau - now)}, nil, true
+		case !consume:
+			return verdict{allowed: true, remaining: (r.tau - (base - now)) / r.interval, reset: durationNs(base - now)}, nil, true
+		case s.tat.CompareAndSwap(tat, next):
+			d := verdict{allowed: true, remaining: (r.tau - (next - now)) / r.interval, reset: durationNs(next - now)}
 			if r.delay {
 				// Leaky bucket: the request leaves when the ones
 				// queued before it have left.

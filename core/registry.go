@@ -488,11 +488,10 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	if !consume || !d.allowed {
 		return g.inheritedWait(sh, r, nil, now, n, d, pv), pv
 	}
-	in := g.heir(sh, r, now)
 	// The call moved the key to r (a key's state follows the policy of
 	// its last admission), and r's inherited state now holds what it had
 	// used, converted.
-	P(in).absorb(r, now, c)
+	P(g.heir(sh, r, now)).absorb(r, now, c)
 	return d, pv
 }
 
@@ -549,15 +548,13 @@ func (g *registry[S, P]) heirSlot(sh *shard[S], r *rule, now int64) (i int, foun
 func (g *registry[S, P]) heir(sh *shard[S], r *rule, now int64) *S {
 	i, found := g.heirSlot(sh, r, now)
 	switch {
-	case found:
-		return sh.inherited[i].state
 	case i < 0:
 		return nil
+	case i == len(sh.inherited):
+		sh.inherited = append(sh.inherited, heir[S]{rule: r, state: newState[S, P](r)})
+	case !found:
+		sh.inherited[i] = heir[S]{rule: r, state: newState[S, P](r)}
 	}
-	if i == len(sh.inherited) {
-		sh.inherited = append(sh.inherited, heir[S]{})
-	}
-	sh.inherited[i] = heir[S]{rule: r, state: newState[S, P](r)}
 	return sh.inherited[i].state
 }
 
@@ -685,8 +682,7 @@ func (g *registry[S, P]) reset(key string, now int64) {
 	if e := g.drop(sh, h, key, now); e != nil {
 		r = e.rule
 	}
-	inUse := func(h heir[S]) bool { return P(h.state).untilIdle(h.rule, now) > 0 }
-	if slices.ContainsFunc(sh.inherited, inUse) {
+	if slices.ContainsFunc(sh.inherited, func(h heir[S]) bool { return P(h.state).untilIdle(h.rule, now) > 0 }) {
 		g.put(sh, h, key, r, now, 0)
 	}
 }

@@ -410,11 +410,9 @@ func compileOne(p Policy) rule {
 // registers, is what passes between the layers below.
 func (r *rule) fill(d *Decision, v verdict, parts *verdict, now int64) {
 	limit := r.limit
-	if parts != nil {
+	if parts != nil { // only under a policy made with AllOf (allState.decide)
 		limit = r.parts[r.partVerdicts(parts).binding()].limit
-		if r.policy.parts != "" {
-			d.parts, d.nparts = parts, uint8(len(r.parts))
-		}
+		d.parts, d.nparts = parts, uint8(len(r.parts))
 	}
 	d.Allowed, d.Limit, d.Remaining, d.ResetAfter = v.allowed, limit, v.remaining, v.reset
 	if v.allowed {

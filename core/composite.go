@@ -375,33 +375,9 @@ func (r *rule) matches(to *rule) iter.Seq2[int, int] {
 	}
 }
 
-// decider is the registry of a limiter of policies made with AllOf, for its
-// algorithm. Its decide takes the call's policy by value: a pointer passed
-// through an interface escapes, and AllowPolicy's would cost an allocation
-// per call.
-type decider interface {
-	keys
-	decide(r *rule, p Policy, key string, now, n int64, consume bool) (verdict, *verdict, *rule, error)
-}
-
-// allRegistry is a decider.
-type allRegistry[S any, P stateOf[S]] struct {
-	*registry[allState[S, P], *allState[S, P]]
-}
-
-func (g allRegistry[S, P]) decide(r *rule, p Policy, key string, now, n int64, consume bool) (verdict, *verdict, *rule, error) {
-	return g.registry.decide(r, &p, key, now, n, consume)
-}
-
-func newAllRegistry(r *rule, resolve func(Policy) (*rule, error), maxKeys int) decider {
-	switch r.policy.Algorithm {
-	case AlgFixedWindow:
-		return allRegistry[fixedState, *fixedState]{newRegistry[allState[fixedState, *fixedState]](r, resolve, maxKeys)}
-	case AlgSlidingWindow:
-		return allRegistry[slidingState, *slidingState]{newRegistry[allState[slidingState, *slidingState]](r, resolve, maxKeys)}
-	}
-	return allRegistry[gcraState, *gcraState]{newRegistry[allState[gcraState, *gcraState]](r, resolve, maxKeys)}
-}
+// allOf is the registry of a limiter of policies made with AllOf whose
+// parts keep states of type S.
+type allOf[S any, P stateOf[S]] = registry[allState[S, P], *allState[S, P]]
 
 // Combine returns the decision under p, a policy made with AllOf, of a
 // request whose parts a store decided one by one: parts[i] is what part i

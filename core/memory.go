@@ -18,14 +18,16 @@ type MemoryLimiter struct {
 	// One of these is set, by algorithm, for decisions: concrete types
 	// rather than an interface, so that the calls are direct and the key
 	// and policy never escape. keys is the same registry, for the rest.
-	gcra    *registry[gcraState, *gcraState]
-	fixed   *registry[fixedState, *fixedState]
-	sliding *registry[slidingState, *slidingState]
-	all     decider // for a policy made with AllOf (composite.go)
-	keys    keys
-	rule    rule
-	rules   ruleCache    // of the policies given with calls (AllowPolicy)
-	testNow func() int64 // WithClock, made monotonic; nil for the real clock
+	gcra       *registry[gcraState, *gcraState]
+	fixed      *registry[fixedState, *fixedState]
+	sliding    *registry[slidingState, *slidingState]
+	allGcra    *allOf[gcraState, *gcraState] // a policy made with AllOf (composite.go)
+	allFixed   *allOf[fixedState, *fixedState]
+	allSliding *allOf[slidingState, *slidingState]
+	keys       keys
+	rule       rule
+	rules      ruleCache    // of the policies given with calls (AllowPolicy)
+	testNow    func() int64 // WithClock, made monotonic; nil for the real clock
 	// testPause, when set (tests only), runs after a test clock is read:
 	// it lets a test hold a request between its clock reading and its
 	// decision.
@@ -128,10 +130,16 @@ func New(p Policy, opts ...Option) (*MemoryLimiter, error) {
 	if c.clock != nil {
 		l.testNow = monotonic(c.clock)
 	}
-	switch {
-	case len(l.rule.parts) > 0:
-		l.all = newAllRegistry(&l.rule, l.resolve, c.maxKeys)
-		l.keys = l.all
+	switch all := len(l.rule.parts) > 0; {
+	case all && p.Algorithm == AlgFixedWindow:
+		l.allFixed = newRegistry[allState[fixedState, *fixedState]](&l.rule, l.resolve, c.maxKeys)
+		l.keys = l.allFixed
+	case all && p.Algorithm == AlgSlidingWindow:
+		l.allSliding = newRegistry[allState[slidingState, *slidingState]](&l.rule, l.resolve, c.maxKeys)
+		l.keys = l.allSliding
+	case all:
+		l.allGcra = newRegistry[allState[gcraState, *gcraState]](&l.rule, l.resolve, c.maxKeys)
+		l.keys = l.allGcra
 	case p.Algorithm == AlgTokenBucket || p.Algorithm == AlgLeakyBucket:
 		l.gcra = newRegistry[gcraState](&l.rule, l.resolve, c.maxKeys)
 		l.keys = l.gcra
@@ -258,8 +266,12 @@ func (l *MemoryLimiter) decide(r *rule, p *Policy, key string, now, n int64, con
 		return l.fixed.decide(r, p, key, now, n, consume)
 	case l.sliding != nil:
 		return l.sliding.decide(r, p, key, now, n, consume)
+	case l.allGcra != nil:
+		return l.allGcra.decide(r, p, key, now, n, consume)
+	case l.allFixed != nil:
+		return l.allFixed.decide(r, p, key, now, n, consume)
 	}
-	return l.all.decide(r, *p, key, now, n, consume)
+	return l.allSliding.decide(r, p, key, now, n, consume)
 }
 
 func (l *MemoryLimiter) sweep() { l.keys.sweep(l.clock()) }

@@ -98,10 +98,10 @@ func (l *MemoryLimiter) resolve(p Policy) (*rule, error) {
 		c, err := compile(p)
 		switch {
 		case err != nil:
-		case l.all != nil && len(c.parts) == 0:
+		case len(l.rule.parts) > 0 && len(c.parts) == 0:
 			// A policy of one part, decided as one of one part.
 			c = compileParts(p, []Policy{p})
-		case l.all == nil && len(c.parts) > 0:
+		case len(l.rule.parts) == 0 && len(c.parts) > 0:
 			err = fmt.Errorf("%w: a policy made with AllOf given to a limiter of a policy of one part (build it with core.AllOf)", ErrAlgorithmMismatch)
 		}
 		return c, err

@@ -424,20 +424,17 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 	if first != nil {
 		return measureAllFrom(srcs, r, now, n, r.partVerdicts(first), d.allowed, untilFull)
 	}
-	at := func(n int64) int64 {
-		t := now
-		for _, h := range srcs {
-			t = max(t, P(h.state).admitsAt(h.rule, r, now, n))
-		}
-		return t
-	}
-	full := at(fullQuota)
-	d.reset = durationNs(full - now)
+	d.reset = 0
 	if !d.allowed {
-		if !untilFull {
-			full = at(n)
-		}
-		d.wait = durationNs(full - now)
+		d.wait = 0 // one that admits keeps its Delay
+	}
+	for _, h := range srcs {
+		one := d
+		measure[S, P](&one, h.state, h.rule, r, now, n)
+		d.reset, d.wait = max(d.reset, one.reset), max(d.wait, one.wait)
+	}
+	if untilFull && !d.allowed {
+		d.wait = d.reset
 	}
 	return d
 }

@@ -46,7 +46,7 @@ func (d Decision) Parts() []Decision {
 	}
 	r, err := combineRules.get(d.Policy, compile)
 	if err != nil {
-		return nil // not reached: d.Policy was compiled to decide d
+		return nil // d.Policy was set to an invalid policy
 	}
 	pv := d.partVerdicts(r)
 	if pv == nil {

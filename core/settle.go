@@ -150,8 +150,7 @@ func (s *gcraState) settle(r *rule, now int64, st settlement) {
 		var next int64
 		switch {
 		case st.delta > 0:
-			next = max(tat, now) + min(st.delta, most)*r.interval
-			next = min(next, now+maxSpan)
+			next = min(max(tat, now)+min(st.delta, most)*r.interval, now+maxSpan)
 		case tat <= now || st.end <= now || r.delay && tat != st.end:
 			return
 		default:

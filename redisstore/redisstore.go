@@ -280,14 +280,14 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 			return fmt.Errorf("redisstore: Reset: %w", err) // closed meanwhile
 		}
 	}
-	return l.admin(ctx, "Reset", func() error { return l.del(ctx, "Reset", key, l.own) })
+	return l.admin(ctx, "Reset", func() error { return l.del(ctx, "Reset", key, nil) })
 }
 
 // del deletes key in Redis: under a limiter of policies made with
-// core.AllOf, the parts of its own policy, those of also (Reset passes
-// l.own, Set its policy's spec, cached or not) and those of the policies
-// given with its calls that it keeps; a part only other processes'
-// policies have stays until it expires.
+// core.AllOf, the parts of its own policy, those of also (Set passes its
+// policy's spec, cached or not; Reset nil) and those of the policies given
+// with its calls that it keeps; a part only other processes' policies have
+// stays until it expires.
 func (l *Limiter) del(ctx context.Context, op, key string, also *pspec) error {
 	// After the DEL, whatever its outcome: a denial cached before the DEL
 	// was answered (say, one Redis produced before the DEL but this process
@@ -312,7 +312,9 @@ func (l *Limiter) del(ctx context.Context, op, key string, also *pspec) error {
 			}
 			return true
 		}
-		add(also)
+		if also != nil {
+			add(also)
+		}
 		l.specs.m.Range(func(_, v any) bool { return add(v.(*pspec)) })
 	}
 	if err := l.wait(ctx, op, c); err != nil {

@@ -284,11 +284,10 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 }
 
 // del deletes key in Redis: under a limiter of policies made with
-// core.AllOf, the parts of its own policy and those of the policies given
-// with its calls that it keeps (partsKnown); a part only other processes'
-// policies have stays until it expires.
-//
-// Set passes its policy's spec as also: its parts too, cached or not.
+// core.AllOf, the parts of its own policy, those of also (Set passes its
+// policy's spec, cached or not; Reset nil) and those of the policies given
+// with its calls that it keeps; a part only other processes' policies have
+// stays until it expires.
 func (l *Limiter) del(ctx context.Context, op, key string, also *pspec) error {
 	// After the DEL, whatever its outcome: a denial cached before the DEL
 	// was answered (say, one Redis produced before the DEL but this process
@@ -300,37 +299,29 @@ func (l *Limiter) del(ctx context.Context, op, key string, also *pspec) error {
 	c := l.call(l.own, key)
 	c.Del = true
 	if l.own.all {
-		l.partsKnown(c, key, also)
+		seen := map[string]bool{c.Key: true}
+		for _, q := range c.More {
+			seen[q.Key] = true
+		}
+		add := func(ps *pspec) bool {
+			for _, q := range ps.parts {
+				if k := l.keys.head + tagged(key) + q.tail; !seen[k] {
+					seen[k] = true
+					c.More = append(c.More, script.Part{Key: k})
+				}
+			}
+			return true
+		}
+		if also != nil {
+			add(also)
+		}
+		l.specs.m.Range(func(_, v any) bool { return add(v.(*pspec)) })
 	}
 	if err := l.wait(ctx, op, c); err != nil {
 		return err
 	}
 	c.Release()
 	return nil
-}
-
-// partsKnown adds to c, a DEL of key's parts under the limiter's own
-// policy made with core.AllOf, the other parts of key that the limiter
-// knows: those of the policies given with its calls that it keeps, and
-// those of also (nil: none).
-func (l *Limiter) partsKnown(c *transport.Call, key string, also *pspec) {
-	seen := map[string]bool{c.Key: true}
-	for _, q := range c.More {
-		seen[q.Key] = true
-	}
-	add := func(ps *pspec) bool {
-		for _, q := range ps.parts {
-			if k := l.keys.head + tagged(key) + q.tail; !seen[k] {
-				seen[k] = true
-				c.More = append(c.More, script.Part{Key: k})
-			}
-		}
-		return true
-	}
-	if also != nil {
-		add(also)
-	}
-	l.specs.m.Range(func(_, v any) bool { return add(v.(*pspec)) })
 }
 
 // Ping checks that Redis answers a PING, through the limiter's own client:
@@ -456,14 +447,13 @@ func (l *Limiter) wait(ctx context.Context, op string, c *transport.Call) error 
 // (ctxErr nil or transport.ErrDeadline), whose context ended (ctxErr), or
 // that a closed limiter did not send (ctxErr core.ErrClosed).
 func (l *Limiter) gaveUp(op string, c *transport.Call, ctxErr error) error {
-	if ctxErr != nil && ctxErr != transport.ErrDeadline {
-		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
-	}
 	rt := c.RoundTrip()
-	if rt == 0 {
+	switch {
+	case ctxErr != nil && ctxErr != transport.ErrDeadline:
+		return fmt.Errorf("redisstore: %s: %w", op, ctxErr)
+	case rt == 0:
 		return &storeError{op: op, err: fmt.Errorf("not sent to Redis within %v, this process too busy to send it: %w", l.timeout, context.DeadlineExceeded)}
-	}
-	if ctxErr == transport.ErrDeadline {
+	case ctxErr == transport.ErrDeadline:
 		// The caller stopped waiting before its round trip ended, which
 		// may not even have been written yet: the round trip's sender
 		// counts what became of it.

@@ -198,11 +198,9 @@ func Command[C Caller](ctx context.Context, s *Script, calls []C, cross, eval bo
 	if cross {
 		f, numKeys = &s.Cross, 0 // the keys are arguments
 	}
-	args := make([]any, 0, size)
+	args := append(make([]any, 0, size), "evalsha", f.sha, numKeys)
 	if eval {
-		args = append(args, "eval", f.Src, numKeys)
-	} else {
-		args = append(args, "evalsha", f.sha, numKeys)
+		args[0], args[1] = "eval", f.Src
 	}
 	for _, cc := range calls {
 		c := cc.ScriptCall()

@@ -64,7 +64,7 @@ var OwnHooks = func(redis.UniversalClient) []redis.Hook { return nil }
 // goroutines wait behind every other runnable one (hundreds of ms while
 // thousands of HTTP connections open: benchmarks/README.md), while a
 // timer's goroutine runs next. So Read waits for the poller in steps
-// (pollFirst, doubling up to pollMost) and, woken by a step's timer,
+// (1 ms, doubling up to 8 ms) and, woken by a step's timer,
 // looks at the socket again; at the deadline it looks once more, so that
 // an answer that reached this host in time is never a timeout. A step
 // that finds nothing costs a timer and a system call.
@@ -93,11 +93,6 @@ func (q *queueClock) queued() {
 
 // busy reports whether a call queued within the last second.
 func (q *queueClock) busy() bool { return time.Now().UnixNano()-q.at.Load() < int64(time.Second) }
-
-const (
-	pollFirst = time.Millisecond
-	pollMost  = 8 * time.Millisecond
-)
 
 func (c *readyConn) SetDeadline(t time.Time) error {
 	c.rd, c.wd, c.polled = t, t, false
@@ -138,7 +133,7 @@ func (c *readyConn) Read(p []byte) (int, error) {
 		return c.TCPConn.Read(p)
 	}
 	c.polled = true
-	for step := pollFirst; ; step = min(2*step, pollMost) {
+	for step := time.Millisecond; ; step = min(2*step, 8*time.Millisecond) {
 		until := time.Now().Add(step)
 		last := !c.rd.IsZero() && !until.Before(c.rd)
 		if last {

@@ -35,7 +35,6 @@ const (
 // a DEL.
 type group struct {
 	calls []*Call
-	cross bool // the cross-slot form
 	eval  bool // send the source (EVAL): the server lacked the script
 	cmd   *redis.Cmd
 }
@@ -66,7 +65,7 @@ func (b *batcher) exec(ctx context.Context, calls []*Call) {
 				g.eval = true
 				again = append(again, g)
 				continue
-			case g.cross && isClusterRefusal(err):
+			case b.cross(g.calls) && isClusterRefusal(err):
 				// Nothing was written (every read comes before any
 				// write): decide the keys one by one, through the
 				// cluster client's MOVED and ASK handling.
@@ -97,31 +96,20 @@ func (b *batcher) group(ctx context.Context, calls []*Call) []*group {
 	switch {
 	case len(decisions) == 0:
 		return groups
-	case b.route == routeOne:
+	case b.route == routeOne || b.route == routeNode && !b.noCross.Load():
 		return append(groups, &group{calls: decisions})
-	case b.route == routeNode && !b.noCross.Load():
-		return append(groups, &group{calls: decisions, cross: severalKeys(decisions)})
 	case b.route == routeCluster && !b.noCross.Load():
-		return append(groups, b.byNode(ctx, decisions)...)
+		return append(groups, groupBy(decisions, func(c *Call) *redis.Client {
+			node, err := b.cluster.MasterForKey(ctx, c.Key)
+			if err != nil {
+				return nil // the cluster client reports the error on the call
+			}
+			b.routed.Store(true) // from now on Send routes by node
+			return node
+		})...)
 	default:
 		return append(groups, perKey(decisions)...)
 	}
-}
-
-// byNode returns one group per Cluster node of calls, in order.
-func (b *batcher) byNode(ctx context.Context, calls []*Call) []*group {
-	groups := groupBy(calls, func(c *Call) *redis.Client {
-		node, err := b.cluster.MasterForKey(ctx, c.Key)
-		if err != nil {
-			return nil // the cluster client reports the error on the call
-		}
-		b.routed.Store(true) // from now on Send routes by node
-		return node
-	})
-	for _, g := range groups {
-		g.cross = severalKeys(g.calls)
-	}
-	return groups
 }
 
 // perKey returns one group per key of calls, in order.
@@ -147,8 +135,10 @@ func groupBy[K comparable](calls []*Call, key func(*Call) K) []*group {
 	return order
 }
 
-func severalKeys(calls []*Call) bool {
-	return slices.ContainsFunc(calls[1:], func(c *Call) bool { return c.Key != calls[0].Key })
+// cross reports whether calls, one command's, go in the cross-slot form:
+// on a Cluster, those of several keys.
+func (b *batcher) cross(calls []*Call) bool {
+	return b.route != routeOne && slices.ContainsFunc(calls[1:], func(c *Call) bool { return c.Key != calls[0].Key })
 }
 
 // command builds the Redis command of g.
@@ -160,7 +150,7 @@ func (b *batcher) command(ctx context.Context, g *group) *redis.Cmd {
 		}
 		return redis.NewCmd(ctx, args...) // routed by its first key, as go-redis routes DEL
 	}
-	return script.Command(ctx, &b.Script, g.calls, g.cross, g.eval)
+	return script.Command(ctx, &b.Script, g.calls, b.cross(g.calls), g.eval)
 }
 
 // process sends the commands of groups: one alone, several as a pipeline

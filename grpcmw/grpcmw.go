@@ -1,9 +1,11 @@
 package grpcmw
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,14 +107,11 @@ func (l *limiter) methodRules() error {
 // the key and rule a stream's messages are decided under, r nil for a call
 // skipped or, under WithDryRun, without a key.
 func (l *limiter) call(ctx context.Context, method string, msg any) (key string, r *rule, err error) {
-	for _, skip := range l.cfg.skip {
-		if skip(ctx, method) {
-			return "", nil, nil
-		}
+	if slices.ContainsFunc(l.cfg.skip, func(skip func(context.Context, string) bool) bool { return skip(ctx, method) }) {
+		return "", nil, nil
 	}
-	r = l.own
-	if mr, ok := l.methods[method]; ok {
-		r = mr
+	if r = l.methods[method]; r == nil {
+		r = l.own
 	}
 	if key, err = l.cfg.key(ctx, method); err != nil {
 		l.emit(nethttp.Event{Outcome: nethttp.OutcomeKeyError, Decision: known(r, core.Decision{}), Err: err})
@@ -223,14 +222,8 @@ func (l *limiter) answer(ctx context.Context, r *rule, ev *nethttp.Event, fields
 // failed or was never made: the store's Limit, Policy and Source, or else
 // those of r's policy.
 func known(r *rule, d core.Decision) core.Decision {
-	k := core.Decision{Limit: d.Limit, Policy: d.Policy, Source: d.Source}
-	if k.Policy == (core.Policy{}) {
-		k.Policy = r.policy
-	}
-	if k.Limit == 0 {
-		k.Limit = k.Policy.Limit
-	}
-	return k
+	policy := cmp.Or(d.Policy, r.policy)
+	return core.Decision{Limit: cmp.Or(d.Limit, policy.Limit), Policy: policy, Source: d.Source}
 }
 
 func (l *limiter) emit(ev nethttp.Event) {

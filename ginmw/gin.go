@@ -66,13 +66,11 @@ var errNoGinContext = fmt.Errorf("%w: ginmw.ClientIP used outside ginmw.Limit", 
 // c.ClientIP(), in keyfunc.IP's canonical form ([keyfunc.CanonicalIP]). Use
 // it only after engine.SetTrustedProxies (see the package documentation).
 func ClientIP() keyfunc.Func {
-	return clientIP
-}
-
-func clientIP(r *http.Request) (string, error) {
-	c, ok := r.Context().Value(ginCtxKey{}).(*gin.Context) // attached by Limit
-	if !ok {
-		return "", errNoGinContext
+	return func(r *http.Request) (string, error) {
+		c, ok := r.Context().Value(ginCtxKey{}).(*gin.Context) // attached by Limit
+		if !ok {
+			return "", errNoGinContext
+		}
+		return keyfunc.CanonicalIP(c.ClientIP())
 	}
-	return keyfunc.CanonicalIP(c.ClientIP())
 }

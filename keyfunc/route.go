@@ -18,12 +18,10 @@ var errNoRoute = fmt.Errorf("%w: no route pattern in Request.Pattern", ErrNoKey)
 // another router sets it on a shallow copy of the request
 // (nethttp.Engine's example).
 func Route() Func {
-	return routeKey
-}
-
-func routeKey(r *http.Request) (string, error) {
-	if r.Pattern != "" {
-		return boundKey(r.Pattern), nil
+	return func(r *http.Request) (string, error) {
+		if r.Pattern != "" {
+			return boundKey(r.Pattern), nil
+		}
+		return "", errNoRoute
 	}
-	return "", errNoRoute
 }

@@ -94,10 +94,7 @@ func (h *Hook) Handle(e nethttp.Event) {
 	if level := h.levels[e.Outcome]; level == LevelOff || !h.log.Enabled(ctx, level) {
 		if due := h.due.Load(); due != 0 {
 			if now := h.now().UnixNano(); now >= due {
-				h.mu.Lock()
-				lines := h.sweepLocked(now, nil)
-				h.mu.Unlock()
-				h.write(lines)
+				h.sweep(now, 0)
 			}
 		}
 		return
@@ -207,15 +204,15 @@ func (h *Hook) setDueLocked(due int64) {
 		h.timer, h.timerAt = nil, 0
 	}
 	if due != 0 {
-		h.timer, h.timerAt = time.AfterFunc(time.Duration(due-h.now().UnixNano()), func() { h.tick(due) }), due
+		h.timer, h.timerAt = time.AfterFunc(time.Duration(due-h.now().UnixNano()), func() { h.sweep(h.now().UnixNano(), due) }), due
 	}
 }
 
-// tick is the timer armed for at: it logs the summaries due.
-func (h *Hook) tick(at int64) {
-	now := h.now().UnixNano()
+// sweep logs the summaries due at now, for the timer armed for at, or for
+// an event when at is 0.
+func (h *Hook) sweep(now, at int64) {
 	h.mu.Lock()
-	if h.timerAt == at { // not a timer replaced by an earlier one
+	if h.timerAt == at { // not a timer replaced by an earlier one (none for 0)
 		h.timer, h.timerAt = nil, 0
 	}
 	lines := h.sweepLocked(now, nil)

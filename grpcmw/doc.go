@@ -29,5 +29,7 @@
 // codes.Unavailable under [WithFailClosed]; a call whose context ends while
 // it is decided or delayed by a leaky bucket gets the context's status.
 // Hooks ([WithHook]) receive the [nethttp.Event] of every decision, so the
-// ready-made hooks (sloghook, promhook, otelhook) work unchanged.
+// ready-made hooks (sloghook, promhook, otelhook) work unchanged. A cost
+// known only after the call (the tokens a completion used, a failed login)
+// is settled with [WithFinalCost] and [SetFinalCost].
 package grpcmw

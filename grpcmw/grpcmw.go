@@ -3,6 +3,7 @@ package grpcmw
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -29,10 +30,17 @@ import (
 func UnaryServerInterceptor(lim core.Limiter, opts ...Option) grpc.UnaryServerInterceptor {
 	l := newLimiter("UnaryServerInterceptor", lim, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if _, _, err := l.call(ctx, info.FullMethod, req); err != nil {
+		var ev nethttp.Event
+		if _, _, err := l.call(ctx, info.FullMethod, req, &ev); err != nil {
 			return nil, err
 		}
-		return handler(ctx, req)
+		fc := l.finalCost(ctx, &ev)
+		if fc == nil {
+			return handler(ctx, req)
+		}
+		resp, err := handler(fc, req)
+		l.settle(fc, info.FullMethod, resp, err)
+		return resp, err
 	}
 }
 
@@ -42,6 +50,7 @@ type limiter struct {
 	cfg     config
 	lim     core.Limiter
 	plim    core.PolicyLimiter // lim, with method policies
+	settler core.Settler       // lim, with WithFinalCost
 	own     *rule              // the limiter's policy
 	methods map[string]*rule   // WithMethodPolicy
 }
@@ -77,6 +86,15 @@ func newLimiter(fn string, lim core.Limiter, opts []Option) *limiter {
 			panic(fmt.Errorf("grpcmw: %s: WithMethodPolicy: %w", fn, err))
 		}
 	}
+	if l.cfg.final != nil {
+		var ok bool
+		switch l.settler, ok = lim.(core.Settler); {
+		case fn == "NewLimiter":
+			panic(errors.New("grpcmw: NewLimiter: WithFinalCost: go-grpc-middleware's Limit sees no response to settle"))
+		case !ok:
+			panic(fmt.Errorf("grpcmw: %s: WithFinalCost needs a core.Settler, and %T is not one", fn, lim))
+		}
+	}
 	return l
 }
 
@@ -105,8 +123,9 @@ func (l *limiter) methodRules() error {
 // rule, writes its header metadata, waits out a leaky-bucket delay, and
 // returns the status error to answer with, or nil to serve the call; and
 // the key and rule a stream's messages are decided under, r nil for a call
-// skipped or, under WithDryRun, without a key.
-func (l *limiter) call(ctx context.Context, method string, msg any) (key string, r *rule, err error) {
+// skipped or, under WithDryRun, without a key. ev receives the decision's
+// Event (see finalCost).
+func (l *limiter) call(ctx context.Context, method string, msg any, ev *nethttp.Event) (key string, r *rule, err error) {
 	if slices.ContainsFunc(l.cfg.skip, func(skip func(context.Context, string) bool) bool { return skip(ctx, method) }) {
 		return "", nil, nil
 	}
@@ -123,12 +142,13 @@ func (l *limiter) call(ctx context.Context, method string, msg any) (key string,
 	if r.method {
 		key = keyfunc.JoinKeys(method, key)
 	}
-	return key, r, l.decide(ctx, r, key, method, msg, true)
+	return key, r, l.decide(ctx, r, key, method, msg, true, ev)
 }
 
 // decide decides one call or message of cost from WithCostFunc under r and
-// answers it: fields says whether to write the header metadata.
-func (l *limiter) decide(ctx context.Context, r *rule, key, method string, msg any, fields bool) error {
+// answers it: fields says whether to write the header metadata. ev
+// receives the Event given to the hooks.
+func (l *limiter) decide(ctx context.Context, r *rule, key, method string, msg any, fields bool, ev *nethttp.Event) error {
 	n, err := l.costOf(ctx, method, msg)
 	if err != nil {
 		l.emit(nethttp.Event{Key: key, Outcome: nethttp.OutcomeCostError, Decision: known(r, core.Decision{}), Err: err})
@@ -137,7 +157,7 @@ func (l *limiter) decide(ctx context.Context, r *rule, key, method string, msg a
 		}
 		return statusBadCost
 	}
-	ev := nethttp.Event{Key: key, Cost: n, LimiterCalled: true}
+	*ev = nethttp.Event{Key: key, Cost: n, LimiterCalled: true}
 	var start time.Time
 	if len(l.cfg.hooks) > 0 {
 		start = time.Now() // read for the hooks' Latency only
@@ -151,8 +171,11 @@ func (l *limiter) decide(ctx context.Context, r *rule, key, method string, msg a
 		ev.Latency = time.Since(start)
 	}
 	ev.Outcome = nethttp.OutcomeOf(ctx, ev.Decision, ev.Err, l.cfg.failClosed, l.cfg.dryRun)
-	ans := l.answer(ctx, r, &ev, fields)
-	l.emit(ev)
+	ans := l.answer(ctx, r, ev, fields)
+	if l.settler != nil && ev.Outcome == nethttp.OutcomeCanceled && ev.Decision.Allowed {
+		go l.settleNow(ctx, *ev, 0) // charged, then let go during its delay: never served
+	}
+	l.emit(*ev)
 	return ans
 }
 

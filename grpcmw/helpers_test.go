@@ -58,8 +58,19 @@ func (s *service) EmptyCall(context.Context, *testpb.Empty) (*testpb.Empty, erro
 	return &testpb.Empty{}, nil
 }
 
-func (s *service) UnaryCall(context.Context, *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+// UnaryCall answers with the status of the request's ResponseStatus (OK
+// without one), after calling grpcmw.SetFinalCost with the length of its
+// Payload's body, if it has a Payload (Internal if that fails).
+func (s *service) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
 	s.calls.Add(1)
+	if p := req.GetPayload(); p != nil {
+		if err := grpcmw.SetFinalCost(ctx, int64(len(p.GetBody()))); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
+	if st := req.GetResponseStatus(); st != nil {
+		return nil, status.Error(codes.Code(st.GetCode()), st.GetMessage())
+	}
 	return &testpb.SimpleResponse{}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/go-ratelimit/ratelimit/core"
+	"github.com/go-ratelimit/ratelimit/nethttp"
 	"google.golang.org/grpc"
 )
 
@@ -36,6 +37,7 @@ func NewLimiter(lim core.Limiter, opts ...Option) *Limiter {
 // would be answered with by UnaryServerInterceptor.
 func (l *Limiter) Limit(ctx context.Context) error {
 	method, _ := grpc.Method(ctx)
-	_, _, err := l.l.call(ctx, method, nil)
+	var ev nethttp.Event
+	_, _, err := l.l.call(ctx, method, nil, &ev)
 	return err
 }

@@ -25,6 +25,7 @@ type config struct {
 	dryRun     bool
 	style      nethttp.HeaderStyle
 	hooks      []func(nethttp.Event)
+	final      func(ctx context.Context, fullMethod string, resp any, err error, charged int64) int64
 }
 
 // mustFunc panics when option is given a nil function f (any of the
@@ -71,6 +72,40 @@ func WithMethodPolicy(fullMethod string, p core.Policy) Option {
 func WithCostFunc(f func(ctx context.Context, fullMethod string, msg any) (int64, error)) Option {
 	mustFunc("WithCostFunc", f)
 	return func(c *config) { c.cost = f }
+}
+
+// WithFinalCost settles the cost of each admitted call once its handler
+// has returned, for a cost known only then (the tokens a completion used,
+// a failed login, a call the server failed not charged): the call is
+// charged an estimate before its handler runs ([WithCostFunc]'s, or 1),
+// and after it the difference between its final cost and that charge,
+// with [core.Settler].Settle, under nethttp.WithFinalCost's rules: more is
+// a debt, charged and never refused; less is a refund, never beyond the
+// charge nor past the window it was charged in; 0 gives the whole charge
+// back.
+//
+// The final cost is the handler's, if it called [SetFinalCost] with the
+// call's context, and otherwise f's, given the handler's response (nil for
+// a stream) and error (status.Code(err) is its code) and what was charged:
+// f returns charged to keep the charge. f runs on the call's goroutine once
+// the handler has returned; the limiter's call runs on a goroutine of its
+// own, bounded by 10 seconds whatever the limiter's own timeout, so that
+// it never delays the answer. It is not retried: a settlement the limiter
+// cannot take (its error or timeout, or a final cost < 0) is one more
+// Event for the hooks, [nethttp.OutcomeSettleFailed], and the charge stays
+// as it was.
+//
+// Only the calls and stream openings the limiter admitted
+// ([nethttp.OutcomeAllowed], also under WithDryRun) are settled, not the
+// messages of [WithPerMessage]; a call or message charged and then
+// canceled during its leaky-bucket delay was never served, and is settled
+// at 0 without asking f. The limiter must be a core.Settler (the in-memory
+// limiter and the Redis store are), and [NewLimiter] takes no
+// WithFinalCost (go-grpc-middleware's Limit sees no response): either
+// panics at construction.
+func WithFinalCost(f func(ctx context.Context, fullMethod string, resp any, err error, charged int64) int64) Option {
+	mustFunc("WithFinalCost", f)
+	return func(c *config) { c.final = f }
 }
 
 // WithPerMessage also limits each message a stream receives, with the cost

@@ -186,7 +186,7 @@ func snippet9() {
 }
 
 func snippet10() {
-//line README.md:270
+//line README.md:272
 	lim := core.MustNew(core.TokenBucket(100, time.Minute)) // 100 per minute per caller address
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(grpcmw.UnaryServerInterceptor(lim,
@@ -199,7 +199,7 @@ func snippet10() {
 }
 
 func snippet11() {
-//line README.md:297
+//line README.md:299
 	core.FixedWindow(100, time.Minute)                   // ≤ 100 in each minute on the clock
 	core.SlidingWindow(100, time.Minute).WithBuckets(20) // ≤ 100 in the trailing minute
 	core.TokenBucket(100, time.Minute).WithBurst(20)     // 100/min on average, bursts of 20
@@ -208,7 +208,7 @@ func snippet11() {
 }
 
 func snippet12() {
-//line README.md:317
+//line README.md:319
 	lim, err := core.New(core.TokenBucket(100, time.Minute), core.WithMaxKeys(1_000_000))
 	if err != nil {
 		log.Fatal(err) // an invalid policy is an error that names the field (core.MustNew panics with it)
@@ -230,7 +230,7 @@ func snippet12() {
 }
 
 func snippet13() {
-//line README.md:343
+//line README.md:345
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute), redisstore.WithPrefix("myapp"))
 	if err != nil {
@@ -246,7 +246,7 @@ func snippet13() {
 }
 
 func snippet14() {
-//line README.md:380
+//line README.md:382
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute))
 	if err != nil {
@@ -267,7 +267,7 @@ func snippet14() {
 }
 
 func snippet15() {
-//line README.md:398
+//line README.md:400
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	lim, err := redisstore.New(rdb, core.SlidingWindow(100, time.Minute).WithName("per-ip"),
 		redisstore.WithBreakerHook(func(c redisstore.BreakerChange) {

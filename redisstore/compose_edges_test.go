@@ -113,3 +113,27 @@ func TestSetZeroLeavesTheKeyFullUnderEveryPolicy(t *testing.T) {
 	require.NoError(t, w.mem.Set(context.Background(), own, "k", 0))
 	w.allow(planB, "k", 1) // the same decision on both stores: admitted
 }
+
+// TestPartsOfACostAboveCapacityDenyItOnRedis is core's
+// TestPartsOfACostAboveCapacityDenyIt on Redis: a request of cost 3 under
+// AllOf(2 per minute, 10 per hour) is refused, and its parts say that the
+// minute's part (capacity 2) refuses it and the hour's admits it.
+func TestPartsOfACostAboveCapacityDenyItOnRedis(t *testing.T) {
+	ctx := context.Background()
+	p := core.AllOf(core.FixedWindow(2, time.Minute).WithName("minute"), core.FixedWindow(10, time.Hour).WithName("hour"))
+	lim := newLimiter(t, newClient(t, redistest.Addr(t)), p)
+	for name, call := range map[string]func() (core.Decision, error){
+		"AllowN":      func() (core.Decision, error) { return lim.AllowN(ctx, "k", 3) },
+		"AllowPolicy": func() (core.Decision, error) { return lim.AllowPolicy(ctx, p, "k", 3) },
+	} {
+		d, err := call()
+		require.ErrorIs(t, err, core.ErrCostExceedsCapacity, name)
+		require.False(t, d.Allowed, name)
+		assert.Equal(t, time.Duration(0), d.RetryAfter, name)
+		parts := d.Parts()
+		require.Len(t, parts, 2, name)
+		assert.False(t, parts[0].Allowed, "%s: the minute's part refuses a cost above its capacity", name)
+		assert.True(t, parts[1].Allowed, "%s: the hour's part alone admits it", name)
+		assert.Equal(t, time.Duration(0), parts[0].RetryAfter, name)
+	}
+}

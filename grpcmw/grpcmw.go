@@ -113,6 +113,9 @@ func (l *limiter) methodRules() error {
 			return fmt.Errorf("%s: %w", m, err)
 		case p.Algorithm != l.own.policy.Algorithm:
 			return fmt.Errorf("%s: %v policy for a %v limiter: %w", m, p.Algorithm, l.own.policy.Algorithm, core.ErrAlgorithmMismatch)
+		case p.Parts() != nil && l.own.policy.Parts() == nil:
+			// Every store refuses it: each call would fail, and fail open.
+			return fmt.Errorf("%s: a policy made with core.AllOf for a limiter of a policy of one part: %w", m, core.ErrAlgorithmMismatch)
 		}
 		l.methods[m] = &rule{policy: p, render: nethttp.NewRenderer(p, l.cfg.style), method: true}
 	}

@@ -195,6 +195,8 @@ func TestMethodPolicyPanicsAtConstruction(t *testing.T) {
 			"grpcmw: UnaryServerInterceptor: WithMethodPolicy: /grpc.testing.TestService/UnaryCall: TokenBucket policy for a FixedWindow limiter: core: policy's algorithm differs from the limiter's"},
 		{"an invalid policy", newLimiter(t, tb), grpcmw.WithMethodPolicy(unaryCall, core.TokenBucket(0, time.Second)),
 			"grpcmw: UnaryServerInterceptor: WithMethodPolicy: /grpc.testing.TestService/UnaryCall: core: TokenBucket limit must be > 0, got 0"},
+		{"a policy made with AllOf for a limiter of one part", newLimiter(t, tb), grpcmw.WithMethodPolicy(unaryCall, core.AllOf(tb.WithName("s"), core.TokenBucket(50, time.Minute).WithName("m"))),
+			"grpcmw: UnaryServerInterceptor: WithMethodPolicy: /grpc.testing.TestService/UnaryCall: a policy made with core.AllOf for a limiter of a policy of one part: core: policy's algorithm differs from the limiter's"},
 		{"a method that is not a full method", newLimiter(t, tb), grpcmw.WithMethodPolicy("UnaryCall", tb),
 			`grpcmw: UnaryServerInterceptor: WithMethodPolicy: method "UnaryCall" is not a full method (/package.Service/Method)`},
 		{"a nil option", newLimiter(t, tb), nil, "grpcmw: UnaryServerInterceptor: nil Option"},

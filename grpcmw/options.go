@@ -51,8 +51,9 @@ func WithKey(f KeyFunc) Option {
 // method's (their key is joined to the method, as [Join](Method(), key)
 // would), and the other methods share the limiter's policy. The limiter
 // must be a [core.PolicyLimiter] (the in-memory limiter and the Redis store
-// are) and p valid and of the limiter's algorithm: the interceptor panics
-// at construction otherwise.
+// are) and p valid, of the limiter's algorithm, and made with core.AllOf
+// only if the limiter's own policy is: the interceptor panics at
+// construction otherwise.
 //
 //	grpcmw.WithMethodPolicy("/auth.Auth/Login", core.TokenBucket(5, time.Minute).WithName("login"))
 func WithMethodPolicy(fullMethod string, p core.Policy) Option {

@@ -159,3 +159,39 @@ func BenchmarkPolicyCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFloodDenial measures the denial of a new key that finds its
+// shard full of limited keys (a flood of new keys), whose RetryAfter
+// waits for the key its retry would evict: 65,536 limited keys, a stopped
+// clock, and a new key per request.
+func BenchmarkFloodDenial(b *testing.B) {
+	ctx := context.Background()
+	for _, alg := range []string{"fixed", "token"} {
+		b.Run("alg="+alg, func(b *testing.B) {
+			p := core.FixedWindow(3, time.Hour)
+			if alg == "token" {
+				p = core.TokenBucket(3, time.Hour)
+			}
+			at := time.Unix(1_700_000_000, 0)
+			lim, err := core.New(p, core.WithMaxKeys(1<<16), core.WithClock(func() time.Time { return at }), core.WithSweepInterval(time.Hour))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer lim.Close()
+			for i := range 1 << 17 { // every shard full, then its inherited state spent
+				_, _ = lim.AllowN(ctx, "held-"+strconv.Itoa(i), 3)
+			}
+			keys := make([]string, 4096)
+			for i := range keys {
+				keys[i] = "new-" + strconv.Itoa(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if d, _ := lim.AllowN(ctx, keys[i%len(keys)], 1); d.Allowed {
+					b.Fatal("a new key admitted in a full shard of spent keys")
+				}
+			}
+		})
+	}
+}

@@ -66,7 +66,10 @@ type config struct {
 // above it, it grows by about one unit per n new keys, and a long flood
 // leaves newcomers limited until it stops and their usage recovers. If
 // every key it samples is limited, the new key is limited together with the
-// other keys that found no room, as one key, until room appears. A shard
+// other keys that found no room, as one key, until room appears; its
+// RetryAfter also waits for the key its retry will evict (it starts from
+// that key's usage too), except under a sliding window, whose retry may
+// be denied again while that key recovers. A shard
 // keeps this for at most 16 policies: beyond that, a key of a further
 // policy is not evicted while in use, and one that finds its shard full of
 // limited keys is denied until one of the 16 has recovered.

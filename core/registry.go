@@ -291,13 +291,13 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 	if !room {
 		// Every key looked at is limited: the newcomer shares the
 		// inherited state with the others that found no room.
-		return g.decideInherited(sh, r, now, n, consume)
+		return g.decideInherited(sh, h, r, now, n, consume)
 	}
 	// Decided before any reader can reach e; a denial moves nothing in
 	// (see move).
 	d, pv, _ := P(&e.state).decide(r, now, n, consume)
 	if !consume || !d.allowed {
-		return g.inheritedWait(sh, r, victim, now, n, d, pv), pv
+		return g.retryWait(sh, h, r, victim, now, n, d, pv), pv
 	}
 	// Clone: the key may point into a larger buffer (a header line) that
 	// the table must not keep alive.
@@ -439,6 +439,35 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 	return d
 }
 
+// retryWait is inheritedWait for a newcomer's call that is not admitted
+// (or a look), with a wait long enough for its retry: in a full shard the
+// retry makes room by evicting a key into the inherited state and starts
+// from that key's usage too (newcomer), so a wait measured on the
+// inherited states alone could send it back before that key admits n. It
+// follows makeRoom's choice at the retry's instant, and, while the key
+// chosen then makes the wait longer, at that later instant again: a few
+// turns, as a shard's sample is a few keys. Not for a sliding window,
+// whose look at a later instant would advance its ring (see WithMaxKeys).
+func (g *registry[S, P]) retryWait(sh *shard[S], h uint64, r *rule, victim *entry[S], now, n int64, d verdict, first *verdict) verdict {
+	d = g.inheritedWait(sh, r, victim, now, n, d, first)
+	for range evictSample {
+		if d.allowed || sh.live < g.perShard || r.policy.Algorithm == AlgSlidingWindow {
+			return d
+		}
+		at := now + min(int64(d.wait), math.MaxInt64-now)
+		room, next := g.makeRoom(sh, h, at, false, retireUnlimited)
+		if !room || next == nil {
+			return d // the retry starts from the inherited states alone
+		}
+		later := g.inheritedWait(sh, r, next, now, n, d, first)
+		if later.wait <= d.wait {
+			return d
+		}
+		d = later
+	}
+	return d
+}
+
 // measureAllFrom is inheritedWait under a policy made with AllOf: each
 // part's durations in pv are the longest its sources tell (see look), and
 // the whole is combined from the parts.
@@ -471,7 +500,7 @@ func measureAllFrom[S any](srcs []heir[S], r *rule, now, n int64, pv partVerdict
 // keys of r that found no room so share. If the shard already keeps
 // maxHeirs inherited states, none of them r's, the request is denied
 // until one of them is idle: there is nowhere to count it.
-func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, consume bool) (verdict, *verdict) {
+func (g *registry[S, P]) decideInherited(sh *shard[S], h uint64, r *rule, now, n int64, consume bool) (verdict, *verdict) {
 	if i, _ := g.heirSlot(sh, r, now); i < 0 {
 		var wait int64 = math.MaxInt64
 		for _, h := range sh.inherited {
@@ -483,7 +512,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], r *rule, now, n int64, co
 	g.startFrom(sh, c, r, now)
 	d, pv, _ := P(c).decide(r, now, n, consume)
 	if !consume || !d.allowed {
-		return g.inheritedWait(sh, r, nil, now, n, d, pv), pv
+		return g.retryWait(sh, h, r, nil, now, n, d, pv), pv
 	}
 	// The call moved the key to r (a key's state follows the policy of
 	// its last admission), and r's inherited state now holds what it had
@@ -736,7 +765,7 @@ func (g *registry[S, P]) get(r *rule, key string, now int64) (verdict, int64) {
 	}
 	st := newState[S, P](r)
 	g.startFrom(sh, st, r, now)
-	d, _ := g.decideInherited(sh, r, now, 1, false)
+	d, _ := g.decideInherited(sh, h, r, now, 1, false)
 	return d, P(st).usage(r, now)
 }
 

@@ -49,7 +49,9 @@ import (
 // with nethttp.WithKeyFunc is not used, and nethttp.WithKeyFallback gives
 // the key of a request whose identifier is empty. Echo's DenyHandler
 // answers in place of nethttp.WithDenyHandler and WithKeyErrorHandler, which
-// are not called. A Store is safe for concurrent use.
+// are not called. nethttp.WithFinalCost settles nothing here (echo's rate
+// limiter gives the store no response): settle costs with [Limit]. A Store
+// is safe for concurrent use.
 type Store struct{ e *nethttp.Engine }
 
 var (

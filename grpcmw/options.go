@@ -159,7 +159,8 @@ func WithHeaderStyle(s nethttp.HeaderStyle) Option {
 }
 
 // WithHook adds f, called with the [nethttp.Event] of every call (and, under
-// WithPerMessage, every message) that is not skipped, on the call's
+// WithPerMessage, every message of a stream opened with a key) that is not
+// skipped, on the call's
 // goroutine: keep it fast. Event.Request is nil; the rest is as for HTTP, so
 // nethttp/sloghook, promhook and otelhook work unchanged.
 func WithHook(f func(nethttp.Event)) Option {

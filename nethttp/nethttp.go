@@ -259,11 +259,16 @@ func (e *Engine) keepKnown(ev *Event, p *core.Policy) {
 	case OutcomeCostError: // the limiter refused the cost: not a call that decided
 		*d, ev.LimiterCalled = core.Decision{Limit: p.Limit, Policy: *p}, false
 	default: // a failure, or the request's context ended while the limiter decided
-		if e.plim != nil {
+		if e.cfg.policy != nil {
+			// A policy from the policy func that the limiter rejects
+			// (invalid, or not one it can apply), checked here, off the
+			// path of every request.
 			if verr := p.Validate(); verr != nil {
-				// An invalid policy from the policy func, checked here,
-				// off the path of every request, as the limiter rejects it.
 				e.policyFailed(ev, verr)
+				return
+			}
+			if errors.Is(ev.Err, core.ErrAlgorithmMismatch) {
+				e.policyFailed(ev, ev.Err)
 				return
 			}
 		}

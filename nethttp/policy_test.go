@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -299,12 +300,12 @@ func TestPolicyFuncWithAnotherAlgorithmIsAFailure(t *testing.T) {
 		}))
 	w := get(h, "")
 	wantStatus(t, w, http.StatusServiceUnavailable)
-	wantHeaders(t, w, map[string]string{nethttp.HeaderLimit: "10"})
+	wantHeaders(t, w, map[string]string{}) // a policy the limiter rejects: none applied, none advertised
 	if got, want := outcomes(events), ([]nethttp.Outcome{nethttp.OutcomeFailedClosed}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("outcomes(events): got %v, want %v", got, want)
 	}
-	if err := events[0].Err; !errors.Is(err, core.ErrAlgorithmMismatch) {
-		t.Errorf("events[0].Err: got %v, want %v", err, core.ErrAlgorithmMismatch)
+	if err := events[0].Err; !errors.Is(err, core.ErrAlgorithmMismatch) || !strings.HasPrefix(err.Error(), "policy func: ") {
+		t.Errorf("events[0].Err: got %v, want %v prefixed %q", err, core.ErrAlgorithmMismatch, "policy func: ")
 	}
 }
 

@@ -57,8 +57,8 @@ func tagged(k string) string {
 var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 // policyTag names a limiter's own policy in its keys: the algorithm, its
-// numbers, and its name when it has one (two limiters of equal numbers
-// apart, login and signup per IP, say).
+// numbers, whether a leaky bucket meters, and its name when it has one (two
+// limiters of equal numbers apart, login and signup per IP, say).
 func policyTag(p core.Policy) string {
 	sep, fields := ":", []string{algorithmTags[p.Algorithm], fmt.Sprint(p.Limit), p.Window.String()}
 	switch {
@@ -67,6 +67,8 @@ func policyTag(p core.Policy) string {
 		for _, q := range p.Parts() {
 			fields = append(fields, policyTag(q))
 		}
+	case p.Algorithm == core.AlgLeakyBucket && p.Meter: // apart from a delaying one
+		fields = append(fields, fmt.Sprint(p.Burst), "meter")
 	case p.Algorithm == core.AlgTokenBucket || p.Algorithm == core.AlgLeakyBucket:
 		fields = append(fields, fmt.Sprint(p.Burst))
 	case p.Algorithm == core.AlgSlidingWindow:

@@ -58,7 +58,7 @@ type config struct {
 // The limiter keeps one Redis key per user key, expiring after the
 // policy's Recovery time:
 //
-//	<prefix>:{<user key>}:<algorithm>:<limit>:<window>[:<burst or buckets>][:<name>]:v3
+//	<prefix>:{<user key>}:<algorithm>:<limit>:<window>[:<burst or buckets>][:meter][:<name>]:v3
 //	ratelimit:{203.0.113.7}:tb:100:1m0s:100:per-ip:v3
 //
 // The braces are the Cluster hash tag; '%', '{' and '}' of the user key are

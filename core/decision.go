@@ -38,8 +38,11 @@ type Decision struct {
 // admitted when every part admits; its Limit, Remaining and ResetAfter
 // are those of the part that binds, the one with the fewest remaining
 // (then the longest wait, then the longest reset); its RetryAfter (or
-// Delay) is the longest of the parts'. Parts returns nil for a policy of
-// one part, and a new slice at each call.
+// Delay) is the longest of the parts'. A cost above the policy's capacity
+// (ErrCostExceedsCapacity) is not decided: its parts report the key's
+// state as Peek would, except that each part whose capacity the cost
+// exceeds denies it, with no RetryAfter. Parts returns nil for a policy
+// of one part, and a new slice at each call.
 func (d Decision) Parts() []Decision {
 	if d.parts == nil {
 		return nil

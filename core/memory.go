@@ -357,6 +357,7 @@ func (l *MemoryLimiter) refuse(r *rule, p *Policy, key string, n int64) (d Decis
 				parts[i].allowed, parts[i].wait = false, 0
 			}
 		}
+		v = parts.combine(false) // the whole from these parts, as Combine makes it
 	}
 	r.fill(&d, v, pv, now)
 	d.Allowed, d.RetryAfter, d.Delay = false, 0, 0

@@ -48,7 +48,8 @@ var _ core.PolicyLimiter = (*Limiter)(nil)
 // Redis failed: it returned an error, refused or broke the connection, or
 // did not answer within the timeout (see WithTimeout); and of calls the
 // circuit breaker kept from Redis (see ErrBreakerOpen). With the local
-// fallback (the default) only Reset, Get, Set and Ping return them.
+// fallback (the default) only Reset, Get, Set, Settle (of a decision
+// Redis made) and Ping return them.
 //
 // The error of a call whose own context ended first wraps ctx.Err() and
 // never ErrUnavailable: it is not a store failure. Either way the

@@ -297,7 +297,7 @@ func (g *registry[S, P]) decideLocked(sh *shard[S], h uint64, r *rule, key strin
 	// (see move).
 	d, pv, _ := P(&e.state).decide(r, now, n, consume)
 	if !consume || !d.allowed {
-		return g.retryWait(sh, h, r, victim, now, n, d, pv), pv
+		return g.inheritedWait(sh, r, victim, now, n, d, pv), pv
 	}
 	// Clone: the key may point into a larger buffer (a header line) that
 	// the table must not keep alive.
@@ -439,33 +439,38 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 	return d
 }
 
-// retryWait is inheritedWait for a newcomer's call that is not admitted
-// (or a look), with a wait long enough for its retry: in a full shard the
-// retry makes room by evicting a key into the inherited state and starts
-// from that key's usage too (newcomer), so a wait measured on the
-// inherited states alone could send it back before that key admits n. It
-// follows makeRoom's choice at the retry's instant, and, while the key
-// chosen then makes the wait longer, at that later instant again: a few
-// turns, as a shard's sample is a few keys. Not for a sliding window,
-// whose look at a later instant would advance its ring (see WithMaxKeys).
-func (g *registry[S, P]) retryWait(sh *shard[S], h uint64, r *rule, victim *entry[S], now, n int64, d verdict, first *verdict) verdict {
-	d = g.inheritedWait(sh, r, victim, now, n, d, first)
+// retryWait is inheritedWait for a key that found no room and is not
+// admitted (or a look). The shard is full: the retry makes room by
+// evicting a key into the inherited state and starts from that key's usage
+// too (newcomer), so a wait measured on the inherited states alone could
+// send it back before that key admits n. It asks makeRoom, without
+// applying it, which key it would evict at the retry's instant, and
+// decides the call on the state the retry would start from, each part
+// anew; while that lengthens the wait, again at the later instant: a few
+// turns, as a shard's sample is a few keys. The decision then describes
+// that state. Not for a sliding window, whose look at a later instant
+// would advance its ring (see WithMaxKeys).
+func (g *registry[S, P]) retryWait(sh *shard[S], h uint64, r *rule, now, n int64, d verdict, first *verdict) (verdict, *verdict) {
+	d = g.inheritedWait(sh, r, nil, now, n, d, first)
 	for range evictSample {
-		if d.allowed || sh.live < g.perShard || r.policy.Algorithm == AlgSlidingWindow {
-			return d
+		if d.allowed || r.policy.Algorithm == AlgSlidingWindow {
+			break
 		}
 		at := now + min(int64(d.wait), math.MaxInt64-now)
 		room, next := g.makeRoom(sh, h, at, false, retireUnlimited)
 		if !room || next == nil {
-			return d // the retry starts from the inherited states alone
+			break // the retry starts from the inherited states alone
 		}
-		later := g.inheritedWait(sh, r, next, now, n, d, first)
-		if later.wait <= d.wait {
-			return d
+		st := newState[S, P](r)
+		g.startFrom(sh, st, r, now)
+		P(st).absorb(r, now, converted[S, P](next.rule, r, now, &next.state))
+		v, pv, _ := P(st).decide(r, now, n, false)
+		if v = g.inheritedWait(sh, r, next, now, n, v, pv); v.wait <= d.wait {
+			break
 		}
-		d = later
+		d, first = v, pv
 	}
-	return d
+	return d, first
 }
 
 // measureAllFrom is inheritedWait under a policy made with AllOf: each
@@ -512,7 +517,7 @@ func (g *registry[S, P]) decideInherited(sh *shard[S], h uint64, r *rule, now, n
 	g.startFrom(sh, c, r, now)
 	d, pv, _ := P(c).decide(r, now, n, consume)
 	if !consume || !d.allowed {
-		return g.retryWait(sh, h, r, nil, now, n, d, pv), pv
+		return g.retryWait(sh, h, r, now, n, d, pv)
 	}
 	// The call moved the key to r (a key's state follows the policy of
 	// its last admission), and r's inherited state now holds what it had

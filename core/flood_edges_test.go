@@ -173,3 +173,47 @@ func TestPeekOfAKeyThatFindsAFullShardAgreesWithAllowN(t *testing.T) {
 		t.Errorf("x retried after AllowN's RetryAfter %v: %+v, %v; want admitted", d.RetryAfter, again, err)
 	}
 }
+
+// TestRemainingOfADenialInAFullShardCountsWhatPassesNow: Decision.Remaining
+// is "unit-cost requests that would pass now, after this one", and a denial
+// consumes nothing. With WithMaxKeys(1) (one shard of one key) and
+// TokenBucket(4, 1s) (250 ms a unit):
+//
+//   - at t0 a takes 4: limited, the shard full;
+//   - c takes 3: no room, admitted on the inherited state, 1 left;
+//   - c asks 2: denied (retryWait measures the state its retry starts from,
+//     a's usage absorbed, and reports that state's Remaining, 0);
+//   - c asks 1 at the same instant: admitted.
+//
+// The denial said no unit request would pass now; Peek, just before it,
+// said 1, and one did.
+func TestRemainingOfADenialInAFullShardCountsWhatPassesNow(t *testing.T) {
+	ctx := context.Background()
+	clk := coretest.NewClock(time.Unix(1_700_000_000, 0))
+	lim, err := core.New(core.TokenBucket(4, time.Second), core.WithClock(clk.Now), core.WithMaxKeys(1), core.WithSweepInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	if d, err := lim.AllowN(ctx, "a", 4); err != nil || !d.Allowed {
+		t.Fatalf("a: AllowN(4) = %+v, %v; want admitted", d, err)
+	}
+	if d, err := lim.AllowN(ctx, "c", 3); err != nil || !d.Allowed {
+		t.Fatalf("c: AllowN(3) = %+v, %v; want admitted on the inherited state", d, err)
+	}
+	peek, err := lim.Peek(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := lim.AllowN(ctx, "c", 2)
+	if err != nil || d.Allowed {
+		t.Fatalf("c: AllowN(2) = %+v, %v; want a denial", d, err)
+	}
+	unit, err := lim.AllowN(ctx, "c", 1)
+	if err != nil || !unit.Allowed {
+		t.Fatalf("c: AllowN(1) at the same instant = %+v, %v; want admitted", unit, err)
+	}
+	if d.Remaining != peek.Remaining || d.Remaining != 1 {
+		t.Errorf("c: the denial of 2 said Remaining %d (Peek just before: %d), and a unit request at the same instant was admitted; want 1", d.Remaining, peek.Remaining)
+	}
+}

@@ -447,16 +447,18 @@ func (g *registry[S, P]) inheritedWait(sh *shard[S], r *rule, victim *entry[S], 
 // applying it, which key it would evict at the retry's instant, and
 // decides the call on the state the retry would start from, each part
 // anew; while that lengthens the wait, again at the later instant: a few
-// turns, as a shard's sample is a few keys. The decision then describes
-// that state. Not for a sliding window, whose look at a later instant
-// would advance its ring (see WithMaxKeys).
+// turns, as a shard's sample is a few keys. The decision keeps what is
+// true now (Remaining, ResetAfter: see retryFrom) with the retry's wait.
+// Not for a sliding window, whose look at a later instant would advance
+// its ring (see WithMaxKeys).
 func (g *registry[S, P]) retryWait(sh *shard[S], h uint64, r *rule, now, n int64, d verdict, first *verdict) (verdict, *verdict) {
 	d = g.inheritedWait(sh, r, nil, now, n, d, first)
+	later, lp, moved := d, first, false
 	for range evictSample {
 		if d.allowed || r.policy.Algorithm == AlgSlidingWindow {
 			break
 		}
-		at := now + min(int64(d.wait), math.MaxInt64-now)
+		at := now + min(int64(later.wait), math.MaxInt64-now)
 		room, next := g.makeRoom(sh, h, at, false, retireUnlimited)
 		if !room || next == nil {
 			break // the retry starts from the inherited states alone
@@ -465,12 +467,31 @@ func (g *registry[S, P]) retryWait(sh *shard[S], h uint64, r *rule, now, n int64
 		g.startFrom(sh, st, r, now)
 		P(st).absorb(r, now, converted[S, P](next.rule, r, now, &next.state))
 		v, pv, _ := P(st).decide(r, now, n, false)
-		if v = g.inheritedWait(sh, r, next, now, n, v, pv); v.wait <= d.wait {
+		if v = g.inheritedWait(sh, r, next, now, n, v, pv); v.wait <= later.wait {
 			break
 		}
-		d, first = v, pv
+		later, lp, moved = v, pv, true
 	}
-	return d, first
+	if !moved {
+		return d, first
+	}
+	return retryFrom(r, d, first, later, lp)
+}
+
+// retryFrom is the denial d (first, its parts' verdicts) told the wait of
+// later (lp), the verdict of the state its retry starts from: what passes
+// now and when it is full again stay d's, part by part under AllOf, where
+// whether each part denies and how long it waits are the retry's.
+func retryFrom(r *rule, d verdict, first *verdict, later verdict, lp *verdict) (verdict, *verdict) {
+	if first == nil {
+		d.wait = later.wait
+		return d, nil
+	}
+	parts, nowParts := r.partVerdicts(lp), r.partVerdicts(first)
+	for j := range parts {
+		parts[j].remaining, parts[j].reset = nowParts[j].remaining, nowParts[j].reset
+	}
+	return parts.combine(false), lp
 }
 
 // measureAllFrom is inheritedWait under a policy made with AllOf: each

@@ -98,7 +98,8 @@ func WithCostFunc(f func(ctx context.Context, fullMethod string, msg any) (int64
 //
 // Only the calls and stream openings the limiter admitted
 // ([nethttp.OutcomeAllowed], also under WithDryRun) are settled, not the
-// messages of [WithPerMessage]; a call or message charged and then
+// messages of [WithPerMessage], nor a call whose handler panicked (the
+// charge stays); a call or message charged and then
 // canceled during its leaky-bucket delay was never served, and is settled
 // at 0 without asking f. The limiter must be a core.Settler (the in-memory
 // limiter and the Redis store are), and [NewLimiter] takes no

@@ -72,7 +72,8 @@ type config struct {
 // be denied again while that key recovers. A shard
 // keeps this for at most 16 policies: beyond that, a key of a further
 // policy is not evicted while in use, and one that finds its shard full of
-// limited keys is denied until one of the 16 has recovered.
+// limited keys is denied until one of the 16 has recovered (its RetryAfter
+// is when the first has: its retry may be denied again by the others).
 func WithMaxKeys(n int) Option {
 	return func(c *config) error {
 		if n <= 0 {

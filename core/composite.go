@@ -410,6 +410,25 @@ func Combine(p Policy, parts []Decision) (Decision, error) {
 	return d, nil
 }
 
+// Refusal returns the denial of a cost n above the capacity of look's
+// policy (ErrCostExceedsCapacity), made from look, the key's state as Peek
+// reports it: no RetryAfter nor Delay, and under a policy made with AllOf
+// each part whose capacity n exceeds refusing it too (Decision.Parts). The
+// in-memory limiter refuses so; it is for the stores that look at the key
+// themselves (redisstore).
+func Refusal(look Decision, n int64) Decision {
+	if parts := look.Parts(); parts != nil {
+		for i, q := range look.Policy.Parts() {
+			if n > q.Capacity() {
+				parts[i].Allowed, parts[i].RetryAfter, parts[i].Delay = false, 0, 0
+			}
+		}
+		look, _ = Combine(look.Policy, parts) // the parts of look's own policy
+	}
+	look.Allowed, look.RetryAfter, look.Delay = false, 0, 0
+	return look
+}
+
 // combineRules keeps Combine's rules, by policy: compiling one decodes its
 // parts and labels each (several allocations), on every decision of a store
 // otherwise. A store's policies are few (its own, its plans').

@@ -350,19 +350,8 @@ func (l *MemoryLimiter) refuse(r *rule, p *Policy, key string, n int64) (d Decis
 	if err != nil {
 		return Decision{}, err
 	}
-	if pv != nil {
-		// Each part alone: one whose capacity n exceeds refuses it too.
-		parts := r.partVerdicts(pv)
-		for i := range parts {
-			if n > r.parts[i].capacity {
-				parts[i].allowed, parts[i].wait = false, 0
-			}
-		}
-		v = parts.combine(false) // the whole from these parts, as Combine makes it
-	}
 	r.fill(&d, v, pv, now)
-	d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
-	return d, fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(r.policy))
+	return Refusal(d, n), fmt.Errorf("%w: n=%d, %v", ErrCostExceedsCapacity, n, capacityText(r.policy))
 }
 
 func (l *MemoryLimiter) janitor(every time.Duration) {

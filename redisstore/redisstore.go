@@ -191,28 +191,12 @@ func (l *Limiter) allow(ctx context.Context, op string, ps *pspec, p *core.Polic
 		return l.unanswered(ctx, op, ps, p, key, n, err)
 	case err != nil:
 	case over:
-		d = refused(d, p, n)
+		d = core.Refusal(d, n)
 		err = fmt.Errorf("redisstore: %w: n=%d, %s", core.ErrCostExceedsCapacity, n, capacityText(*p))
 	case cache && n == 1:
 		l.remember(key, ps.id, d, used, sent, gen)
 	}
 	return d, err
-}
-
-// refused is the denial of a cost n above p's capacity, from d, a look at
-// the key: under core.AllOf, each part whose capacity n exceeds refuses it
-// too, as core's limiter says.
-func refused(d core.Decision, p *core.Policy, n int64) core.Decision {
-	if parts := d.Parts(); parts != nil {
-		for i, q := range p.Parts() {
-			if n > q.Capacity() {
-				parts[i].Allowed, parts[i].RetryAfter, parts[i].Delay = false, 0, 0
-			}
-		}
-		d, _ = core.Combine(*p, parts) // the parts of p, which decided d
-	}
-	d.Allowed, d.RetryAfter, d.Delay = false, 0, 0
-	return d
 }
 
 // unanswered decides a call that Redis did not, for err: in the local
